@@ -1,0 +1,9 @@
+// Everything a coil user needs: #include <coil/coil.h>
+#pragma once
+
+#include <coil/device.h>
+#include <coil/dtype.h>
+#include <coil/error.h>
+#include <coil/ops.h>
+#include <coil/scalar.h>
+#include <coil/tensor.h>

@@ -1,0 +1,157 @@
+// coil::Tensor: a reference-counted handle to a strided view of a storage, named as in
+// libtorch. Copying a Tensor copies the handle, not the data.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <coil/device.h>
+#include <coil/dtype.h>
+#include <coil/error.h>
+#include <coil/scalar.h>
+
+namespace coil {
+
+using Shape = std::vector<int64_t>;
+class TensorImpl;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- metadata -------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& sizes() const;
+  const Shape& strides() const;
+  int64_t size(int64_t dim) const;  // negative dims count from the end
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  int64_t storage_offset() const;
+  DType dtype() const;
+  DType scalar_type() const { return dtype(); }
+  Device device() const;
+  bool is_contiguous() const;
+  bool is_floating_point() const { return is_floating(dtype()); }
+  size_t element_size() const { return itemsize(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  // A tensor that only describes (a proxy during capture, a meta tensor): no storage.
+  bool has_storage() const;
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  bool shares_storage(const Tensor& other) const;
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);
+
+  // --- data -----------------------------------------------------------------------------
+  void* data_ptr() const;  // address of element [0, 0, ...]; throws for a tensor without storage
+  template <typename T>
+  T* data_ptr() const {
+    check_dtype(dtype_of<T>, "data_ptr");
+    return static_cast<T*>(data_ptr());
+  }
+  Scalar item() const;  // a one-element tensor's value
+  template <typename T>
+  T item() const {
+    return item().to<T>();
+  }
+  std::vector<double> to_vector_double() const;  // all elements, in logical order
+  std::string str() const;                       // as PyTorch prints it: tensor([...])
+
+  // --- views (share storage) --------------------------------------------------------------
+  Tensor view(const Shape& size) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor permute(const Shape& dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor expand(const Shape& size) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+               int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, const Shape& sizes) const;
+  Tensor as_strided(const Shape& size, const Shape& stride,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
+
+  // --- copies and conversions -------------------------------------------------------------
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+  Tensor detach() const;
+
+  // --- math as methods ------------------------------------------------------------------
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor reciprocal() const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor add(const Tensor& other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+
+  Tensor sum(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor mean(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor prod(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor amax(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor amin(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor var(const Shape& dims = {}, double correction = 1, bool keepdim = false) const;
+  Tensor std(const Shape& dims = {}, double correction = 1, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+
+  // --- in place (write into this tensor's storage) ---------------------------------------
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(const Scalar& value);
+  Tensor& zero_() { return fill_(0); }
+  Tensor& add_(const Tensor& other);
+  Tensor& sub_(const Tensor& other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& add_(const Scalar& other);
+  Tensor& sub_(const Scalar& other);
+  Tensor& mul_(const Scalar& other);
+  Tensor& div_(const Scalar& other);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& relu_();
+
+  // Throws coil::Error naming `op` when this tensor's dtype is not `expected`.
+  void check_dtype(DType expected, const char* op) const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::string shape_str(const Shape& s);  // "[2, 3]"
+
+}  // namespace coil

@@ -1,0 +1,133 @@
+// coil::Tensor's op methods (views, math, in-place variants): thin forwards to the ops.
+#include <coil/ops.h>
+
+#include "graph/registry.h"
+#include "runtime/copy.h"
+
+namespace coil {
+
+Tensor Tensor::view(const Shape& size) const { return call_op1(OpId::view, {*this, size}); }
+Tensor Tensor::reshape(const Shape& shape) const { return call_op1(OpId::reshape, {*this, shape}); }
+Tensor Tensor::permute(const Shape& dims) const { return call_op1(OpId::permute, {*this, dims}); }
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  return call_op1(OpId::transpose, {*this, d0, d1});
+}
+Tensor Tensor::t() const { return call_op1(OpId::t, {*this}); }
+Tensor Tensor::expand(const Shape& size) const { return call_op1(OpId::expand, {*this, size}); }
+Tensor Tensor::squeeze() const { return call_op1(OpId::squeeze, {*this, Arg()}); }
+Tensor Tensor::squeeze(int64_t dim) const { return call_op1(OpId::squeeze, {*this, Shape{dim}}); }
+Tensor Tensor::unsqueeze(int64_t dim) const { return call_op1(OpId::unsqueeze, {*this, dim}); }
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                     int64_t step) const {
+  return call_op1(OpId::slice, {*this, dim, none_or(start), none_or(end), step});
+}
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return call_op1(OpId::narrow, {*this, dim, start, length});
+}
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  return call_op1(OpId::select, {*this, dim, index});
+}
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  return call_op1(OpId::flatten, {*this, start_dim, end_dim});
+}
+Tensor Tensor::unflatten(int64_t dim, const Shape& sizes) const {
+  return call_op1(OpId::unflatten, {*this, dim, sizes});
+}
+Tensor Tensor::as_strided(const Shape& size, const Shape& stride,
+                          std::optional<int64_t> storage_offset) const {
+  return call_op1(OpId::as_strided, {*this, size, stride, none_or(storage_offset)});
+}
+
+Tensor Tensor::contiguous() const { return call_op1(OpId::contiguous, {*this}); }
+Tensor Tensor::clone() const { return call_op1(OpId::clone, {*this}); }
+Tensor Tensor::to(DType dtype) const {
+  return dtype == this->dtype() ? *this : call_op1(OpId::to_dtype, {*this, dtype});
+}
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  check_cpu(device, "to");
+  check_cpu(this->device(), "to");
+  return *this;
+}
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = impl_->storage;
+  impl->meta = impl_->meta;
+  impl->proxy = impl_->proxy;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::neg() const { return coil::neg(*this); }
+Tensor Tensor::abs() const { return coil::abs(*this); }
+Tensor Tensor::exp() const { return coil::exp(*this); }
+Tensor Tensor::log() const { return coil::log(*this); }
+Tensor Tensor::sqrt() const { return coil::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return coil::rsqrt(*this); }
+Tensor Tensor::sin() const { return coil::sin(*this); }
+Tensor Tensor::cos() const { return coil::cos(*this); }
+Tensor Tensor::tanh() const { return coil::tanh(*this); }
+Tensor Tensor::sigmoid() const { return coil::sigmoid(*this); }
+Tensor Tensor::relu() const { return coil::relu(*this); }
+Tensor Tensor::reciprocal() const { return coil::reciprocal(*this); }
+Tensor Tensor::pow(const Scalar& e) const { return coil::pow(*this, e); }
+Tensor Tensor::pow(const Tensor& e) const { return coil::pow(*this, e); }
+Tensor Tensor::add(const Tensor& o) const { return coil::add(*this, o); }
+Tensor Tensor::sub(const Tensor& o) const { return coil::sub(*this, o); }
+Tensor Tensor::mul(const Tensor& o) const { return coil::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return coil::div(*this, o); }
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return coil::clamp(*this, min, max);
+}
+Tensor Tensor::matmul(const Tensor& o) const { return coil::matmul(*this, o); }
+Tensor Tensor::mm(const Tensor& o) const { return coil::mm(*this, o); }
+
+Tensor Tensor::sum(const Shape& d, bool k) const { return coil::sum(*this, d, k); }
+Tensor Tensor::mean(const Shape& d, bool k) const { return coil::mean(*this, d, k); }
+Tensor Tensor::prod(const Shape& d, bool k) const { return coil::prod(*this, d, k); }
+Tensor Tensor::amax(const Shape& d, bool k) const { return coil::amax(*this, d, k); }
+Tensor Tensor::amin(const Shape& d, bool k) const { return coil::amin(*this, d, k); }
+Tensor Tensor::var(const Shape& d, double c, bool k) const { return coil::var(*this, d, c, k); }
+Tensor Tensor::std(const Shape& d, double c, bool k) const { return coil::std(*this, d, c, k); }
+Tensor Tensor::argmax(std::optional<int64_t> d, bool k) const { return coil::argmax(*this, d, k); }
+Tensor Tensor::argmin(std::optional<int64_t> d, bool k) const { return coil::argmin(*this, d, k); }
+Tensor Tensor::softmax(int64_t d) const { return coil::softmax(*this, d); }
+Tensor Tensor::log_softmax(int64_t d) const { return coil::log_softmax(*this, d); }
+
+// In-place ops compute out of place, then write the result back into this tensor's storage
+// (the result must not change this tensor's shape or need a wider dtype).
+namespace {
+Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
+  COIL_CHECK(result.sizes() == self.sizes(), op, ": the result has sizes ", shape_str(result.sizes()),
+             " but in-place ops cannot change ", shape_str(self.sizes()),
+             "; broadcasting may only grow the other operand");
+  COIL_CHECK(promote_types(result.dtype(), self.dtype()) == self.dtype() ||
+                 (is_floating(self.dtype()) && is_floating(result.dtype())),
+             op, ": the result type ", dtype_name(result.dtype()), " cannot be stored in a ",
+             dtype_name(self.dtype()), " tensor; use the out-of-place op");
+  copy_into(self, result);
+  return self;
+}
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  copy_into(*this, src);
+  return *this;
+}
+Tensor& Tensor::fill_(const Scalar& value) {
+  fill(*this, value);
+  return *this;
+}
+Tensor& Tensor::add_(const Tensor& o) { return assign_result(*this, coil::add(*this, o), "add_"); }
+Tensor& Tensor::sub_(const Tensor& o) { return assign_result(*this, coil::sub(*this, o), "sub_"); }
+Tensor& Tensor::mul_(const Tensor& o) { return assign_result(*this, coil::mul(*this, o), "mul_"); }
+Tensor& Tensor::div_(const Tensor& o) { return assign_result(*this, coil::div(*this, o), "div_"); }
+Tensor& Tensor::add_(const Scalar& o) { return assign_result(*this, coil::add(*this, o), "add_"); }
+Tensor& Tensor::sub_(const Scalar& o) { return assign_result(*this, coil::sub(*this, o), "sub_"); }
+Tensor& Tensor::mul_(const Scalar& o) { return assign_result(*this, coil::mul(*this, o), "mul_"); }
+Tensor& Tensor::div_(const Scalar& o) { return assign_result(*this, coil::div(*this, o), "div_"); }
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  return assign_result(*this, coil::clamp(*this, min, max), "clamp_");
+}
+Tensor& Tensor::relu_() { return assign_result(*this, coil::relu(*this), "relu_"); }
+
+}  // namespace coil

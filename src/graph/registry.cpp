@@ -1,0 +1,85 @@
+#include "graph/registry.h"
+
+#include <unordered_map>
+
+#include "graph/op_impl.h"
+
+namespace coil {
+
+const char* op_kind_name(OpKind k) {
+  static const char* names[] = {"Pointwise", "Reduction", "View",   "Factory",
+                                "Extern",    "Composite", "Other"};
+  return names[static_cast<int>(k)];
+}
+
+namespace {
+struct Registry {
+  std::vector<OpInfo> ops;
+  std::unordered_map<std::string, OpId> by_name;
+  Registry() {
+#define COIL_OP(name, kind, schema)                                                      \
+  ops.push_back(OpInfo{OpId::name, #name, OpKind::kind, parse_schema(schema), ops::meta_##name, \
+                       ops::eager_##name});
+#include "graph/op_list.def"
+#undef COIL_OP
+    for (const auto& op : ops) by_name.emplace(op.name, op.id);
+  }
+};
+const Registry& registry() {
+  static const Registry r;
+  return r;
+}
+thread_local DispatchHook* tls_hook = nullptr;
+}  // namespace
+
+const OpInfo& op_info(OpId op) { return registry().ops[static_cast<size_t>(op)]; }
+
+std::optional<OpId> find_op(const std::string& name) {
+  const auto& m = registry().by_name;
+  auto it = m.find(name);
+  return it == m.end() ? std::nullopt : std::optional<OpId>(it->second);
+}
+
+void normalize_args(OpId op, std::vector<Arg>& args) {
+  const OpInfo& info = op_info(op);
+  const auto& params = info.schema.args;
+  COIL_CHECK(args.size() <= params.size(), info.name, ": takes at most ", params.size(),
+             " arguments but got ", args.size(), "; schema: ", info.schema.str());
+  for (size_t i = args.size(); i < params.size(); ++i) {
+    COIL_CHECK(params[i].default_value.has_value(), info.name, ": missing argument '",
+               params[i].name, "'; schema: ", info.schema.str());
+    args.push_back(*params[i].default_value);
+  }
+  bool scalar_ok = info.kind == OpKind::Pointwise;
+  for (size_t i = 0; i < params.size(); ++i) {
+    COIL_CHECK(arg_matches(args[i], params[i].type, scalar_ok), info.name, ": argument '",
+               params[i].name, "' must be ", params[i].type, " but got ", arg_kind_name(args[i]),
+               "; schema: ", info.schema.str());
+  }
+}
+
+std::vector<TensorMeta> run_meta(OpId op, const std::vector<Arg>& args) {
+  return op_info(op).meta(Args(args));
+}
+
+std::vector<Tensor> run_eager(OpId op, const std::vector<Arg>& args) {
+  const OpInfo& info = op_info(op);
+  Args a(args);
+  std::vector<TensorMeta> out = info.meta(a);
+  return info.eager(a, out);
+}
+
+DispatchHook* set_dispatch_hook(DispatchHook* hook) {
+  DispatchHook* prev = tls_hook;
+  tls_hook = hook;
+  return prev;
+}
+DispatchHook* current_dispatch_hook() { return tls_hook; }
+
+std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
+  normalize_args(op, args);
+  if (tls_hook) return tls_hook->call(op, args);
+  return run_eager(op, args);
+}
+
+}  // namespace coil

@@ -1,0 +1,70 @@
+// The op registry: every op's id, kind, schema, meta function and eager kernel, from
+// op_list.def; and the dispatcher every op call goes through.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/arg.h"
+#include "graph/schema.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil {
+
+enum class OpId : uint16_t {
+#define COIL_OP(name, kind, schema) name,
+#include "graph/op_list.def"
+#undef COIL_OP
+};
+inline constexpr int kNumOps = 0
+#define COIL_OP(name, kind, schema) +1
+#include "graph/op_list.def"
+#undef COIL_OP
+    ;
+
+enum class OpKind : uint8_t { Pointwise, Reduction, View, Factory, Extern, Composite, Other };
+const char* op_kind_name(OpKind k);
+
+using MetaFn = std::vector<TensorMeta> (*)(const Args&);
+using EagerFn = std::vector<Tensor> (*)(const Args&, const std::vector<TensorMeta>&);
+
+struct OpInfo {
+  OpId id;
+  const char* name;
+  OpKind kind;
+  Schema schema;
+  MetaFn meta;
+  EagerFn eager;
+  bool returns_list() const { return schema.returns == "Tensor[]"; }
+};
+
+const OpInfo& op_info(OpId op);
+std::optional<OpId> find_op(const std::string& name);
+inline const char* op_name(OpId op) { return op_info(op).name; }
+
+// Completes `args` with the schema's defaults and checks every argument's type; a
+// coil::Error names the op and the argument.
+void normalize_args(OpId op, std::vector<Arg>& args);
+
+// Runs the meta function only: validation and output description, no data touched.
+std::vector<TensorMeta> run_meta(OpId op, const std::vector<Arg>& args);
+// Meta, then the eager kernel: the reference path.
+std::vector<Tensor> run_eager(OpId op, const std::vector<Arg>& args);
+
+// Capture and autograd intercept op calls by installing a hook for the current thread.
+class DispatchHook {
+ public:
+  virtual ~DispatchHook() = default;
+  virtual std::vector<Tensor> call(OpId op, std::vector<Arg>& args) = 0;
+};
+DispatchHook* set_dispatch_hook(DispatchHook* hook);  // returns the previous one
+DispatchHook* current_dispatch_hook();
+
+// The entry point of every public op: the hook if one is installed, else run_eager.
+std::vector<Tensor> call_op(OpId op, std::vector<Arg> args);
+inline Tensor call_op1(OpId op, std::vector<Arg> args) {
+  return std::move(call_op(op, std::move(args)).at(0));
+}
+
+}  // namespace coil

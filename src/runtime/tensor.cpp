@@ -1,0 +1,191 @@
+// coil::Tensor's metadata and data access. The ops (views, math) live in src/api/, which
+// routes them through the op registry; nothing here knows about graphs.
+#include "runtime/tensor_impl.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "runtime/dispatch_dtype.h"
+
+namespace coil {
+
+int64_t numel_of(const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape strides(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = acc;
+    acc *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+int64_t TensorMeta::numel() const { return numel_of(sizes); }
+
+bool TensorMeta::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] != 1 && strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+void* aligned_alloc64(size_t nbytes) {
+  size_t rounded = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw Error("out of memory: could not allocate " + std::to_string(nbytes) + " bytes");
+  return p;
+}
+void aligned_free64(void* p) { std::free(p); }
+
+void check_cpu(const Device& device, const char* op) {
+  COIL_CHECK(device.is_cpu(), op, ": tensors on ", device.str(),
+             " cannot run yet (coil's eager kernels are CPU-only; the CUDA backend runs compiled "
+             "graphs); move the tensor with .to(coil::kCPU)");
+}
+
+Tensor empty_from_meta(const TensorMeta& meta) {
+  check_cpu(meta.device, "empty");
+  for (int64_t s : meta.sizes)
+    COIL_CHECK(s >= 0, "empty: negative size in ", shape_str(meta.sizes));
+  COIL_CHECK(meta.sizes.size() == meta.strides.size(), "empty_strided: sizes ",
+             shape_str(meta.sizes), " and strides ", shape_str(meta.strides),
+             " must have the same length");
+  int64_t extent = 0;  // elements needed past the offset
+  if (numel_of(meta.sizes) > 0) {
+    extent = 1;
+    for (size_t i = 0; i < meta.sizes.size(); ++i) {
+      COIL_CHECK(meta.strides[i] >= 0, "empty_strided: negative stride in ",
+                 shape_str(meta.strides));
+      extent += (meta.sizes[i] - 1) * meta.strides[i];
+    }
+  }
+  auto storage = std::make_shared<Storage>();
+  storage->nbytes = static_cast<size_t>(meta.offset + extent) * itemsize(meta.dtype);
+  storage->data = aligned_alloc64(storage->nbytes);
+  storage->deleter = aligned_free64;
+  storage->device = meta.device;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->meta = meta;
+  return Tensor(std::move(impl));
+}
+
+Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device) {
+  return empty_from_meta(TensorMeta{dtype, sizes, contiguous_strides(sizes), 0, device});
+}
+
+Tensor meta_tensor(const TensorMeta& meta) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->meta = meta;
+  return Tensor(std::move(impl));
+}
+
+Tensor alias_with(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.impl()->storage;
+  impl->meta = TensorMeta{base.dtype(), sizes, strides, offset, base.device()};
+  return Tensor(std::move(impl));
+}
+
+TensorMeta meta_of(const Tensor& t) { return t.impl()->meta; }
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// ---- Tensor accessors -------------------------------------------------------------------------
+
+namespace {
+const TensorImpl& impl_of(const Tensor& t) {
+  COIL_CHECK(t.defined(), "this tensor is undefined (default-constructed); assign a tensor first");
+  return *t.impl();
+}
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t n = std::max<int64_t>(ndim, 1);
+  COIL_CHECK(dim >= -n && dim < n, op, ": dimension ", dim, " is out of range for a tensor with ",
+             ndim, " dims (expected ", -n, " to ", n - 1, ")");
+  return dim < 0 ? dim + n : dim;
+}
+}  // namespace
+
+const Shape& Tensor::sizes() const { return impl_of(*this).meta.sizes; }
+const Shape& Tensor::strides() const { return impl_of(*this).meta.strides; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(sizes().size()); }
+int64_t Tensor::size(int64_t d) const {
+  if (dim() == 0) wrap_dim(d, 0, "size");
+  return dim() == 0 ? 1 : sizes()[wrap_dim(d, dim(), "size")];
+}
+int64_t Tensor::stride(int64_t d) const {
+  return dim() == 0 ? 1 : strides()[wrap_dim(d, dim(), "stride")];
+}
+int64_t Tensor::numel() const { return impl_of(*this).meta.numel(); }
+int64_t Tensor::storage_offset() const { return impl_of(*this).meta.offset; }
+DType Tensor::dtype() const { return impl_of(*this).meta.dtype; }
+Device Tensor::device() const { return impl_of(*this).meta.device; }
+bool Tensor::is_contiguous() const { return impl_of(*this).meta.is_contiguous(); }
+bool Tensor::has_storage() const { return impl_of(*this).storage != nullptr; }
+bool Tensor::shares_storage(const Tensor& other) const {
+  return defined() && other.defined() && impl_->storage && impl_->storage == other.impl_->storage;
+}
+bool Tensor::requires_grad() const { return impl_of(*this).requires_grad; }
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  COIL_CHECK(!requires_grad || is_floating(dtype()), "requires_grad_: only floating-point tensors ",
+             "can require gradients, but this tensor is ", dtype_name(dtype()));
+  impl_->requires_grad = requires_grad;
+  return *this;
+}
+
+void Tensor::check_dtype(DType expected, const char* op) const {
+  COIL_CHECK(dtype() == expected, op, ": the tensor is ", dtype_name(dtype()), " but ",
+             dtype_name(expected), " was requested; convert it with .to(coil::k...) first");
+}
+
+void* Tensor::data_ptr() const {
+  const TensorImpl& impl = impl_of(*this);
+  COIL_CHECK(impl.storage != nullptr, "data_ptr: this tensor ", dtype_short_name(dtype()),
+             shape_str(sizes()),
+             " has no data (it is a proxy recorded during capture); data-dependent code "
+             "cannot be captured into a graph");
+  return impl.data();
+}
+
+Scalar Tensor::item() const {
+  COIL_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements (sizes ", shape_str(sizes()),
+             ") cannot be converted to a number; only one-element tensors can");
+  check_cpu(device(), "item");
+  const char* p = static_cast<const char*>(data_ptr());
+  return dispatch_dtype(dtype(), [&]<typename T>() { return Scalar(*reinterpret_cast<const T*>(p)); });
+}
+
+std::vector<double> Tensor::to_vector_double() const {
+  check_cpu(device(), "to_vector_double");
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(numel()));
+  const char* base = static_cast<const char*>(data_ptr());
+  dispatch_dtype(dtype(), [&]<typename T>() {
+    const T* p = reinterpret_cast<const T*>(base);
+    Shape idx(sizes().size(), 0);
+    for (int64_t n = 0; n < numel(); ++n) {
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides()[d];
+      out.push_back(static_cast<double>(static_cast<acc_type<T>>(p[off])));
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < sizes()[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace coil

@@ -1,0 +1,77 @@
+// The storage and metadata behind a coil::Tensor. Internal: users see only coil::Tensor.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include <coil/tensor.h>
+
+namespace coil {
+
+// A block of memory owned (or, for from_blob, borrowed) by one or more tensors.
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  std::function<void(void*)> deleter;  // empty when the memory is borrowed
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage() {
+    if (deleter) deleter(data);
+  }
+};
+
+// What a tensor looks like without its data: what meta functions compute and graph nodes
+// carry (FakeTensor's role in PyTorch).
+struct TensorMeta {
+  DType dtype = kFloat32;
+  Shape sizes;
+  Shape strides;
+  int64_t offset = 0;
+  Device device;
+
+  int64_t numel() const;
+  bool is_contiguous() const;
+  bool operator==(const TensorMeta& o) const {
+    return dtype == o.dtype && sizes == o.sizes && strides == o.strides && offset == o.offset &&
+           device == o.device;
+  }
+};
+
+// Extra state other layers attach to a tensor (capture's proxy node, autograd's grad_fn).
+// The runtime only holds it.
+struct TensorExtension {
+  virtual ~TensorExtension() = default;
+};
+
+class TensorImpl {
+ public:
+  std::shared_ptr<Storage> storage;  // null: a tensor that only describes (a proxy)
+  TensorMeta meta;
+  bool requires_grad = false;
+  std::shared_ptr<TensorExtension> proxy;     // set while capturing
+  std::shared_ptr<TensorExtension> autograd;  // set by autograd
+
+  char* data() const { return static_cast<char*>(storage->data) + meta.offset * itemsize(meta.dtype); }
+};
+
+Shape contiguous_strides(const Shape& sizes);
+int64_t numel_of(const Shape& sizes);
+// Allocates a tensor with exactly these sizes/strides (storage large enough for them).
+Tensor empty_from_meta(const TensorMeta& meta);
+Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device = kCPU);
+// A tensor with no storage, only metadata.
+Tensor meta_tensor(const TensorMeta& meta);
+// A view of `base`'s storage with the given geometry.
+Tensor alias_with(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset);
+TensorMeta meta_of(const Tensor& t);
+// Throws coil::Error unless the device can run kernels today.
+void check_cpu(const Device& device, const char* op);
+
+// 64-byte-aligned host memory (cache lines and AVX-512 vectors).
+void* aligned_alloc64(size_t nbytes);
+void aligned_free64(void* p);
+
+}  // namespace coil
