@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds coil and runs the demo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build --target coil_demo
+./build/examples/coil_demo

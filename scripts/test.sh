@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds coil and runs everything that checks it: formatting, the test suite, an installed
+# consumer project (find_package(coil)), and the unit tests again under ASan+UBSan.
+# COIL_SKIP_SANITIZE=1 skips the sanitizer build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+jobs=$(nproc)
+
+echo "== format check (clang-format)"
+files=$(git ls-files '*.h' '*.cpp' 2>/dev/null || find include src tests examples tools bench -name '*.h' -o -name '*.cpp')
+clang-format --dry-run --Werror $files
+
+echo "== build and test (Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_WERROR=ON >/dev/null
+cmake --build build -j "$jobs"
+(cd build && ctest --output-on-failure -j "$jobs")
+
+echo "== install, then build an outside project with find_package(coil)"
+rm -rf build/install build/consumer
+cmake --install build --prefix build/install >/dev/null
+cmake -S examples/consumer -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
+cmake --build build/consumer
+LD_LIBRARY_PATH="$PWD/build/install/lib" ./build/consumer/consumer
+
+if [ "${COIL_SKIP_SANITIZE:-0}" != "1" ]; then
+  echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCOIL_SANITIZE=ON -DCOIL_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build build-asan -j "$jobs"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
+fi
