@@ -75,23 +75,27 @@ inline void expect_close(const Tensor& actual, const std::vector<double>& expect
 // Tolerances that fit a dtype's precision.
 inline double rtol_for(DType t) {
   switch (t) {
-    case kFloat16: return 2e-3;
-    case kBFloat16: return 1.6e-2;
-    case kFloat32: return 1e-5;
-    default: return 1e-12;
+    case kFloat16:
+      return 2e-3;
+    case kBFloat16:
+      return 1.6e-2;
+    case kFloat32:
+      return 1e-5;
+    default:
+      return 1e-12;
   }
 }
 
 }  // namespace coil::testing
 
 // Expects `stmt` to throw coil::Error whose message contains `substr`.
-#define EXPECT_COIL_ERROR(stmt, substr)                                                   \
-  do {                                                                                    \
-    try {                                                                                 \
-      stmt;                                                                               \
-      ADD_FAILURE() << "expected coil::Error from: " #stmt;                               \
-    } catch (const ::coil::Error& e) {                                                    \
-      EXPECT_NE(std::string(e.what()).find(substr), std::string::npos)                    \
-          << "message was: " << e.what();                                                 \
-    }                                                                                     \
+#define EXPECT_COIL_ERROR(stmt, substr)                                \
+  do {                                                                 \
+    try {                                                              \
+      stmt;                                                            \
+      ADD_FAILURE() << "expected coil::Error from: " #stmt;            \
+    } catch (const ::coil::Error& e) {                                 \
+      EXPECT_NE(std::string(e.what()).find(substr), std::string::npos) \
+          << "message was: " << e.what();                              \
+    }                                                                  \
   } while (0)

@@ -28,8 +28,8 @@ inline constexpr DType kFloat64 = DType::Float64;
 inline constexpr DType kDouble = DType::Float64;
 
 size_t itemsize(DType t);
-const char* dtype_name(DType t);        // "float32", as torch prints it
-const char* dtype_short_name(DType t);  // "f32", as graph annotations print it
+const char* dtype_name(DType t);                 // "float32", as torch prints it
+const char* dtype_short_name(DType t);           // "f32", as graph annotations print it
 DType dtype_from_name(const std::string& name);  // accepts both forms; throws coil::Error
 inline bool is_floating(DType t) { return t >= DType::Float16; }
 inline bool is_integral(DType t, bool include_bool = false) {
@@ -72,9 +72,9 @@ struct BFloat16 {
 
 template <typename T>
 struct DTypeOf;
-#define COIL_DTYPE_OF(T, D) \
-  template <>               \
-  struct DTypeOf<T> {       \
+#define COIL_DTYPE_OF(T, D)           \
+  template <>                         \
+  struct DTypeOf<T> {                 \
     static constexpr DType value = D; \
   };
 COIL_DTYPE_OF(bool, DType::Bool)

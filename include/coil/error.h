@@ -33,15 +33,15 @@ std::string str_cat(const Args&... args) {
 }  // namespace coil
 
 // COIL_CHECK(cond, "op: ", shape, " is wrong; do X") throws coil::Error when cond fails.
-#define COIL_CHECK(cond, ...) \
-  do {                        \
+#define COIL_CHECK(cond, ...)                                               \
+  do {                                                                      \
     if (!(cond)) throw ::coil::Error(::coil::detail::str_cat(__VA_ARGS__)); \
   } while (0)
 
 // COIL_ASSERT guards coil's own invariants; failing it is a coil bug.
-#define COIL_ASSERT(cond, ...)                                                             \
-  do {                                                                                     \
-    if (!(cond))                                                                           \
-      throw ::coil::InternalError(::coil::detail::str_cat(                                 \
+#define COIL_ASSERT(cond, ...)                                                              \
+  do {                                                                                      \
+    if (!(cond))                                                                            \
+      throw ::coil::InternalError(::coil::detail::str_cat(                                  \
           "internal error at ", __FILE__, ":", __LINE__, ": ", #cond, " ", ##__VA_ARGS__)); \
   } while (0)

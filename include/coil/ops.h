@@ -78,9 +78,9 @@ Tensor isinf(const Tensor& x);
 Tensor clone(const Tensor& x);
 
 // ---- pointwise, binary (broadcasting; either side may be a plain number) -----------------
-#define COIL_BINARY_DECL(name)                          \
-  Tensor name(const Tensor& a, const Tensor& b);        \
-  Tensor name(const Tensor& a, const Scalar& b);        \
+#define COIL_BINARY_DECL(name)                   \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, const Scalar& b); \
   Tensor name(const Scalar& a, const Tensor& b);
 COIL_BINARY_DECL(add)
 COIL_BINARY_DECL(sub)
@@ -181,8 +181,8 @@ Tensor dropout(const Tensor& x, double p, bool train);
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const std::string& reduction = "mean", int64_t ignore_index = -100,
                      double label_smoothing = 0.0);
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction = "mean",
-                int64_t ignore_index = -100);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target,
+                const std::string& reduction = "mean", int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& x, const Tensor& target, const std::string& reduction = "mean");
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0,

@@ -13,7 +13,8 @@ class Scalar {
  public:
   enum class Kind : uint8_t { Bool, Int, Float };
   Scalar() : Scalar(int64_t{0}) {}
-  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   Scalar(T v) : kind_(Kind::Int), i_(static_cast<int64_t>(v)) {}  // NOLINT
   template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Scalar(T v) : kind_(Kind::Float), d_(static_cast<double>(v)) {}  // NOLINT
@@ -30,10 +31,14 @@ class Scalar {
   bool to_bool() const { return kind_ == Kind::Float ? d_ != 0 : i_ != 0; }
   template <typename T>
   T to() const {
-    if constexpr (std::is_same_v<T, bool>) return to_bool();
-    else if constexpr (std::is_integral_v<T>) return static_cast<T>(to_int());
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
-    else return T(static_cast<float>(to_double()));  // Half, BFloat16
+    if constexpr (std::is_same_v<T, bool>)
+      return to_bool();
+    else if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(to_int());
+    else if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(to_double());
+    else
+      return T(static_cast<float>(to_double()));  // Half, BFloat16
   }
   // The dtype a bare number of this kind gets: bool, int64 or float32 (the default dtype).
   DType default_dtype() const {

@@ -28,7 +28,8 @@ Tensor full(const Shape& size, const Scalar& v, std::optional<DType> dtype, Devi
 Tensor zeros(const Shape& size, DType dtype, Device device) { return full(size, 0, dtype, device); }
 Tensor ones(const Shape& size, DType dtype, Device device) { return full(size, 1, dtype, device); }
 Tensor arange(const Scalar& end, std::optional<DType> dtype) { return arange(0, end, 1, dtype); }
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<DType> dtype) {
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
+              std::optional<DType> dtype) {
   return call_op1(OpId::arange, {start, end, step, none_or(dtype), Arg()});
 }
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, DType dtype) {
@@ -42,11 +43,15 @@ Tensor randn(const Shape& size, DType dtype) { return call_op1(OpId::randn, {siz
 Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype) {
   return call_op1(OpId::randint, {low, high, size, dtype, Arg()});
 }
-Tensor randint(int64_t high, const Shape& size, DType dtype) { return randint(0, high, size, dtype); }
+Tensor randint(int64_t high, const Shape& size, DType dtype) {
+  return randint(0, high, size, dtype);
+}
 Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype(), t.device()); }
 Tensor zeros_like(const Tensor& t) { return full(t.sizes(), 0, t.dtype(), t.device()); }
 Tensor ones_like(const Tensor& t) { return full(t.sizes(), 1, t.dtype(), t.device()); }
-Tensor full_like(const Tensor& t, const Scalar& v) { return full(t.sizes(), v, t.dtype(), t.device()); }
+Tensor full_like(const Tensor& t, const Scalar& v) {
+  return full(t.sizes(), v, t.dtype(), t.device());
+}
 Tensor rand_like(const Tensor& t) {
   return call_op1(OpId::rand, {t.sizes(), t.dtype(), dev(t.device())});
 }
@@ -145,9 +150,9 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   return call_op1(OpId::gelu, {x, approximate});
 }
 
-#define COIL_BINARY_FN(name, op)                                                              \
-  Tensor name(const Tensor& a, const Tensor& b) { return call_op1(OpId::op, {a, b}); }        \
-  Tensor name(const Tensor& a, const Scalar& b) { return call_op1(OpId::op, {a, b}); }        \
+#define COIL_BINARY_FN(name, op)                                                       \
+  Tensor name(const Tensor& a, const Tensor& b) { return call_op1(OpId::op, {a, b}); } \
+  Tensor name(const Tensor& a, const Scalar& b) { return call_op1(OpId::op, {a, b}); } \
   Tensor name(const Scalar& a, const Tensor& b) { return call_op1(OpId::op, {a, b}); }
 COIL_BINARY_FN(add, add)
 COIL_BINARY_FN(sub, sub)
@@ -167,15 +172,27 @@ COIL_BINARY_FN(ge, ge)
 COIL_BINARY_FN(logical_and, logical_and)
 COIL_BINARY_FN(logical_or, logical_or)
 #undef COIL_BINARY_FN
-Tensor floor_divide(const Tensor& a, const Tensor& b) { return call_op1(OpId::div, {a, b, std::string("floor")}); }
-Tensor floor_divide(const Tensor& a, const Scalar& b) { return call_op1(OpId::div, {a, b, std::string("floor")}); }
-Tensor floor_divide(const Scalar& a, const Tensor& b) { return call_op1(OpId::div, {a, b, std::string("floor")}); }
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  return call_op1(OpId::div, {a, b, std::string("floor")});
+}
+Tensor floor_divide(const Tensor& a, const Scalar& b) {
+  return call_op1(OpId::div, {a, b, std::string("floor")});
+}
+Tensor floor_divide(const Scalar& a, const Tensor& b) {
+  return call_op1(OpId::div, {a, b, std::string("floor")});
+}
 Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string> rounding_mode) {
   return call_op1(OpId::div, {a, b, none_or(rounding_mode)});
 }
-Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) { return call_op1(OpId::where, {c, a, b}); }
-Tensor where(const Tensor& c, const Tensor& a, const Scalar& b) { return call_op1(OpId::where, {c, a, b}); }
-Tensor where(const Tensor& c, const Scalar& a, const Tensor& b) { return call_op1(OpId::where, {c, a, b}); }
+Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
+  return call_op1(OpId::where, {c, a, b});
+}
+Tensor where(const Tensor& c, const Tensor& a, const Scalar& b) {
+  return call_op1(OpId::where, {c, a, b});
+}
+Tensor where(const Tensor& c, const Scalar& a, const Tensor& b) {
+  return call_op1(OpId::where, {c, a, b});
+}
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   return call_op1(OpId::clamp, {x, none_or(min), none_or(max)});
 }
@@ -184,9 +201,9 @@ Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp(x, std::null
 
 Tensor operator-(const Tensor& x) { return neg(x); }
 Tensor operator!(const Tensor& x) { return logical_not(x); }
-#define COIL_OPERATOR_FN(sym, fn)                                                   \
-  Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); }        \
-  Tensor operator sym(const Tensor& a, const Scalar& b) { return fn(a, b); }        \
+#define COIL_OPERATOR_FN(sym, fn)                                            \
+  Tensor operator sym(const Tensor& a, const Tensor& b) { return fn(a, b); } \
+  Tensor operator sym(const Tensor& a, const Scalar& b) { return fn(a, b); } \
   Tensor operator sym(const Scalar& a, const Tensor& b) { return fn(a, b); }
 COIL_OPERATOR_FN(+, add)
 COIL_OPERATOR_FN(-, sub)
@@ -207,8 +224,10 @@ COIL_OPERATOR_FN(||, logical_or)
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim, std::optional<DType> dtype) {
   return call_op1(OpId::sum, {x, dims, keepdim, none_or(dtype)});
 }
-#define COIL_REDUCE_FN(name) \
-  Tensor name(const Tensor& x, const Shape& dims, bool keepdim) { return call_op1(OpId::name, {x, dims, keepdim}); }
+#define COIL_REDUCE_FN(name)                                      \
+  Tensor name(const Tensor& x, const Shape& dims, bool keepdim) { \
+    return call_op1(OpId::name, {x, dims, keepdim});              \
+  }
 COIL_REDUCE_FN(mean)
 COIL_REDUCE_FN(prod)
 COIL_REDUCE_FN(amax)
@@ -233,10 +252,12 @@ Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype) {
   return call_op1(OpId::cumsum, {x, dim, none_or(dtype)});
 }
 
-// ---- nn ------------------------------------------------------------------------------------------
+// ---- nn
+// ------------------------------------------------------------------------------------------
 Tensor softmax(const Tensor& x, int64_t dim) { return call_op1(OpId::softmax, {x, dim}); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return call_op1(OpId::log_softmax, {x, dim}); }
-Tensor layer_norm(const Tensor& x, const Shape& shape, const Tensor& w, const Tensor& b, double eps) {
+Tensor layer_norm(const Tensor& x, const Shape& shape, const Tensor& w, const Tensor& b,
+                  double eps) {
   return call_op1(OpId::layer_norm, {x, shape, none_or(w), none_or(b), eps});
 }
 Tensor rms_norm(const Tensor& x, const Shape& shape, const Tensor& w, std::optional<double> eps) {
@@ -277,12 +298,15 @@ Tensor adaptive_avg_pool2d(const Tensor& x, const Shape& output_size) {
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx) {
   return call_op1(OpId::embedding, {weight, indices, padding_idx});
 }
-Tensor dropout(const Tensor& x, double p, bool train) { return call_op1(OpId::dropout, {x, p, train}); }
+Tensor dropout(const Tensor& x, double p, bool train) {
+  return call_op1(OpId::dropout, {x, p, train});
+}
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
                      int64_t ignore_index, double label_smoothing) {
   return call_op1(OpId::cross_entropy, {logits, target, reduction, ignore_index, label_smoothing});
 }
-Tensor nll_loss(const Tensor& lp, const Tensor& target, const std::string& reduction, int64_t ignore_index) {
+Tensor nll_loss(const Tensor& lp, const Tensor& target, const std::string& reduction,
+                int64_t ignore_index) {
   return call_op1(OpId::nll_loss, {lp, target, reduction, ignore_index});
 }
 Tensor mse_loss(const Tensor& x, const Tensor& target, const std::string& reduction) {
@@ -295,9 +319,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                   {q, k, v, none_or(mask), dropout_p, is_causal, none_or(scale)});
 }
 
-// ---- shape ---------------------------------------------------------------------------------------
+// ---- shape
+// ---------------------------------------------------------------------------------------
 Tensor cat(const std::vector<Tensor>& ts, int64_t dim) { return call_op1(OpId::cat, {ts, dim}); }
-Tensor stack(const std::vector<Tensor>& ts, int64_t dim) { return call_op1(OpId::stack, {ts, dim}); }
+Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
+  return call_op1(OpId::stack, {ts, dim});
+}
 std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
   return call_op(OpId::split, {x, size, dim});
 }

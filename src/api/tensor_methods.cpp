@@ -97,8 +97,8 @@ Tensor Tensor::log_softmax(int64_t d) const { return coil::log_softmax(*this, d)
 // (the result must not change this tensor's shape or need a wider dtype).
 namespace {
 Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
-  COIL_CHECK(result.sizes() == self.sizes(), op, ": the result has sizes ", shape_str(result.sizes()),
-             " but in-place ops cannot change ", shape_str(self.sizes()),
+  COIL_CHECK(result.sizes() == self.sizes(), op, ": the result has sizes ",
+             shape_str(result.sizes()), " but in-place ops cannot change ", shape_str(self.sizes()),
              "; broadcasting may only grow the other operand");
   COIL_CHECK(promote_types(result.dtype(), self.dtype()) == self.dtype() ||
                  (is_floating(self.dtype()) && is_floating(result.dtype())),

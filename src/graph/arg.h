@@ -12,8 +12,8 @@
 namespace coil {
 
 // monostate is None.
-using Arg = std::variant<std::monostate, Tensor, std::vector<Tensor>, Scalar, int64_t, double,
-                         bool, Shape, DType, std::string, Device>;
+using Arg = std::variant<std::monostate, Tensor, std::vector<Tensor>, Scalar, int64_t, double, bool,
+                         Shape, DType, std::string, Device>;
 
 // Read access to an op's arguments, by position in its schema. A mismatch between what the
 // schema promises and what is there is a coil bug (InternalError); user-facing checks live in

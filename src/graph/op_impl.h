@@ -6,8 +6,8 @@
 
 namespace coil::ops {
 
-#define COIL_OP(name, kind, schema)                              \
-  std::vector<TensorMeta> meta_##name(const Args& a);            \
+#define COIL_OP(name, kind, schema)                   \
+  std::vector<TensorMeta> meta_##name(const Args& a); \
   std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out);
 #include "graph/op_list.def"
 #undef COIL_OP

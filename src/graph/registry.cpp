@@ -7,7 +7,7 @@
 namespace coil {
 
 const char* op_kind_name(OpKind k) {
-  static const char* names[] = {"Pointwise", "Reduction", "View",   "Factory",
+  static const char* names[] = {"Pointwise", "Reduction", "View", "Factory",
                                 "Extern",    "Composite", "Other"};
   return names[static_cast<int>(k)];
 }
@@ -17,7 +17,7 @@ struct Registry {
   std::vector<OpInfo> ops;
   std::unordered_map<std::string, OpId> by_name;
   Registry() {
-#define COIL_OP(name, kind, schema)                                                      \
+#define COIL_OP(name, kind, schema)                                                             \
   ops.push_back(OpInfo{OpId::name, #name, OpKind::kind, parse_schema(schema), ops::meta_##name, \
                        ops::eager_##name});
 #include "graph/op_list.def"

@@ -123,8 +123,8 @@ std::string format_literal(const Arg& a) {
 }
 
 const char* arg_kind_name(const Arg& a) {
-  static const char* names[] = {"None", "Tensor", "Tensor[]", "Scalar", "int", "float",
-                                "bool", "int[]",  "ScalarType", "str", "Device"};
+  static const char* names[] = {"None", "Tensor", "Tensor[]",   "Scalar", "int",   "float",
+                                "bool", "int[]",  "ScalarType", "str",    "Device"};
   return names[a.index()];
 }
 

@@ -33,7 +33,8 @@ std::vector<Tensor> eager_full(const Args& a, const std::vector<TensorMeta>& out
 
 namespace {
 int64_t arange_length(const Args& a) {
-  double start = a.scalar(0).to_double(), end = a.scalar(1).to_double(), step = a.scalar(2).to_double();
+  double start = a.scalar(0).to_double(), end = a.scalar(1).to_double(),
+         step = a.scalar(2).to_double();
   COIL_CHECK(step != 0, "arange: step must be nonzero");
   COIL_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start and end must be finite");
   COIL_CHECK((end - start) * step >= 0, "arange: the range from ", a.scalar(0).str(), " to ",
@@ -43,7 +44,8 @@ int64_t arange_length(const Args& a) {
 }  // namespace
 
 std::vector<TensorMeta> meta_arange(const Args& a) {
-  bool any_float = a.scalar(0).is_floating() || a.scalar(1).is_floating() || a.scalar(2).is_floating();
+  bool any_float =
+      a.scalar(0).is_floating() || a.scalar(1).is_floating() || a.scalar(2).is_floating();
   DType t = a.opt_dtype(3).value_or(any_float ? kFloat32 : kInt64);
   return one(contiguous_meta(t, {arange_length(a)}, device_arg(a, 4)));
 }
@@ -56,7 +58,8 @@ std::vector<Tensor> eager_arange(const Args& a, const std::vector<TensorMeta>& o
       if (ints) {
         p[i] = convert<T>(a.scalar(0).to_int() + i * a.scalar(2).to_int());
       } else {
-        p[i] = convert<T>(a.scalar(0).to_double() + static_cast<double>(i) * a.scalar(2).to_double());
+        p[i] =
+            convert<T>(a.scalar(0).to_double() + static_cast<double>(i) * a.scalar(2).to_double());
       }
     }
   });
@@ -76,8 +79,8 @@ std::vector<Tensor> eager_linspace(const Args& a, const std::vector<TensorMeta>&
     T* p = static_cast<T*>(t.data_ptr());
     // Fill from both ends, as PyTorch does, so the last value is exactly `end`.
     for (int64_t i = 0; i < n; ++i) {
-      double v = i < n / 2 ? start + step * static_cast<double>(i)
-                           : end - step * static_cast<double>(n - 1 - i);
+      double v = (n == 1 || i < n / 2) ? start + step * static_cast<double>(i)
+                                       : end - step * static_cast<double>(n - 1 - i);
       p[i] = convert<T>(v);
     }
   });

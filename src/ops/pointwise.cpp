@@ -14,9 +14,9 @@ enum class UnaryOut { Same, Float, Bool };
 
 TensorMeta unary_meta(const Args& a, const char* op, UnaryOut rule) {
   const Tensor& x = a.tensor(0);
-  DType t = rule == UnaryOut::Float ? float_result(x.dtype())
+  DType t = rule == UnaryOut::Float  ? float_result(x.dtype())
             : rule == UnaryOut::Bool ? kBool
-                                      : x.dtype();
+                                     : x.dtype();
   return contiguous_meta(t, x.sizes(), x.device());
 }
 
@@ -40,8 +40,10 @@ Tensor unary_apply(const Tensor& x_in, const TensorMeta& out_meta, DType compute
 // (their ops promote to float first), but it must compile for them.
 template <typename C, typename F>
 C fmath(C v, F f) {
-  if constexpr (std::is_floating_point_v<C>) return f(v);
-  else return C(0);
+  if constexpr (std::is_floating_point_v<C>)
+    return f(v);
+  else
+    return C(0);
 }
 
 void reject_bool(const Tensor& x, const char* op, const char* hint) {
@@ -54,14 +56,13 @@ void reject_bool(const Tensor& x, const char* op, const char* hint) {
 // ---- unary ------------------------------------------------------------------------------------
 
 // Ops whose result is floating: integer inputs compute in float32.
-#define COIL_FLOAT_UNARY(name, expr)                                                         \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                       \
-    return one(unary_meta(a, #name, UnaryOut::Float));                                       \
-  }                                                                                          \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {      \
-    return one(unary_apply(a.tensor(0), out[0], out[0].dtype, [](auto v) {                   \
-      return fmath(v, [](auto x) { return expr; });                                          \
-    }));                                                                                     \
+#define COIL_FLOAT_UNARY(name, expr)                                                       \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                     \
+    return one(unary_meta(a, #name, UnaryOut::Float));                                     \
+  }                                                                                        \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {    \
+    return one(unary_apply(a.tensor(0), out[0], out[0].dtype,                              \
+                           [](auto v) { return fmath(v, [](auto x) { return expr; }); })); \
   }
 
 COIL_FLOAT_UNARY(exp, std::exp(x))
@@ -84,8 +85,8 @@ COIL_FLOAT_UNARY(erf, std::erf(x))
 
 std::vector<TensorMeta> meta_gelu(const Args& a) {
   const std::string& mode = a.str(1);
-  COIL_CHECK(mode == "none" || mode == "tanh", "gelu: approximate must be \"none\" or \"tanh\", got \"",
-             mode, "\"");
+  COIL_CHECK(mode == "none" || mode == "tanh",
+             "gelu: approximate must be \"none\" or \"tanh\", got \"", mode, "\"");
   return one(unary_meta(a, "gelu", UnaryOut::Float));
 }
 std::vector<Tensor> eager_gelu(const Args& a, const std::vector<TensorMeta>& out) {
@@ -103,17 +104,17 @@ std::vector<Tensor> eager_gelu(const Args& a, const std::vector<TensorMeta>& out
 }
 
 // Ops that keep the input dtype (integers included).
-#define COIL_SAME_UNARY(name, check, expr)                                                   \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                       \
-    check;                                                                                   \
-    return one(unary_meta(a, #name, UnaryOut::Same));                                        \
-  }                                                                                          \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {      \
-    return one(unary_apply(a.tensor(0), out[0], out[0].dtype, [](auto x) {                   \
-      using C = decltype(x);                                                                 \
-      (void)sizeof(C);                                                                       \
-      return expr;                                                                           \
-    }));                                                                                     \
+#define COIL_SAME_UNARY(name, check, expr)                                              \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                  \
+    check;                                                                              \
+    return one(unary_meta(a, #name, UnaryOut::Same));                                   \
+  }                                                                                     \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
+    return one(unary_apply(a.tensor(0), out[0], out[0].dtype, [](auto x) {              \
+      using C = decltype(x);                                                            \
+      (void)sizeof(C);                                                                  \
+      return expr;                                                                      \
+    }));                                                                                \
   }
 
 COIL_SAME_UNARY(neg,
@@ -124,24 +125,32 @@ COIL_SAME_UNARY(abs, (void)0, x < C(0) ? C(-x) : x)
 COIL_SAME_UNARY(sign, (void)0, C((C(0) < x) - (x < C(0))))
 COIL_SAME_UNARY(relu, reject_bool(a.tensor(0), "relu", "convert it with .to(coil::kFloat32) first"),
                 x > C(0) ? x : C(0))
-COIL_SAME_UNARY(floor, (void)0, fmath(x, [](auto y) { return std::floor(y); }) + (std::is_floating_point_v<C> ? C(0) : x))
-COIL_SAME_UNARY(ceil, (void)0, fmath(x, [](auto y) { return std::ceil(y); }) + (std::is_floating_point_v<C> ? C(0) : x))
-COIL_SAME_UNARY(round, (void)0, fmath(x, [](auto y) { return std::nearbyint(y); }) + (std::is_floating_point_v<C> ? C(0) : x))
-COIL_SAME_UNARY(trunc, (void)0, fmath(x, [](auto y) { return std::trunc(y); }) + (std::is_floating_point_v<C> ? C(0) : x))
+COIL_SAME_UNARY(floor, (void)0, fmath(x, [](auto y) {
+                                  return std::floor(y);
+                                }) + (std::is_floating_point_v<C> ? C(0) : x))
+COIL_SAME_UNARY(ceil, (void)0, fmath(x, [](auto y) {
+                                 return std::ceil(y);
+                               }) + (std::is_floating_point_v<C> ? C(0) : x))
+COIL_SAME_UNARY(round, (void)0, fmath(x, [](auto y) {
+                                  return std::nearbyint(y);
+                                }) + (std::is_floating_point_v<C> ? C(0) : x))
+COIL_SAME_UNARY(trunc, (void)0, fmath(x, [](auto y) {
+                                  return std::trunc(y);
+                                }) + (std::is_floating_point_v<C> ? C(0) : x))
 #undef COIL_SAME_UNARY
 
 // Predicates: bool results, computed in the input's own dtype.
-#define COIL_BOOL_UNARY(name, expr)                                                          \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                       \
-    return one(unary_meta(a, #name, UnaryOut::Bool));                                        \
-  }                                                                                          \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {      \
-    const Tensor& x = a.tensor(0);                                                           \
-    return one(unary_apply(x, out[0], x.dtype(), [](auto v) {                                \
-      using C = decltype(v);                                                                 \
-      (void)sizeof(C);                                                                       \
-      return expr;                                                                           \
-    }));                                                                                     \
+#define COIL_BOOL_UNARY(name, expr)                                                     \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                  \
+    return one(unary_meta(a, #name, UnaryOut::Bool));                                   \
+  }                                                                                     \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
+    const Tensor& x = a.tensor(0);                                                      \
+    return one(unary_apply(x, out[0], x.dtype(), [](auto v) {                           \
+      using C = decltype(v);                                                            \
+      (void)sizeof(C);                                                                  \
+      return expr;                                                                      \
+    }));                                                                                \
   }
 COIL_BOOL_UNARY(logical_not, v == C(0))
 COIL_BOOL_UNARY(isnan, fmath(v, [](auto y) { return C(std::isnan(y)); }) != C(0))
@@ -208,9 +217,8 @@ Tensor binary_apply(const Args& a, const TensorMeta& out_meta, DType compute, F 
         return static_cast<bool>(f(static_cast<C>(p), static_cast<C>(q)));
       });
     } else {
-      map_binary<T, T, T>(x, y, out, [&](T p, T q) {
-        return convert<T>(f(static_cast<C>(p), static_cast<C>(q)));
-      });
+      map_binary<T, T, T>(
+          x, y, out, [&](T p, T q) { return convert<T>(f(static_cast<C>(p), static_cast<C>(q))); });
     }
   });
   return out;
@@ -262,19 +270,19 @@ C py_remainder(C x, C y) {
 
 }  // namespace
 
-#define COIL_BINARY(name, rule, check, expr)                                                  \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                        \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                    \
-    check;                                                                                    \
-    return one(p.out);                                                                        \
-  }                                                                                           \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {       \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                    \
-    return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) {                        \
-      using C = decltype(x);                                                                  \
-      (void)sizeof(C);                                                                        \
-      return expr;                                                                            \
-    }));                                                                                      \
+#define COIL_BINARY(name, rule, check, expr)                                            \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                  \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                              \
+    check;                                                                              \
+    return one(p.out);                                                                  \
+  }                                                                                     \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                              \
+    return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) {                  \
+      using C = decltype(x);                                                            \
+      (void)sizeof(C);                                                                  \
+      return expr;                                                                      \
+    }));                                                                                \
   }
 
 COIL_BINARY(add, Common, (void)0, C(x + y))
@@ -283,13 +291,15 @@ COIL_BINARY(sub, Common,
                        describe_arg(a, 0), " - ", describe_arg(a, 1),
                        "); use logical_xor or convert to an integer dtype"),
             C(x - y))
-COIL_BINARY(mul, Common, (void)0, C(x * y))
-COIL_BINARY(maximum, Common, (void)0,
-            fmath(x, [&](auto v) { return std::isnan(v) || std::isnan(y) ? v + y : (v > y ? v : y); }) +
-                (std::is_floating_point_v<C> ? C(0) : (x > y ? x : y)))
-COIL_BINARY(minimum, Common, (void)0,
-            fmath(x, [&](auto v) { return std::isnan(v) || std::isnan(y) ? v + y : (v < y ? v : y); }) +
-                (std::is_floating_point_v<C> ? C(0) : (x < y ? x : y)))
+COIL_BINARY(mul, Common, (void)0, C(x* y))
+COIL_BINARY(maximum, Common, (void)0, fmath(x, [&](auto v) {
+                                        return std::isnan(v) || std::isnan(y) ? v + y
+                                                                              : (v > y ? v : y);
+                                      }) + (std::is_floating_point_v<C> ? C(0) : (x > y ? x : y)))
+COIL_BINARY(minimum, Common, (void)0, fmath(x, [&](auto v) {
+                                        return std::isnan(v) || std::isnan(y) ? v + y
+                                                                              : (v < y ? v : y);
+                                      }) + (std::is_floating_point_v<C> ? C(0) : (x < y ? x : y)))
 COIL_BINARY(atan2, Float, (void)0, fmath(x, [&](auto v) { return std::atan2(v, y); }))
 COIL_BINARY(eq, Bool, (void)0, x == y)
 COIL_BINARY(ne, Bool, (void)0, x != y)
@@ -306,7 +316,8 @@ std::vector<TensorMeta> meta_div(const Args& a) {
   COIL_CHECK(!mode || *mode == "floor" || *mode == "trunc",
              "div: rounding_mode must be None, \"floor\" or \"trunc\", got \"", *mode, "\"");
   BinaryPlan p = binary_plan(a, "div", mode ? BinaryOut::Common : BinaryOut::Float);
-  COIL_CHECK(p.compute != kBool || !mode, "div: rounding division of bool tensors is not supported");
+  COIL_CHECK(p.compute != kBool || !mode,
+             "div: rounding division of bool tensors is not supported");
   return one(p.out);
 }
 std::vector<Tensor> eager_div(const Args& a, const std::vector<TensorMeta>& out) {
@@ -318,8 +329,10 @@ std::vector<Tensor> eager_div(const Args& a, const std::vector<TensorMeta>& out)
     return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) { return floor_div(x, y); }));
   return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) {
     using C = decltype(x);
-    if constexpr (std::is_floating_point_v<C>) return std::trunc(x / y);
-    else return C(x / y);
+    if constexpr (std::is_floating_point_v<C>)
+      return std::trunc(x / y);
+    else
+      return C(x / y);
   }));
 }
 
@@ -381,13 +394,14 @@ std::vector<Tensor> eager_where(const Args& a, const std::vector<TensorMeta>& ou
     const T* py = static_cast<const T*>(y.data_ptr());
     T* po = static_cast<T*>(res.data_ptr());
     const Shape& s = res.sizes();
-    for_each_row<4>(s, {res.strides(), broadcast_strides(c, s), broadcast_strides(x, s),
-                        broadcast_strides(y, s)},
-                    [&](std::array<int64_t, 4> off, int64_t n, std::array<int64_t, 4> st) {
-                      for (int64_t i = 0; i < n; ++i)
-                        po[off[0] + i * st[0]] = pc[off[1] + i * st[1]] ? px[off[2] + i * st[2]]
-                                                                        : py[off[3] + i * st[3]];
-                    });
+    for_each_row<4>(
+        s,
+        {res.strides(), broadcast_strides(c, s), broadcast_strides(x, s), broadcast_strides(y, s)},
+        [&](std::array<int64_t, 4> off, int64_t n, std::array<int64_t, 4> st) {
+          for (int64_t i = 0; i < n; ++i)
+            po[off[0] + i * st[0]] =
+                pc[off[1] + i * st[1]] ? px[off[2] + i * st[2]] : py[off[3] + i * st[3]];
+        });
   });
   return one(res);
 }

@@ -86,9 +86,9 @@ Tensor reshape_eager(const Tensor& x, const TensorMeta& m) {
 
 }  // namespace
 
-#define COIL_VIEW_KERNEL(name)                                                              \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {     \
-    return alias_outputs(a.tensor(0), out);                                                 \
+#define COIL_VIEW_KERNEL(name)                                                          \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
+    return alias_outputs(a.tensor(0), out);                                             \
   }
 
 std::vector<TensorMeta> meta_view(const Args& a) {
@@ -131,7 +131,8 @@ std::vector<TensorMeta> meta_unflatten(const Args& a) {
   int64_t d = wrap_dim(a.i64(1), x.dim(), "unflatten");
   COIL_CHECK(!a.ints(2).empty(), "unflatten: sizes must not be empty");
   Shape inner = infer_size(a.ints(2), x.sizes()[d], "unflatten");
-  Shape sizes(x.sizes().begin(), x.sizes().begin() + d), strides(x.strides().begin(), x.strides().begin() + d);
+  Shape sizes(x.sizes().begin(), x.sizes().begin() + d),
+      strides(x.strides().begin(), x.strides().begin() + d);
   Shape inner_strides = contiguous_strides(inner);
   for (size_t i = 0; i < inner.size(); ++i) {
     sizes.push_back(inner[i]);
@@ -146,8 +147,8 @@ COIL_VIEW_KERNEL(unflatten)
 std::vector<TensorMeta> meta_permute(const Args& a) {
   const Tensor& x = a.tensor(0);
   const Shape& dims = a.ints(1);
-  COIL_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: got ", dims.size(),
-             " dims ", shape_str(dims), " for ", describe(x), "; give one entry per dim");
+  COIL_CHECK(static_cast<int64_t>(dims.size()) == x.dim(), "permute: got ", dims.size(), " dims ",
+             shape_str(dims), " for ", describe(x), "; give one entry per dim");
   Shape sizes, strides;
   std::vector<bool> seen(static_cast<size_t>(x.dim()), false);
   for (int64_t d : dims) {
@@ -168,7 +169,8 @@ std::vector<TensorMeta> meta_transpose(const Args& a) {
     wrap_dim(a.i64(2), 0, "transpose");
     return one(meta_of(x));
   }
-  int64_t d0 = wrap_dim(a.i64(1), x.dim(), "transpose"), d1 = wrap_dim(a.i64(2), x.dim(), "transpose");
+  int64_t d0 = wrap_dim(a.i64(1), x.dim(), "transpose"),
+          d1 = wrap_dim(a.i64(2), x.dim(), "transpose");
   Shape sizes = x.sizes(), strides = x.strides();
   std::swap(sizes[d0], sizes[d1]);
   std::swap(strides[d0], strides[d1]);
@@ -302,8 +304,8 @@ COIL_VIEW_KERNEL(select)
 std::vector<TensorMeta> meta_as_strided(const Args& a) {
   const Tensor& x = a.tensor(0);
   const Shape &sizes = a.ints(1), &strides = a.ints(2);
-  COIL_CHECK(sizes.size() == strides.size(), "as_strided: sizes ", shape_str(sizes), " and strides ",
-             shape_str(strides), " must have the same length");
+  COIL_CHECK(sizes.size() == strides.size(), "as_strided: sizes ", shape_str(sizes),
+             " and strides ", shape_str(strides), " must have the same length");
   int64_t offset = a.opt_i64(3).value_or(x.storage_offset());
   int64_t last = offset;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -326,7 +328,8 @@ COIL_VIEW_KERNEL(as_strided)
 // ---- splitting: several views --------------------------------------------------------------
 
 namespace {
-std::vector<TensorMeta> split_metas(const Tensor& x, const Shape& sizes, int64_t dim, const char* op) {
+std::vector<TensorMeta> split_metas(const Tensor& x, const Shape& sizes, int64_t dim,
+                                    const char* op) {
   COIL_CHECK(x.dim() > 0, op, ": cannot split a 0-dim tensor");
   int64_t d = wrap_dim(dim, x.dim(), op);
   int64_t total = 0;
@@ -354,7 +357,8 @@ Shape even_splits(int64_t n, int64_t piece) {
 
 std::vector<TensorMeta> meta_split(const Args& a) {
   const Tensor& x = a.tensor(0);
-  COIL_CHECK(a.i64(1) > 0 || (a.i64(1) == 0 && x.numel() == 0), "split: split_size must be positive, got ", a.i64(1));
+  COIL_CHECK(a.i64(1) > 0 || (a.i64(1) == 0 && x.numel() == 0),
+             "split: split_size must be positive, got ", a.i64(1));
   int64_t d = wrap_dim(a.i64(2), x.dim(), "split");
   return split_metas(x, even_splits(x.size(d), std::max<int64_t>(a.i64(1), 1)), d, "split");
 }

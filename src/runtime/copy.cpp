@@ -34,8 +34,8 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   check_cpu(dst.device(), "copy_");
   check_cpu(src.device(), "copy_");
   broadcast_shapes(dst.sizes(), src.sizes(), "copy_");
-  COIL_CHECK(src.dim() <= dst.dim(), "copy_: cannot copy a source of sizes ", shape_str(src.sizes()),
-             " into a destination of sizes ", shape_str(dst.sizes()));
+  COIL_CHECK(src.dim() <= dst.dim(), "copy_: cannot copy a source of sizes ",
+             shape_str(src.sizes()), " into a destination of sizes ", shape_str(dst.sizes()));
   for (int64_t i = 0; i < src.dim(); ++i) {
     int64_t s = src.sizes()[src.dim() - 1 - i], d = dst.sizes()[dst.dim() - 1 - i];
     COIL_CHECK(s == d || s == 1, "copy_: source sizes ", shape_str(src.sizes()),

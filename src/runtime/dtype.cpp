@@ -11,9 +11,9 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kInfo[kNumDTypes] = {
-    {"bool", "b8", 1},         {"uint8", "u8", 1},     {"int8", "i8", 1},
-    {"int32", "i32", 4},       {"int64", "i64", 8},    {"float16", "f16", 2},
-    {"bfloat16", "bf16", 2},   {"float32", "f32", 4},  {"float64", "f64", 8},
+    {"bool", "b8", 1},       {"uint8", "u8", 1},    {"int8", "i8", 1},
+    {"int32", "i32", 4},     {"int64", "i64", 8},   {"float16", "f16", 2},
+    {"bfloat16", "bf16", 2}, {"float32", "f32", 4}, {"float64", "f64", 8},
 };
 const DTypeInfo& info(DType t) { return kInfo[static_cast<int>(t)]; }
 }  // namespace
@@ -27,8 +27,11 @@ DType dtype_from_name(const std::string& name) {
     if (name == kInfo[i].name || name == kInfo[i].short_name) return static_cast<DType>(i);
   }
   if (name == "float" || name == "half" || name == "double" || name == "long" || name == "int") {
-    static const char* aliases[][2] = {{"float", "float32"}, {"half", "float16"},
-                                       {"double", "float64"}, {"long", "int64"}, {"int", "int32"}};
+    static const char* aliases[][2] = {{"float", "float32"},
+                                       {"half", "float16"},
+                                       {"double", "float64"},
+                                       {"long", "int64"},
+                                       {"int", "int32"}};
     for (auto& a : aliases)
       if (name == a[0]) return dtype_from_name(a[1]);
   }

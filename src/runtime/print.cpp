@@ -59,7 +59,8 @@ struct Formatter {
   }
   std::string padded(double v) const {
     std::string s = format(v);
-    return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(s.size()))), ' ') + s;
+    return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(s.size()))), ' ') +
+           s;
   }
 };
 

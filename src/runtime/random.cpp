@@ -48,7 +48,8 @@ void fill_uniform(const Tensor& dst, double low, double high) {
   fill_with(dst, [&](std::mt19937_64& e) {
     double u = low + (high - low) * uniform01(e);
     // Rounding to float32 must not produce `high` itself.
-    if (is_float && static_cast<float>(u) >= static_cast<float>(high)) u = std::nextafter(static_cast<float>(high), -INFINITY);
+    if (is_float && static_cast<float>(u) >= static_cast<float>(high))
+      u = std::nextafter(static_cast<float>(high), -INFINITY);
     return u;
   });
 }

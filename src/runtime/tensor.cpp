@@ -164,7 +164,8 @@ Scalar Tensor::item() const {
              ") cannot be converted to a number; only one-element tensors can");
   check_cpu(device(), "item");
   const char* p = static_cast<const char*>(data_ptr());
-  return dispatch_dtype(dtype(), [&]<typename T>() { return Scalar(*reinterpret_cast<const T*>(p)); });
+  return dispatch_dtype(dtype(),
+                        [&]<typename T>() { return Scalar(*reinterpret_cast<const T*>(p)); });
 }
 
 std::vector<double> Tensor::to_vector_double() const {

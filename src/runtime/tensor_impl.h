@@ -54,7 +54,9 @@ class TensorImpl {
   std::shared_ptr<TensorExtension> proxy;     // set while capturing
   std::shared_ptr<TensorExtension> autograd;  // set by autograd
 
-  char* data() const { return static_cast<char*>(storage->data) + meta.offset * itemsize(meta.dtype); }
+  char* data() const {
+    return static_cast<char*>(storage->data) + meta.offset * itemsize(meta.dtype);
+  }
 };
 
 Shape contiguous_strides(const Shape& sizes);

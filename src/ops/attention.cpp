@@ -1,0 +1,190 @@
+// scaled_dot_product_attention, as PyTorch's math path: scores = q @ k^T * scale (+ mask),
+// a "safe" softmax over the keys (a row with every key masked out gives zeros, not NaN),
+// dropout, then @ v. Both products go through batched_product (BLAS, operands read in place);
+// float16/bfloat16 compute in float32.
+#include <cmath>
+#include <limits>
+
+#include "ops/linalg_util.h"
+#include "runtime/random.h"
+
+namespace coil::ops {
+
+namespace {
+
+Shape batch_of(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().end() - 2); }
+
+// The broadcast batch of q, k and v, or an error naming all three.
+Shape attention_batch(const Tensor& q, const Tensor& k, const Tensor& v) {
+  Shape out;
+  for (const Tensor* t : {&q, &k, &v}) {
+    Shape b = batch_of(*t);
+    size_t n = std::max(out.size(), b.size());
+    Shape next(n);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t x = i < n - out.size() ? 1 : out[i - (n - out.size())];
+      int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+      COIL_CHECK(x == y || x == 1 || y == 1,
+                 "scaled_dot_product_attention: the batch dims of "
+                 "query ",
+                 describe(q), ", key ", describe(k), " and value ", describe(v),
+                 " cannot be broadcast together; batch sizes must match or be 1");
+      next[i] = x == 1 ? y : x;
+    }
+    out = next;
+  }
+  return out;
+}
+
+// The scores' shape (batch..., L, S); the output is (batch..., L, Ev).
+struct AttentionShape {
+  Shape batch;
+  int64_t l, s, ev;
+};
+
+AttentionShape attention_shape(const Args& a) {
+  const char* op = "scaled_dot_product_attention";
+  const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+  Tensor mask = a.opt_tensor(3);
+  double p = a.f64(4);
+  COIL_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, op,
+             ": query, key and value must be at least 2-D (..., seq, features), got ", describe(q),
+             ", ", describe(k), " and ", describe(v));
+  COIL_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), op,
+             ": query, key and value must have the same dtype, got ", describe(q), ", ",
+             describe(k), " and ", describe(v));
+  COIL_CHECK(is_floating(q.dtype()), op, ": query, key and value must be floating-point, got ",
+             describe(q), "; convert with .to(float32)");
+  COIL_CHECK(k.size(-1) == q.size(-1), op, ": query ", describe(q), " and key ", describe(k),
+             " must have the same last (embedding) size");
+  COIL_CHECK(v.size(-2) == k.size(-2), op, ": key ", describe(k), " and value ", describe(v),
+             " must have the same sequence length (size -2)");
+  AttentionShape s{attention_batch(q, k, v), q.size(-2), k.size(-2), v.size(-1)};
+  if (mask.defined()) {
+    COIL_CHECK(!a.b(5), op,
+               ": an explicit attn_mask cannot be combined with is_causal=True; "
+               "pass one or the other");
+    COIL_CHECK(mask.dtype() == kBool || mask.dtype() == kFloat32 || mask.dtype() == q.dtype(), op,
+               ": attn_mask must be bool, float32 or the query's dtype ", dtype_name(q.dtype()),
+               ", got ", describe(mask));
+    Shape scores = s.batch;
+    scores.push_back(s.l);
+    scores.push_back(s.s);
+    COIL_CHECK(broadcasts_to(mask.sizes(), scores), op, ": attn_mask ", describe(mask),
+               " cannot broadcast to the attention scores' shape ", shape_str(scores),
+               " (batch..., query length, key length)");
+  }
+  COIL_CHECK(p >= 0.0 && p <= 1.0, op, ": dropout_p must be in [0, 1], got ", p);
+  return s;
+}
+
+// Applies scale, mask and causality to each row of `scores` (contiguous, shape
+// (batch..., L, S)), then the safe softmax and dropout's keep-mask `keep` (when given).
+template <typename T>
+void softmax_rows(Tensor& scores, const AttentionShape& sh, double scale, const Tensor& mask,
+                  bool causal, const Tensor& keep, double keep_scale) {
+  T* base = scores.data_ptr<T>();
+  const T* keep_p = keep.defined() ? keep.data_ptr<T>() : nullptr;
+  Shape mstride = mask.defined() ? broadcast_strides(mask, scores.sizes()) : Shape{};
+  bool bool_mask = mask.defined() && mask.dtype() == kBool;
+  const char* mask_p = mask.defined() ? static_cast<const char*>(mask.data_ptr()) : nullptr;
+  int64_t rows = numel_of(sh.batch) * sh.l, nb = static_cast<int64_t>(sh.batch.size());
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+
+  auto row = [&](int64_t r) {
+    T* x = base + r * sh.s;
+    int64_t l = r % sh.l;
+    // The mask's offset for this row: unravel the batch index against its broadcast strides.
+    int64_t moff = 0, ms = 0;
+    if (mask_p) {
+      moff = l * mstride[nb];
+      ms = mstride[nb + 1];
+      for (int64_t d = nb - 1, rem = r / sh.l; d >= 0; --d) {
+        moff += (rem % sh.batch[d]) * mstride[d];
+        rem /= sh.batch[d];
+      }
+    }
+    bool all_masked = true;
+    T mx = neg_inf;
+    for (int64_t j = 0; j < sh.s; ++j) {
+      T v = x[j] * static_cast<T>(scale);
+      if (causal && j > l) v = neg_inf;
+      if (bool_mask && !reinterpret_cast<const bool*>(mask_p)[moff + j * ms]) v = neg_inf;
+      if (mask_p && !bool_mask) v += reinterpret_cast<const T*>(mask_p)[moff + j * ms];
+      x[j] = v;
+      if (v != neg_inf) all_masked = false;
+      if (v > mx) mx = v;
+    }
+    if (all_masked) {
+      std::fill(x, x + sh.s, T(0));
+      return;
+    }
+    T sum = 0;
+    for (int64_t j = 0; j < sh.s; ++j) sum += (x[j] = std::exp(x[j] - mx));
+    for (int64_t j = 0; j < sh.s; ++j) {
+      x[j] /= sum;
+      if (keep_p) x[j] *= keep_p[r * sh.s + j] * static_cast<T>(keep_scale);
+    }
+  };
+  if (rows > 1 && rows * sh.s >= kParallelGrain) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) row(r);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) row(r);
+  }
+}
+
+}  // namespace
+
+std::vector<TensorMeta> meta_scaled_dot_product_attention(const Args& a) {
+  AttentionShape s = attention_shape(a);
+  Shape sizes = s.batch;
+  sizes.push_back(s.l);
+  sizes.push_back(s.ev);
+  return one(contiguous_meta(a.tensor(0).dtype(), sizes,
+                             common_device(a, {0, 1, 2, 3}, "scaled_dot_product_attention")));
+}
+
+std::vector<Tensor> eager_scaled_dot_product_attention(const Args& a,
+                                                       const std::vector<TensorMeta>& out) {
+  AttentionShape sh = attention_shape(a);
+  Tensor r = empty_from_meta(out[0]);
+  if (r.numel() == 0) return one(r);
+  DType ct = r.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  Tensor q = as_dtype(a.tensor(0), ct), k = as_dtype(a.tensor(1), ct),
+         v = as_dtype(a.tensor(2), ct);
+  Tensor mask = a.opt_tensor(3);
+  if (mask.defined() && mask.dtype() != kBool) mask = as_dtype(mask, ct);
+  double p = a.f64(4);
+  double scale = a.opt_f64(6).value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+
+  Shape score_sizes = sh.batch;
+  score_sizes.push_back(sh.l);
+  score_sizes.push_back(sh.s);
+  Tensor scores = empty_contiguous(score_sizes, ct);
+  batched_product(scores, sh.batch, mat_operand(q, true), transposed(mat_operand(k, true)), false);
+
+  // Dropout on the attention weights, as torch.nn.functional.dropout in training mode: each
+  // weight is kept with probability 1 - p and scaled by 1 / (1 - p); p = 1 drops everything.
+  Tensor keep;
+  if (p > 0) {
+    keep = empty_contiguous(score_sizes, ct);
+    fill_uniform(keep, 0.0, 1.0);
+    dispatch_floating(ct, [&]<typename T>() {
+      T* u = keep.data_ptr<T>();
+      for (int64_t i = 0; i < keep.numel(); ++i) u[i] = u[i] >= static_cast<T>(p) ? T(1) : T(0);
+    });
+  }
+  double keep_scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+  dispatch_floating(ct, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+      softmax_rows<T>(scores, sh, scale, mask, a.b(5), keep, keep_scale);
+  });
+
+  Tensor acc = r.dtype() == ct ? r : empty_contiguous(r.sizes(), ct);
+  batched_product(acc, sh.batch, mat_operand(scores, true), mat_operand(v, true), false);
+  if (!acc.is_same(r)) copy_into(r, acc);
+  return one(r);
+}
+
+}  // namespace coil::ops

@@ -1,0 +1,248 @@
+// 2-D pooling: max_pool2d, avg_pool2d, adaptive_avg_pool2d. Direct loops over each output
+// window, parallel over the N * C planes; shapes and window rules follow PyTorch's Pool.h.
+#include <cmath>
+#include <limits>
+
+#include "ops/linalg_util.h"
+#include "runtime/convert.h"
+
+namespace coil::ops {
+
+namespace {
+
+// The input as planes: (planes, h, w) with the batch and channel dims merged.
+struct Planes {
+  int64_t planes, h, w;
+  Shape lead;  // the output's leading dims: (N, C) or (C)
+};
+
+Planes pool_planes(const Tensor& x, const char* op) {
+  // PyTorch allows an empty batch but not empty channels or spatial dims.
+  bool ok = (x.dim() == 3 || x.dim() == 4) && x.size(-1) != 0 && x.size(-2) != 0 && x.size(-3) != 0;
+  COIL_CHECK(ok, op, ": expected a non-empty 3-D (C, H, W) or 4-D (N, C, H, W) input, got ",
+             describe(x), " (only the batch dim N may be 0)");
+  Shape lead(x.sizes().begin(), x.sizes().end() - 2);
+  return {numel_of(lead), x.size(-2), x.size(-1), lead};
+}
+
+// Window geometry of max/avg pooling along one spatial dim.
+struct Window {
+  int64_t k, stride, pad, dil, out;
+};
+
+// PyTorch's pooling_output_shape: with ceil_mode the last window must still start inside the
+// input or the left padding.
+int64_t pooled_size(int64_t in, const Window& w, bool ceil_mode) {
+  int64_t span = in + 2 * w.pad - w.dil * (w.k - 1) - 1 + (ceil_mode ? w.stride - 1 : 0);
+  int64_t out = (span >= 0 ? span / w.stride : -((-span + w.stride - 1) / w.stride)) + 1;
+  if (ceil_mode && (out - 1) * w.stride >= in + w.pad) --out;
+  return out;
+}
+
+struct PoolGeometry {
+  Planes p;
+  Window y, x;
+};
+
+// kernel_size, stride (empty: kernel_size), padding, dilation and ceil_mode, checked as torch.
+PoolGeometry pool_geometry(const Tensor& in, const char* op, const Shape& kernel,
+                           const Shape& stride, const Shape& padding, const Shape& dilation,
+                           bool ceil_mode) {
+  PoolGeometry g{pool_planes(in, op), {}, {}};
+  auto k = spatial_pair(kernel, op, "kernel_size");
+  auto s = stride.empty() ? k : spatial_pair(stride, op, "stride");
+  auto p = spatial_pair(padding, op, "padding");
+  auto d = spatial_pair(dilation, op, "dilation");
+  for (int i = 0; i < 2; ++i) {
+    COIL_CHECK(k[i] > 0, op, ": kernel_size must be positive, got ", shape_str(kernel));
+    COIL_CHECK(s[i] > 0, op, ": stride must be positive, got ", shape_str(stride));
+    COIL_CHECK(d[i] > 0, op, ": dilation must be positive, got ", shape_str(dilation));
+    COIL_CHECK(p[i] >= 0 && p[i] <= k[i] / 2, op,
+               ": padding must be between 0 and half the kernel size, got padding ",
+               shape_str(padding), " for kernel_size ", shape_str(kernel));
+  }
+  g.y = {k[0], s[0], p[0], d[0], 0};
+  g.x = {k[1], s[1], p[1], d[1], 0};
+  g.y.out = pooled_size(g.p.h, g.y, ceil_mode);
+  g.x.out = pooled_size(g.p.w, g.x, ceil_mode);
+  COIL_CHECK(g.y.out >= 1 && g.x.out >= 1, op, ": the input ", describe(in),
+             " is too small for kernel_size ", shape_str(kernel), " (with padding ",
+             shape_str(padding), " and dilation ", shape_str(dilation), "): the output would be ",
+             g.y.out, " x ", g.x.out);
+  return g;
+}
+
+TensorMeta pooled_meta(const Tensor& x, const Planes& p, int64_t oh, int64_t ow) {
+  Shape sizes = p.lead;
+  sizes.push_back(oh);
+  sizes.push_back(ow);
+  return contiguous_meta(x.dtype(), sizes, x.device());
+}
+
+// Calls plane(src, dst) for each (contiguous h x w input, oh x ow output) plane pair, in
+// parallel when there is enough work.
+template <typename T, typename F>
+void for_each_plane(const Tensor& x, Tensor& out, const Planes& p, F plane) {
+  const T* src = x.data_ptr<T>();
+  T* dst = out.data_ptr<T>();
+  int64_t in_plane = p.h * p.w, out_plane = out.size(-1) * out.size(-2);
+  if (p.planes > 1 && p.planes * (in_plane + out_plane) >= kParallelGrain) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < p.planes; ++i) plane(src + i * in_plane, dst + i * out_plane);
+  } else {
+    for (int64_t i = 0; i < p.planes; ++i) plane(src + i * in_plane, dst + i * out_plane);
+  }
+}
+
+Tensor contiguous_input(const Tensor& x) { return x.is_contiguous() ? x : contiguous_copy(x); }
+
+template <typename C>
+bool is_nan(C v) {
+  if constexpr (std::is_floating_point_v<C>)
+    return std::isnan(v);
+  else
+    return false;
+}
+
+}  // namespace
+
+// ---- max_pool2d -------------------------------------------------------------------------------
+
+std::vector<TensorMeta> meta_max_pool2d(const Args& a) {
+  const Tensor& x = a.tensor(0);
+  COIL_CHECK(x.dtype() != kBool, "max_pool2d: not supported for bool tensors (got ", describe(x),
+             "); convert to a number dtype first");
+  PoolGeometry g =
+      pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
+  return one(pooled_meta(x, g.p, g.y.out, g.x.out));
+}
+
+std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta>& out) {
+  Tensor x = contiguous_input(a.tensor(0));
+  PoolGeometry g =
+      pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
+  Tensor r = empty_from_meta(out[0]);
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    using C = acc_type<T>;
+    for_each_plane<T>(x, r, g.p, [&](const T* src, T* dst) {
+      for (int64_t oy = 0; oy < g.y.out; ++oy) {
+        for (int64_t ox = 0; ox < g.x.out; ++ox) {
+          // Padding never wins: start below every value. NaN propagates, as in PyTorch.
+          C best = std::numeric_limits<C>::lowest();
+          if constexpr (std::numeric_limits<C>::has_infinity)
+            best = -std::numeric_limits<C>::infinity();
+          for (int64_t i = 0; i < g.y.k; ++i) {
+            int64_t iy = oy * g.y.stride - g.y.pad + i * g.y.dil;
+            if (iy < 0 || iy >= g.p.h) continue;
+            for (int64_t j = 0; j < g.x.k; ++j) {
+              int64_t ix = ox * g.x.stride - g.x.pad + j * g.x.dil;
+              if (ix < 0 || ix >= g.p.w) continue;
+              C v = static_cast<C>(src[iy * g.p.w + ix]);
+              if (v > best || is_nan(v)) best = v;
+              if (is_nan(best)) break;
+            }
+            if (is_nan(best)) break;
+          }
+          dst[oy * g.x.out + ox] = convert<T>(best);
+        }
+      }
+    });
+  });
+  return one(r);
+}
+
+// ---- avg_pool2d --------------------------------------------------------------------------------
+
+namespace {
+
+// PyTorch's CPU avg_pool2d covers the floating dtypes and int64 (integer division truncates).
+void check_avg_dtype(const Tensor& x, const char* op, bool allow_int64) {
+  COIL_CHECK(is_floating(x.dtype()) || (allow_int64 && x.dtype() == kInt64), op,
+             ": not supported for ", describe(x), " (floating dtypes",
+             allow_int64 ? " and int64" : "", " only, as in PyTorch); convert with .to(float32)");
+}
+
+}  // namespace
+
+std::vector<TensorMeta> meta_avg_pool2d(const Args& a) {
+  const Tensor& x = a.tensor(0);
+  check_avg_dtype(x, "avg_pool2d", true);
+  PoolGeometry g = pool_geometry(x, "avg_pool2d", a.ints(1), a.ints(2), a.ints(3), {1}, a.b(4));
+  return one(pooled_meta(x, g.p, g.y.out, g.x.out));
+}
+
+std::vector<Tensor> eager_avg_pool2d(const Args& a, const std::vector<TensorMeta>& out) {
+  Tensor x = contiguous_input(a.tensor(0));
+  PoolGeometry g = pool_geometry(x, "avg_pool2d", a.ints(1), a.ints(2), a.ints(3), {1}, a.b(4));
+  bool include_pad = a.b(5);
+  Tensor r = empty_from_meta(out[0]);
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    using C = acc_type<T>;
+    if constexpr (std::is_floating_point_v<C> || std::is_same_v<T, int64_t>) {
+      for_each_plane<T>(x, r, g.p, [&](const T* src, T* dst) {
+        for (int64_t oy = 0; oy < g.y.out; ++oy) {
+          for (int64_t ox = 0; ox < g.x.out; ++ox) {
+            // The window clipped to the padded input counts for count_include_pad; the window
+            // clipped to the input itself is what is summed.
+            int64_t y0 = oy * g.y.stride - g.y.pad, x0 = ox * g.x.stride - g.x.pad;
+            int64_t y1 = std::min(y0 + g.y.k, g.p.h + g.y.pad);
+            int64_t x1 = std::min(x0 + g.x.k, g.p.w + g.x.pad);
+            int64_t padded_count = (y1 - y0) * (x1 - x0);
+            y0 = std::max<int64_t>(y0, 0);
+            x0 = std::max<int64_t>(x0, 0);
+            y1 = std::min(y1, g.p.h);
+            x1 = std::min(x1, g.p.w);
+            C sum = C(0);
+            for (int64_t iy = y0; iy < y1; ++iy)
+              for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<C>(src[iy * g.p.w + ix]);
+            int64_t count = include_pad ? padded_count : (y1 - y0) * (x1 - x0);
+            dst[oy * g.x.out + ox] = count > 0 ? convert<T>(sum / static_cast<C>(count)) : T(0);
+          }
+        }
+      });
+    }
+  });
+  return one(r);
+}
+
+// ---- adaptive_avg_pool2d
+// -------------------------------------------------------------------------
+
+std::vector<TensorMeta> meta_adaptive_avg_pool2d(const Args& a) {
+  const Tensor& x = a.tensor(0);
+  check_avg_dtype(x, "adaptive_avg_pool2d", false);
+  Planes p = pool_planes(x, "adaptive_avg_pool2d");
+  auto o = spatial_pair(a.ints(1), "adaptive_avg_pool2d", "output_size");
+  COIL_CHECK(o[0] >= 0 && o[1] >= 0, "adaptive_avg_pool2d: output_size must be non-negative, got ",
+             shape_str(a.ints(1)));
+  return one(pooled_meta(x, p, o[0], o[1]));
+}
+
+std::vector<Tensor> eager_adaptive_avg_pool2d(const Args& a, const std::vector<TensorMeta>& out) {
+  Tensor x = contiguous_input(a.tensor(0));
+  Planes p = pool_planes(x, "adaptive_avg_pool2d");
+  Tensor r = empty_from_meta(out[0]);
+  int64_t oh = r.size(-2), ow = r.size(-1);
+  if (r.numel() == 0) return one(r);
+  // Output cell o covers [floor(o * in / out), ceil((o + 1) * in / out)).
+  auto start = [](int64_t o, int64_t in, int64_t n) { return (o * in) / n; };
+  auto end = [](int64_t o, int64_t in, int64_t n) { return ((o + 1) * in + n - 1) / n; };
+  dispatch_floating(x.dtype(), [&]<typename T>() {
+    using C = acc_type<T>;
+    for_each_plane<T>(x, r, p, [&](const T* src, T* dst) {
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        int64_t y0 = start(oy, p.h, oh), y1 = end(oy, p.h, oh);
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          int64_t x0 = start(ox, p.w, ow), x1 = end(ox, p.w, ow);
+          C sum = C(0);
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<C>(src[iy * p.w + ix]);
+          dst[oy * ow + ox] = convert<T>(sum / static_cast<C>((y1 - y0) * (x1 - x0)));
+        }
+      }
+    });
+  });
+  return one(r);
+}
+
+}  // namespace coil::ops
