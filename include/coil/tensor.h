@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -49,22 +50,28 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
   bool requires_grad() const;
-  Tensor& requires_grad_(bool requires_grad = true);
+  const Tensor& requires_grad_(bool requires_grad = true) const;
 
   // --- data -----------------------------------------------------------------------------
-  void* data_ptr() const;  // address of element [0, 0, ...]; throws for a tensor without storage
+  // Reading data during capture is a graph break: these take the caller's source location
+  // so that logs and errors can name the line.
+  using Where = std::source_location;
+  void* data_ptr(Where where = Where::current()) const;  // address of element [0, 0, ...]
   template <typename T>
-  T* data_ptr() const {
+  T* data_ptr(Where where = Where::current()) const {
     check_dtype(dtype_of<T>, "data_ptr");
-    return static_cast<T*>(data_ptr());
+    return static_cast<T*>(data_ptr(where));
   }
-  Scalar item() const;  // a one-element tensor's value
+  Scalar item(Where where = Where::current()) const;  // a one-element tensor's value
   template <typename T>
-  T item() const {
-    return item().to<T>();
+  T item(Where where = Where::current()) const {
+    return item(where).to<T>();
   }
-  std::vector<double> to_vector_double() const;  // all elements, in logical order
-  std::string str() const;                       // as PyTorch prints it: tensor([...])
+  // The truth value of a one-element tensor (as Python's bool(tensor)).
+  bool is_nonzero(Where where = Where::current()) const;
+  // All elements, in logical order.
+  std::vector<double> to_vector_double(Where where = Where::current()) const;
+  std::string str(Where where = Where::current()) const;  // as PyTorch prints: tensor([...])
 
   // --- views (share storage) --------------------------------------------------------------
   Tensor view(const Shape& size) const;
@@ -129,20 +136,21 @@ class Tensor {
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
 
-  // --- in place (write into this tensor's storage) ---------------------------------------
-  Tensor& copy_(const Tensor& src);
-  Tensor& fill_(const Scalar& value);
-  Tensor& zero_() { return fill_(0); }
-  Tensor& add_(const Tensor& other);
-  Tensor& sub_(const Tensor& other);
-  Tensor& mul_(const Tensor& other);
-  Tensor& div_(const Tensor& other);
-  Tensor& add_(const Scalar& other);
-  Tensor& sub_(const Scalar& other);
-  Tensor& mul_(const Scalar& other);
-  Tensor& div_(const Scalar& other);
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& relu_();
+  // --- in place (write into this tensor's storage; const like libtorch's: the handle is
+  // unchanged, the data is not) ------------------------------------------------------------
+  const Tensor& copy_(const Tensor& src) const;
+  const Tensor& fill_(const Scalar& value) const;
+  const Tensor& zero_() const { return fill_(0); }
+  const Tensor& add_(const Tensor& other) const;
+  const Tensor& sub_(const Tensor& other) const;
+  const Tensor& mul_(const Tensor& other) const;
+  const Tensor& div_(const Tensor& other) const;
+  const Tensor& add_(const Scalar& other) const;
+  const Tensor& sub_(const Scalar& other) const;
+  const Tensor& mul_(const Scalar& other) const;
+  const Tensor& div_(const Scalar& other) const;
+  const Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  const Tensor& relu_() const;
 
   // Throws coil::Error naming `op` when this tensor's dtype is not `expected`.
   void check_dtype(DType expected, const char* op) const;

@@ -3,6 +3,7 @@
 
 #include "graph/registry.h"
 #include "runtime/copy.h"
+#include "runtime/loops.h"
 
 namespace coil {
 
@@ -93,10 +94,12 @@ Tensor Tensor::argmin(std::optional<int64_t> d, bool k) const { return coil::arg
 Tensor Tensor::softmax(int64_t d) const { return coil::softmax(*this, d); }
 Tensor Tensor::log_softmax(int64_t d) const { return coil::log_softmax(*this, d); }
 
+void write_into(const Tensor& self, const Tensor& value);
+
 // In-place ops compute out of place, then write the result back into this tensor's storage
 // (the result must not change this tensor's shape or need a wider dtype).
 namespace {
-Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
+const Tensor& assign_result(const Tensor& self, const Tensor& result, const char* op) {
   COIL_CHECK(result.sizes() == self.sizes(), op, ": the result has sizes ",
              shape_str(result.sizes()), " but in-place ops cannot change ", shape_str(self.sizes()),
              "; broadcasting may only grow the other operand");
@@ -104,30 +107,64 @@ Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
                  (is_floating(self.dtype()) && is_floating(result.dtype())),
              op, ": the result type ", dtype_name(result.dtype()), " cannot be stored in a ",
              dtype_name(self.dtype()), " tensor; use the out-of-place op");
-  copy_into(self, result);
+  write_into(self, result);
   return self;
 }
 }  // namespace
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  copy_into(*this, src);
+// While capturing, an in-place write is recorded (functionalised) instead of performed.
+void write_into(const Tensor& self, const Tensor& value) {
+  if (DispatchHook* hook = current_dispatch_hook()) {
+    hook->assign(self, value);
+  } else {
+    copy_into(self, value);
+  }
+}
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  if (current_dispatch_hook()) {
+    broadcast_shapes(sizes(), src.sizes(), "copy_");
+    write_into(*this, src.to(dtype()).expand(sizes()));
+  } else {
+    copy_into(*this, src);
+  }
   return *this;
 }
-Tensor& Tensor::fill_(const Scalar& value) {
-  fill(*this, value);
+const Tensor& Tensor::fill_(const Scalar& value) const {
+  if (current_dispatch_hook()) {
+    write_into(*this, full(sizes(), value, dtype(), device()));
+  } else {
+    fill(*this, value);
+  }
   return *this;
 }
-Tensor& Tensor::add_(const Tensor& o) { return assign_result(*this, coil::add(*this, o), "add_"); }
-Tensor& Tensor::sub_(const Tensor& o) { return assign_result(*this, coil::sub(*this, o), "sub_"); }
-Tensor& Tensor::mul_(const Tensor& o) { return assign_result(*this, coil::mul(*this, o), "mul_"); }
-Tensor& Tensor::div_(const Tensor& o) { return assign_result(*this, coil::div(*this, o), "div_"); }
-Tensor& Tensor::add_(const Scalar& o) { return assign_result(*this, coil::add(*this, o), "add_"); }
-Tensor& Tensor::sub_(const Scalar& o) { return assign_result(*this, coil::sub(*this, o), "sub_"); }
-Tensor& Tensor::mul_(const Scalar& o) { return assign_result(*this, coil::mul(*this, o), "mul_"); }
-Tensor& Tensor::div_(const Scalar& o) { return assign_result(*this, coil::div(*this, o), "div_"); }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+const Tensor& Tensor::add_(const Tensor& o) const {
+  return assign_result(*this, coil::add(*this, o), "add_");
+}
+const Tensor& Tensor::sub_(const Tensor& o) const {
+  return assign_result(*this, coil::sub(*this, o), "sub_");
+}
+const Tensor& Tensor::mul_(const Tensor& o) const {
+  return assign_result(*this, coil::mul(*this, o), "mul_");
+}
+const Tensor& Tensor::div_(const Tensor& o) const {
+  return assign_result(*this, coil::div(*this, o), "div_");
+}
+const Tensor& Tensor::add_(const Scalar& o) const {
+  return assign_result(*this, coil::add(*this, o), "add_");
+}
+const Tensor& Tensor::sub_(const Scalar& o) const {
+  return assign_result(*this, coil::sub(*this, o), "sub_");
+}
+const Tensor& Tensor::mul_(const Scalar& o) const {
+  return assign_result(*this, coil::mul(*this, o), "mul_");
+}
+const Tensor& Tensor::div_(const Scalar& o) const {
+  return assign_result(*this, coil::div(*this, o), "div_");
+}
+const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return assign_result(*this, coil::clamp(*this, min, max), "clamp_");
 }
-Tensor& Tensor::relu_() { return assign_result(*this, coil::relu(*this), "relu_"); }
+const Tensor& Tensor::relu_() const { return assign_result(*this, coil::relu(*this), "relu_"); }
 
 }  // namespace coil

@@ -57,6 +57,8 @@ class DispatchHook {
  public:
   virtual ~DispatchHook() = default;
   virtual std::vector<Tensor> call(OpId op, std::vector<Arg>& args) = 0;
+  // An in-place update: `self` takes `value`'s contents (same sizes; dtype converted).
+  virtual void assign(const Tensor& self, const Tensor& value) = 0;
 };
 DispatchHook* set_dispatch_hook(DispatchHook* hook);  // returns the previous one
 DispatchHook* current_dispatch_hook();

@@ -2,6 +2,7 @@
 // checked by the kernels (meta functions see only shapes). As in torch, gather and scatter treat
 // a 0-dim tensor like a 1-D tensor of one element.
 #include <atomic>
+#include <type_traits>
 
 #include "ops/meta_util.h"
 #include "runtime/convert.h"
@@ -82,6 +83,10 @@ template <typename T>
 T accumulate(T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
     return a || b;
+  } else if constexpr (std::is_integral_v<T>) {
+    // Wraps on overflow as torch does; unsigned arithmetic keeps that well defined.
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
   } else {
     return convert<T>(static_cast<acc_type<T>>(a) + static_cast<acc_type<T>>(b));
   }

@@ -13,7 +13,7 @@ namespace {
 
 using namespace norm_detail;
 
-// ---- softmax ----------------------------------------------------------------------------------
+// ---- softmax -----------------------------------------------------------------------------------
 
 // Softmax along the middle dim of x viewed as [outer, n, inner]. Work items are (outer index,
 // block of up to kBlock inner positions), so the inner positions of a block share each pass
@@ -76,7 +76,7 @@ Tensor softmax_eager(const Args& a, const TensorMeta& out_meta, bool log, const 
   return out;
 }
 
-// ---- layer_norm, rms_norm ---------------------------------------------------------------------
+// ---- layer_norm, rms_norm ----------------------------------------------------------------------
 
 // Checks that `normalized_shape` is the trailing part of the input's shape and that the
 // optional weight/bias have exactly that shape (PyTorch's _check_layer_norm_inputs).
@@ -149,7 +149,7 @@ Tensor normalize_eager(const Args& a, const TensorMeta& out_meta, const RowParam
   return out;
 }
 
-// ---- batch_norm, group_norm -------------------------------------------------------------------
+// ---- batch_norm, group_norm --------------------------------------------------------------------
 
 // Checks that an optional per-channel tensor (weight, bias, running statistics) holds
 // `channels` floating values.

@@ -8,14 +8,15 @@
 //                                                       // at reduction index r0 (n >= 1)
 //   void merge(Acc& a, const Acc& b) const;             // b covers indices after a's
 //   Out finish(const Acc& a, int64_t n) const;          // n: reduction size
+//   static constexpr bool kOrdered;                     // needs row-major order (argmax)
 //
-// The reduced elements of each output are visited in row-major order of the reduced dims (so
-// argmax's index is the logical flat index), in blocks of at most kBlock elements. Blocks that
-// are not one contiguous run of memory are first gathered into a small buffer, so `block` only
-// ever sees contiguous data; that keeps the reducers simple and vectorisable. When the reduced
-// dims are far apart in memory and the kept innermost dim is close (reducing dim 0 of a
-// row-major matrix), several neighbouring outputs ("lanes") are gathered together, so memory
-// is read a cache line at a time instead of a column at a time.
+// The reduced elements of each output are visited in row-major order of the reduced dims when
+// the reducer asks (so argmax's index is the logical flat index), else in memory order, in blocks
+// of at most kBlock elements. Blocks that are not one contiguous run of memory are first gathered
+// into a small buffer, so `block` only ever sees contiguous data; that keeps the reducers simple
+// and vectorisable. When the reduced dims are far apart in memory and the kept innermost dim is
+// close (reducing dim 0 of a row-major matrix), several neighbouring outputs ("lanes") are gathered
+// together, so memory is read a cache line at a time instead of a column at a time.
 #pragma once
 
 #include <omp.h>
@@ -94,8 +95,8 @@ class Odometer {
 struct Plan {
   Dims kept, red;
   int64_t n_out = 1, n_red = 1;
-  int64_t lanes = 1;    // outputs reduced together, neighbours along the innermost kept dim
-  int64_t width = 1;    // size of the innermost kept dim
+  int64_t lanes = 1;  // outputs reduced together, neighbours along the innermost kept dim
+  int64_t width = 1;  // size of the innermost kept dim
   int64_t lane_stride = 0;
   bool direct = false;  // each output's reduced elements are one contiguous run: no gather
   int64_t block() const { return direct ? kBlock : kBlock / lanes; }
@@ -103,13 +104,21 @@ struct Plan {
   int64_t items() const { return n_out / width * tiles_per_row(); }
 };
 
-inline Plan make_plan(const Tensor& x, const Shape& rdims) {
+// `ordered`: the reducer needs the reduced elements in logical order (argmax's index).
+// Otherwise they are visited in memory order, which turns the reduction of a transposed
+// tensor into one contiguous run.
+inline Plan make_plan(const Tensor& x, const Shape& rdims, bool ordered) {
   Plan p;
   Shape kd, rd;
   for (int64_t d = 0; d < x.dim(); ++d) {
     bool reduced = std::find(rdims.begin(), rdims.end(), d) != rdims.end();
     (reduced ? rd : kd).push_back(d);
     (reduced ? p.n_red : p.n_out) *= x.size(d);
+  }
+  if (!ordered) {
+    std::stable_sort(rd.begin(), rd.end(), [&](int64_t a, int64_t b) {
+      return std::abs(x.stride(a)) > std::abs(x.stride(b));
+    });
   }
   p.kept = coalesce(x, kd);
   p.red = coalesce(x, rd);
@@ -199,11 +208,11 @@ class Runner {
 template <typename T, typename R>
 void reduce_into(const Tensor& x, const Shape& rdims, const Tensor& out, const R& red) {
   using Acc = typename R::Acc;
-  Plan p = make_plan(x, rdims);
+  Plan p = make_plan(x, rdims, R::kOrdered);
   if (p.n_out == 0) return;
   Runner<T, R> runner(x, p, red);
   auto* po = static_cast<typename R::Out*>(out.data_ptr());
-  int64_t items = p.items(), blocks = p.num_blocks();
+  int64_t items = p.items(), blocks = runner.num_blocks();
   bool parallel = p.n_out * p.n_red >= kParallelGrain;
   int threads = omp_get_max_threads();
 
@@ -212,12 +221,12 @@ void reduce_into(const Tensor& x, const Shape& rdims, const Tensor& out, const R
 #pragma omp parallel if (parallel)
     {
       std::unique_ptr<T[]> buf(p.direct ? nullptr : new T[kBlock]);
-      std::vector<Acc> acc(p.lanes);
+      std::unique_ptr<Acc[]> acc(new Acc[p.lanes]);  // not a vector: Acc may be bool
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < items; ++i) {
         auto it = runner.item(i);
-        std::fill(acc.begin(), acc.end(), red.init());
-        runner.run(it, 0, blocks, acc.data(), buf.get());
+        std::fill_n(acc.get(), p.lanes, red.init());
+        runner.run(it, 0, blocks, acc.get(), buf.get());
         for (int64_t k = 0; k < it.lanes; ++k) po[it.out0 + k] = red.finish(acc[k], p.n_red);
       }
     }
@@ -227,12 +236,13 @@ void reduce_into(const Tensor& x, const Shape& rdims, const Tensor& out, const R
   // merged in block order.
   for (int64_t i = 0; i < items; ++i) {
     auto it = runner.item(i);
-    std::vector<Acc> partial(static_cast<size_t>(threads * p.lanes), red.init());
+    std::unique_ptr<Acc[]> partial(new Acc[threads * p.lanes]);
+    std::fill_n(partial.get(), threads * p.lanes, red.init());
 #pragma omp parallel num_threads(threads)
     {
       std::unique_ptr<T[]> buf(p.direct ? nullptr : new T[kBlock]);
       int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      runner.run(it, blocks * t / nt, blocks * (t + 1) / nt, partial.data() + t * p.lanes,
+      runner.run(it, blocks * t / nt, blocks * (t + 1) / nt, partial.get() + t * p.lanes,
                  buf.get());
     }
     for (int64_t k = 0; k < it.lanes; ++k) {

@@ -41,17 +41,22 @@ template <typename T, typename OutT, bool kProd>
 struct SumProd {
   using Acc = std::conditional_t<kIsFloat<T>, double, uint64_t>;
   using Out = OutT;
+  static constexpr bool kOrdered = false;
   static Acc widen(T v) {
-    if constexpr (kIsFloat<T>) return static_cast<double>(load(v));
-    else return static_cast<uint64_t>(static_cast<int64_t>(v));
+    if constexpr (kIsFloat<T>)
+      return static_cast<double>(load(v));
+    else
+      return static_cast<uint64_t>(static_cast<int64_t>(v));
   }
   static Acc op(Acc a, Acc b) { return kProd ? a * b : a + b; }
   Acc init() const { return kProd ? 1 : 0; }
   Acc block(const T* p, int64_t n, int64_t) const { return fold8(p, n, init(), widen, op); }
   void merge(Acc& a, const Acc& b) const { a = op(a, b); }
   Out finish(const Acc& a, int64_t) const {
-    if constexpr (kIsFloat<T>) return convert<Out>(a);
-    else return convert<Out>(static_cast<int64_t>(a));
+    if constexpr (kIsFloat<T>)
+      return convert<Out>(a);
+    else
+      return convert<Out>(static_cast<int64_t>(a));
   }
 };
 
@@ -67,6 +72,7 @@ template <typename T, bool kMax>
 struct MinMax {
   using Acc = acc_type<T>;
   using Out = T;
+  static constexpr bool kOrdered = false;
   static Acc op(Acc a, Acc b) {
     bool take = kMax ? b > a : b < a;
     if constexpr (kIsFloat<T>) take = take || b != b;
@@ -74,8 +80,10 @@ struct MinMax {
   }
   Acc init() const {
     using L = std::numeric_limits<Acc>;
-    if constexpr (kIsFloat<T>) return kMax ? -L::infinity() : L::infinity();
-    else return kMax ? L::lowest() : L::max();
+    if constexpr (kIsFloat<T>)
+      return kMax ? -L::infinity() : L::infinity();
+    else
+      return kMax ? L::lowest() : L::max();
   }
   Acc block(const T* p, int64_t n, int64_t) const { return fold8(p, n, init(), load<T>, op); }
   void merge(Acc& a, const Acc& b) const {
@@ -89,6 +97,7 @@ template <typename T, typename OutT, bool kAll>
 struct AnyAll {
   using Acc = bool;
   using Out = OutT;
+  static constexpr bool kOrdered = false;
   static bool truth(T v) { return load(v) != acc_type<T>(0); }
   static bool op(bool a, bool b) { return kAll ? a && b : a || b; }
   Acc init() const { return kAll; }
@@ -106,9 +115,12 @@ struct ArgMinMax {
     int64_t i = -1;  // -1: no element yet
   };
   using Out = int64_t;
+  static constexpr bool kOrdered = true;
   static bool is_nan(acc_type<T> v) {
-    if constexpr (kIsFloat<T>) return v != v;
-    else return false;
+    if constexpr (kIsFloat<T>)
+      return v != v;
+    else
+      return false;
   }
   // Whether `b`, found later than `a`, replaces it.
   static bool better(acc_type<T> b, acc_type<T> a) {
@@ -138,6 +150,7 @@ struct VarStd {
     double n = 0, mean = 0, m2 = 0;
   };
   using Out = T;
+  static constexpr bool kOrdered = false;
   double correction = 1;
 
   static double widen(T v) { return static_cast<double>(load(v)); }
@@ -180,6 +193,7 @@ struct LogSumExp {
     double shift = 0, s = 0;
   };
   using Out = OutT;
+  static constexpr bool kOrdered = false;
   static C widen(T v) { return static_cast<C>(load(v)); }
 
   Acc init() const { return {}; }

@@ -107,14 +107,11 @@ void print_dim(std::ostream& os, const std::vector<double>& vals, const Shape& s
 }
 }  // namespace
 
-std::string Tensor::str() const {
+std::string Tensor::str(Where where) const {
   if (!defined()) return "tensor(undefined)";
   std::ostringstream os;
-  if (!has_storage()) {
-    os << "tensor(<proxy " << dtype_short_name(dtype()) << shape_str(sizes()) << ">)";
-    return os.str();
-  }
-  std::vector<double> vals = device().is_cpu() ? to_vector_double() : std::vector<double>{};
+  ensure_storage(*this, "printing a tensor", where);
+  std::vector<double> vals = device().is_cpu() ? to_vector_double(where) : std::vector<double>{};
   bool summarize = numel() > kSummarizeAbove;
   // Format width from the values that will be shown (all of them, for simplicity).
   Formatter f(dtype(), vals);

@@ -138,7 +138,7 @@ bool Tensor::shares_storage(const Tensor& other) const {
   return defined() && other.defined() && impl_->storage && impl_->storage == other.impl_->storage;
 }
 bool Tensor::requires_grad() const { return impl_of(*this).requires_grad; }
-Tensor& Tensor::requires_grad_(bool requires_grad) {
+const Tensor& Tensor::requires_grad_(bool requires_grad) const {
   COIL_CHECK(!requires_grad || is_floating(dtype()), "requires_grad_: only floating-point tensors ",
              "can require gradients, but this tensor is ", dtype_name(dtype()));
   impl_->requires_grad = requires_grad;
@@ -150,29 +150,42 @@ void Tensor::check_dtype(DType expected, const char* op) const {
              dtype_name(expected), " was requested; convert it with .to(coil::k...) first");
 }
 
-void* Tensor::data_ptr() const {
+void ensure_storage(const Tensor& t, const char* what, const std::source_location& where) {
+  TensorImpl& impl = *t.impl();
+  if (impl.storage) return;
+  if (impl.proxy) impl.proxy->materialize(impl, what, where);
+  COIL_CHECK(impl.storage != nullptr, what, ": this tensor ", dtype_short_name(impl.meta.dtype),
+             shape_str(impl.meta.sizes), " has no data (it only describes a tensor)");
+}
+
+void* Tensor::data_ptr(Where where) const {
   const TensorImpl& impl = impl_of(*this);
-  COIL_CHECK(impl.storage != nullptr, "data_ptr: this tensor ", dtype_short_name(dtype()),
-             shape_str(sizes()),
-             " has no data (it is a proxy recorded during capture); data-dependent code "
-             "cannot be captured into a graph");
+  ensure_storage(*this, "data_ptr", where);
   return impl.data();
 }
 
-Scalar Tensor::item() const {
+bool Tensor::is_nonzero(Where where) const {
+  COIL_CHECK(numel() == 1, "is_nonzero: the truth value of a tensor with ", numel(),
+             " elements is ambiguous; reduce it first (any(), all())");
+  return item(where).to_bool();
+}
+
+Scalar Tensor::item(Where where) const {
   COIL_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements (sizes ", shape_str(sizes()),
              ") cannot be converted to a number; only one-element tensors can");
+  ensure_storage(*this, "item()", where);
   check_cpu(device(), "item");
-  const char* p = static_cast<const char*>(data_ptr());
+  const char* p = static_cast<const char*>(data_ptr(where));
   return dispatch_dtype(dtype(),
                         [&]<typename T>() { return Scalar(*reinterpret_cast<const T*>(p)); });
 }
 
-std::vector<double> Tensor::to_vector_double() const {
+std::vector<double> Tensor::to_vector_double(Where where) const {
+  ensure_storage(*this, "reading values", where);
   check_cpu(device(), "to_vector_double");
   std::vector<double> out;
   out.reserve(static_cast<size_t>(numel()));
-  const char* base = static_cast<const char*>(data_ptr());
+  const char* base = static_cast<const char*>(data_ptr(where));
   dispatch_dtype(dtype(), [&]<typename T>() {
     const T* p = reinterpret_cast<const T*>(base);
     Shape idx(sizes().size(), 0);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <source_location>
 
 #include <coil/tensor.h>
 
@@ -44,6 +45,9 @@ struct TensorMeta {
 // The runtime only holds it.
 struct TensorExtension {
   virtual ~TensorExtension() = default;
+  // Called when code asks for the data of `self`, which has no storage (a capture proxy):
+  // either gives `self` real storage (a graph break) or throws coil::Error.
+  virtual void materialize(TensorImpl& self, const char* what, const std::source_location& where) {}
 };
 
 class TensorImpl {
@@ -66,6 +70,8 @@ Tensor empty_from_meta(const TensorMeta& meta);
 Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device = kCPU);
 // A tensor with no storage, only metadata.
 Tensor meta_tensor(const TensorMeta& meta);
+// Gives a proxy its data if something can (see TensorExtension::materialize); else throws.
+void ensure_storage(const Tensor& t, const char* what, const std::source_location& where);
 // A view of `base`'s storage with the given geometry.
 Tensor alias_with(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset);
 TensorMeta meta_of(const Tensor& t);

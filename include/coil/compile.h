@@ -1,0 +1,152 @@
+// coil::compile: torch.compile for C++ callables.
+//
+//   auto cf = coil::compile(f);      // wraps only: nothing is traced or compiled here
+//   Tensor y = cf(x);                // first call: capture a graph, compile it, run it
+//   Tensor z = cf(x2);               // later calls: check guards, run the compiled graph
+//
+// The callable's parameters may be Tensor, std::vector<Tensor>, integers, floating-point
+// numbers and bool (by value or const reference); it may return a Tensor, a std::tuple or
+// std::vector of Tensors, or a number.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <coil/tensor.h>
+
+namespace coil {
+
+using OptionValue = std::variant<bool, int64_t, double, std::string>;
+
+struct CompileOptions {
+  // "eager": run the captured graph with the interpreter; "aot_eager": through autograd and
+  // decompositions on eager kernels; "inductor": the full compiler (the default).
+  std::string backend = "inductor";
+  std::string mode = "default";
+  bool fullgraph = false;  // a graph break is an error instead of a split into segments
+  bool dynamic = false;    // reserved: dynamic shapes are not supported yet
+  // Free-form options as in torch.compile(options={...}): "trace.enabled", ...
+  std::map<std::string, OptionValue> options;
+  int64_t cache_size_limit = 8;        // graph variants per function before it runs eagerly
+  std::string name = "fn";             // how logs and errors name the function
+  std::vector<std::string> arg_names;  // how guards name the arguments (default arg0, arg1...)
+};
+
+// Process-wide counts, as torch._dynamo.utils.counters: captures, compiles, recompiles,
+// guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks.
+std::map<std::string, int64_t> counters();
+// Forgets every compiled graph and zeroes the counters.
+void compiler_reset();
+
+namespace detail {
+
+// One flattened argument or result.
+using Value = std::variant<Tensor, std::vector<Tensor>, int64_t, double, bool>;
+using ValueList = std::vector<Value>;
+
+class CompiledFunctionImpl;
+// The untyped core: guards, capture, compile cache, graph breaks. `run` calls the user's
+// callable on (possibly proxy) values and returns its flattened results.
+std::shared_ptr<CompiledFunctionImpl> make_compiled_function(CompileOptions options);
+ValueList call_compiled(CompiledFunctionImpl& impl, const ValueList& inputs,
+                        const std::function<ValueList(const ValueList&)>& run);
+
+template <typename T>
+inline constexpr bool is_tensor_list_v = std::is_same_v<T, std::vector<Tensor>>;
+
+template <typename T>
+Value to_value(const T& v) {
+  using D = std::decay_t<T>;
+  if constexpr (std::is_same_v<D, Tensor> || is_tensor_list_v<D>) {
+    return v;
+  } else if constexpr (std::is_same_v<D, bool>) {
+    return v;
+  } else if constexpr (std::is_integral_v<D>) {
+    return static_cast<int64_t>(v);
+  } else if constexpr (std::is_floating_point_v<D>) {
+    return static_cast<double>(v);
+  } else {
+    static_assert(sizeof(D) == 0,
+                  "coil::compile: parameters must be Tensor, std::vector<Tensor>, integers, "
+                  "floating-point numbers or bool");
+  }
+}
+
+template <typename D>
+D from_value(const Value& v) {
+  if constexpr (std::is_same_v<D, Tensor> || is_tensor_list_v<D> || std::is_same_v<D, bool>) {
+    return std::get<D>(v);
+  } else if constexpr (std::is_integral_v<D>) {
+    return static_cast<D>(std::get<int64_t>(v));
+  } else {
+    return static_cast<D>(std::get<double>(v));
+  }
+}
+
+// Results: a Tensor, a tuple of Tensors (or numbers), a vector of Tensors, or a number.
+template <typename R>
+struct Result {
+  // vector<Tensor> results flatten to one Value holding the list.
+  static ValueList flatten(const R& r) { return {to_value(r)}; }
+  static R unflatten(const ValueList& v) { return from_value<R>(v.at(0)); }
+};
+template <typename... Ts>
+struct Result<std::tuple<Ts...>> {
+  static ValueList flatten(const std::tuple<Ts...>& r) {
+    return std::apply([](const auto&... e) { return ValueList{to_value(e)...}; }, r);
+  }
+  static std::tuple<Ts...> unflatten(const ValueList& v) {
+    return unflatten_impl(v, std::index_sequence_for<Ts...>{});
+  }
+  template <size_t... I>
+  static std::tuple<Ts...> unflatten_impl(const ValueList& v, std::index_sequence<I...>) {
+    return {from_value<Ts>(v.at(I))...};
+  }
+};
+
+}  // namespace detail
+
+// What coil::compile returns: a callable with the wrapped callable's signature.
+template <typename F>
+class CompiledFunction {
+ public:
+  CompiledFunction(F fn, CompileOptions options)
+      : fn_(std::make_shared<F>(std::move(fn))),
+        impl_(detail::make_compiled_function(std::move(options))) {}
+
+  template <typename... A>
+  auto operator()(const A&... args) const {
+    using R = std::decay_t<std::invoke_result_t<F&, const A&...>>;
+    static_assert(!std::is_void_v<R>, "coil::compile: the callable must return a value");
+    detail::ValueList inputs{detail::to_value(args)...};
+    auto run = [fn = fn_](const detail::ValueList& in) {
+      return invoke_with<R, A...>(*fn, in, std::index_sequence_for<A...>{});
+    };
+    return detail::Result<R>::unflatten(detail::call_compiled(*impl_, inputs, run));
+  }
+
+ private:
+  template <typename R, typename... A, size_t... I>
+  static detail::ValueList invoke_with(F& fn, const detail::ValueList& in,
+                                       std::index_sequence<I...>) {
+    return detail::Result<R>::flatten(fn(detail::from_value<std::decay_t<A>>(in[I])...));
+  }
+
+  std::shared_ptr<F> fn_;
+  std::shared_ptr<detail::CompiledFunctionImpl> impl_;
+};
+
+template <typename F>
+CompiledFunction<std::decay_t<F>> compile(F&& fn, CompileOptions options = {}) {
+  return CompiledFunction<std::decay_t<F>>(std::forward<F>(fn), std::move(options));
+}
+
+}  // namespace coil

@@ -1,0 +1,45 @@
+// Guards: what a captured graph assumed about its inputs. A later call whose inputs satisfy
+// them reuses the graph; one that does not gets a recompile, with the reason logged.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <coil/compile.h>
+
+#include "runtime/tensor_impl.h"
+
+namespace coil::capture {
+
+struct TensorGuard {
+  bool defined = false;
+  DType dtype{};
+  Device device;
+  bool requires_grad = false;
+  Shape sizes, strides;
+};
+
+// One guard per flattened argument: a tensor, a list of tensors, or a specialised number.
+struct ArgGuard {
+  enum class Kind : uint8_t { Tensor, TensorList, Int, Float, Bool } kind;
+  std::vector<TensorGuard> tensors;  // one for Tensor, n for TensorList
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+};
+
+class Guards {
+ public:
+  static Guards from_inputs(const detail::ValueList& inputs);
+  bool check(const detail::ValueList& inputs) const;  // the hot path: no allocation
+  // Why `inputs` fail these guards: "tensor 'x' size[0] changed 8 -> 16"; nullopt if they pass.
+  std::optional<std::string> why_not(const detail::ValueList& inputs,
+                                     const std::vector<std::string>& names) const;
+  std::string str(const std::vector<std::string>& names) const;  // for COIL_LOGS=guards
+
+ private:
+  std::vector<ArgGuard> args_;
+};
+
+}  // namespace coil::capture

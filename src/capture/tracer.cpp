@@ -1,0 +1,290 @@
+#include "capture/tracer.h"
+
+#include "capture/counters.h"
+#include "debug/log.h"
+#include "runtime/copy.h"
+
+namespace coil::capture {
+
+struct Tracer::State {
+  const CompileOptions& options;
+  GraphCompiler compile_segment;
+  bool alive = true;
+  bool broke = false;
+
+  // The segment being recorded.
+  std::shared_ptr<Graph> graph = std::make_shared<Graph>();
+  std::vector<Tensor> segment_inputs;                  // real values of its placeholders
+  std::unordered_map<const TensorImpl*, Node*> known;  // real tensors already in it
+  std::vector<std::weak_ptr<TensorImpl>> produced;     // the proxies it made
+  struct Written {
+    Tensor self;  // the updated tensor (a proxy of an input, or a real tensor)
+    Mutation where;
+  };
+  std::vector<Written> written;  // in-place updates of inputs and captured tensors
+
+  // Across segments.
+  std::vector<Tensor> input_proxies, real_inputs;
+  std::unordered_set<const TensorImpl*> per_call;  // real tensors that differ between calls
+
+  Tracer* owner;
+  std::weak_ptr<State> self;
+
+  State(const CompileOptions& o, GraphCompiler c, Tracer* t)
+      : options(o), compile_segment(std::move(c)), owner(t) {}
+
+  Node* node_of(const Tensor& t);
+  Tensor make_proxy(Node* node, const TensorMeta& meta);
+  Node* current_value(const Tensor& t);
+  void flush();
+  void start_segment();
+  std::vector<Node*> mutation_nodes();
+};
+
+namespace {
+struct Proxy : TensorExtension {
+  std::shared_ptr<Tracer::State> state;
+  Node* node;  // the node whose value this tensor is (in-place updates rebind it)
+  Proxy(std::shared_ptr<Tracer::State> s, Node* n) : state(std::move(s)), node(n) {}
+  void materialize(TensorImpl& self, const char* what, const std::source_location& where) override {
+    COIL_CHECK(state->alive, what, " at ", where.file_name(), ":", where.line(),
+               ": this tensor was made while capturing a compiled function and escaped it "
+               "(it has no data); return it from the function instead of storing it elsewhere");
+    state->owner->graph_break(self, what, where);
+  }
+};
+Proxy* proxy_of(const Tensor& t, const Tracer::State* state) {
+  auto* p = dynamic_cast<Proxy*>(t.impl()->proxy.get());
+  return p && p->state.get() == state ? p : nullptr;
+}
+}  // namespace
+
+// The node that stands for tensor `t` in the current segment. Real tensors enter the graph
+// as placeholders when their values change between calls (inputs, results of an earlier
+// segment), else as parameters: captured by reference, so in-place updates are seen.
+Node* Tracer::State::node_of(const Tensor& t) {
+  COIL_CHECK(t.defined(), "an undefined tensor was passed to an op during capture");
+  if (Proxy* p = proxy_of(t, this)) return p->node;
+  COIL_CHECK(t.has_storage(), "a tensor without data that does not belong to this capture ",
+             "(from another compiled function's capture?) was used while capturing '", options.name,
+             "'");
+  if (auto it = known.find(t.impl()); it != known.end()) return it->second;
+  Node* n;
+  if (per_call.count(t.impl())) {
+    n = graph->placeholder("seg_in" + std::to_string(segment_inputs.size()), meta_of(t));
+    segment_inputs.push_back(t);
+  } else {
+    n = graph->parameter("captured", t);
+  }
+  known[t.impl()] = n;
+  return n;
+}
+
+Tensor Tracer::State::make_proxy(Node* node, const TensorMeta& meta) {
+  Tensor p = meta_tensor(meta);
+  p.impl()->proxy = std::make_shared<Proxy>(self.lock(), node);
+  produced.push_back(p.impl_ptr());
+  return p;
+}
+
+Tracer::Tracer(const CompileOptions& options, GraphCompiler compile_segment)
+    : state_(std::make_shared<State>(options, std::move(compile_segment), this)) {
+  state_->self = state_;
+}
+
+Tracer::~Tracer() {
+  state_->alive = false;
+  state_->input_proxies.clear();  // they hold the state: break the cycle
+}
+
+bool Tracer::had_break() const { return state_->broke; }
+const std::vector<Tensor>& Tracer::input_values() const { return state_->real_inputs; }
+
+Tensor Tracer::input(const Tensor& real, const std::string& name) {
+  COIL_CHECK(real.defined(), "compiled function '", state_->options.name, "': input '", name,
+             "' is an undefined tensor");
+  Node* n = state_->graph->placeholder(name, meta_of(real));
+  Tensor p = meta_tensor(meta_of(real));
+  p.impl()->requires_grad = real.requires_grad();
+  p.impl()->proxy = std::make_shared<Proxy>(state_, n);
+  state_->segment_inputs.push_back(real);
+  state_->input_proxies.push_back(p);
+  state_->real_inputs.push_back(real);
+  return p;
+}
+
+std::vector<Tensor> Tracer::call(OpId op, std::vector<Arg>& args) {
+  State& s = *state_;
+  std::vector<NodeArg> node_args;
+  node_args.reserve(args.size());
+  for (const Arg& a : args) {
+    if (auto* t = std::get_if<Tensor>(&a)) {
+      node_args.emplace_back(s.node_of(*t));
+    } else if (auto* l = std::get_if<std::vector<Tensor>>(&a)) {
+      std::vector<Node*> nodes;
+      for (const Tensor& t : *l) nodes.push_back(s.node_of(t));
+      node_args.emplace_back(std::move(nodes));
+    } else {
+      node_args.push_back(to_node_arg(a));
+    }
+  }
+  Node* n = s.graph->call(op, std::move(node_args));
+  std::vector<Tensor> outs;
+  if (n->is_multi_output()) {
+    for (size_t i = 0; i < n->meta().size(); ++i) {
+      Node* item = s.graph->getitem(n, static_cast<int64_t>(i));
+      outs.push_back(s.make_proxy(item, item->tensor_meta()));
+    }
+  } else {
+    outs.push_back(s.make_proxy(n, n->tensor_meta()));
+  }
+  return outs;
+}
+
+void Tracer::assign(const Tensor& self, const Tensor& value) {
+  State& s = *state_;
+  Node* v = s.node_of(value);
+  if (value.dtype() != self.dtype()) {
+    std::vector<Arg> cast{value, self.dtype()};
+    normalize_args(OpId::to_dtype, cast);
+    v = s.node_of(call(OpId::to_dtype, cast)[0]);
+  }
+  if (Proxy* p = proxy_of(self, state_.get())) {
+    const Node* old = p->node;
+    COIL_CHECK(!(old->kind() == NodeKind::Call && op_info(old->op()).kind == OpKind::View),
+               "in-place update of a view (", op_name(old->op()), ") while capturing '",
+               s.options.name, "' is not supported yet; compute the new value out of place");
+    if (old->kind() == NodeKind::Placeholder) {
+      // An input of the function: the caller's tensor must change too.
+      bool seen = false;
+      for (const auto& w : s.written) seen = seen || w.self.is_same(self);
+      if (!seen) {
+        const auto& ph = s.graph->placeholders();
+        int64_t k = std::find(ph.begin(), ph.end(), old) - ph.begin();
+        s.written.push_back({self, Mutation{k, {}}});
+      }
+    }
+    p->node = v;
+    return;
+  }
+  // A real tensor: an input of a later segment or a captured tensor.
+  Node* old = s.node_of(self);
+  bool seen = false;
+  for (const auto& w : s.written) seen = seen || w.self.is_same(self);
+  if (!seen) {
+    Mutation m;
+    if (old->kind() == NodeKind::Placeholder) {
+      const auto& ph = s.graph->placeholders();
+      m.placeholder = std::find(ph.begin(), ph.end(), old) - ph.begin();
+    } else {
+      m.target = self;
+    }
+    s.written.push_back({self, m});
+  }
+  s.known[self.impl()] = v;
+}
+
+Node* Tracer::State::current_value(const Tensor& t) {
+  if (Proxy* p = proxy_of(t, this)) return p->node;
+  return known.at(t.impl());
+}
+
+std::vector<Node*> Tracer::State::mutation_nodes() {
+  std::vector<Node*> out;
+  for (const auto& w : written) out.push_back(current_value(w.self));
+  return out;
+}
+
+void Tracer::State::start_segment() {
+  graph = std::make_shared<Graph>();
+  segment_inputs.clear();
+  known.clear();
+  produced.clear();
+  written.clear();
+}
+
+std::vector<Tensor> run_with_mutations(const CompiledGraph& cg, const std::vector<Tensor>& inputs,
+                                       const std::vector<Mutation>& mutations, size_t num_results) {
+  std::vector<Tensor> outs = cg.run(inputs);
+  for (size_t k = 0; k < mutations.size(); ++k) {
+    const Mutation& m = mutations[k];
+    copy_into(m.placeholder >= 0 ? inputs[static_cast<size_t>(m.placeholder)] : m.target,
+              outs[num_results + k]);
+  }
+  outs.resize(num_results);
+  return outs;
+}
+
+// Runs the pending segment and gives every live proxy its real data.
+void Tracer::State::flush() {
+  std::vector<std::shared_ptr<TensorImpl>> live;
+  std::vector<Node*> outputs;
+  for (const auto& w : produced) {
+    auto impl = w.lock();
+    if (!impl) continue;
+    auto* p = dynamic_cast<Proxy*>(impl->proxy.get());
+    if (!p || p->state.get() != this) continue;
+    live.push_back(impl);
+    outputs.push_back(p->node);
+  }
+  std::vector<Mutation> mutations;
+  for (const auto& w : written) mutations.push_back(w.where);
+  for (Node* n : mutation_nodes()) outputs.push_back(n);
+  graph->output(outputs);
+  CompiledGraph cg = compile_segment(graph);
+  std::vector<Tensor> outs = run_with_mutations(cg, segment_inputs, mutations, live.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    live[i]->storage = outs[i].impl()->storage;
+    live[i]->meta = outs[i].impl()->meta;
+    live[i]->proxy.reset();
+    per_call.insert(live[i].get());
+  }
+  // The function's inputs (whose proxies live in the first segment) become the caller's
+  // tensors themselves, so later in-place updates reach the caller.
+  for (size_t k = 0; k < input_proxies.size(); ++k) {
+    TensorImpl& impl = *input_proxies[k].impl();
+    if (!impl.proxy) continue;
+    impl.storage = real_inputs[k].impl()->storage;
+    impl.meta = real_inputs[k].impl()->meta;
+    impl.proxy.reset();
+    per_call.insert(&impl);
+  }
+  start_segment();
+}
+
+void Tracer::graph_break(TensorImpl& proxy, const char* what, const std::source_location& where) {
+  State& s = *state_;
+  std::string loc = std::string(where.file_name()) + ":" + std::to_string(where.line());
+  COIL_CHECK(!s.options.fullgraph, "graph break in '", s.options.name, "' (fullgraph=true): ", what,
+             " at ", loc,
+             " needs a tensor's value, which a captured graph cannot know in advance; remove the "
+             "data-dependent code or compile with fullgraph=false");
+  bump(Counter::graph_breaks);
+  debug::log("graph_breaks", s.options.name, "graph break: " + std::string(what) + " at " + loc);
+  s.broke = true;
+  DispatchHook* prev = set_dispatch_hook(nullptr);  // the segment runs for real
+  try {
+    s.flush();
+  } catch (...) {
+    set_dispatch_hook(prev);
+    throw;
+  }
+  set_dispatch_hook(prev);
+}
+
+std::shared_ptr<Graph> Tracer::finish(std::vector<Tensor>& results,
+                                      std::vector<Mutation>& mutations) {
+  State& s = *state_;
+  if (!s.broke) {
+    std::vector<Node*> outputs;
+    for (const Tensor& r : results) outputs.push_back(s.node_of(r));
+    for (const auto& w : s.written) mutations.push_back(w.where);
+    for (Node* n : s.mutation_nodes()) outputs.push_back(n);
+    s.graph->output(outputs);
+    return s.graph;
+  }
+  s.flush();
+  return nullptr;
+}
+
+}  // namespace coil::capture

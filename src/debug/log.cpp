@@ -1,0 +1,103 @@
+#include "debug/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include <coil/error.h>
+
+namespace coil::debug {
+
+const std::vector<Artifact>& artifacts() {
+  static const std::vector<Artifact> list = {
+      {"graph_code", "the graph captured from each compiled function"},
+      {"guards", "the guards a captured graph holds for"},
+      {"recompiles", "why a call did not match any cached graph and recompiled"},
+      {"graph_breaks", "each graph break: the operation that needed a value and its source line"},
+      {"cache", "compiled-graph cache hits and misses"},
+      {"timeline", "a one-line summary of each compile's stage times"},
+  };
+  return list;
+}
+
+namespace {
+struct Settings {
+  std::mutex mutex;
+  std::set<std::string> enabled;
+  FILE* out = stderr;
+  std::atomic<bool> any{false};
+};
+Settings& settings() {
+  static Settings s;
+  return s;
+}
+std::once_flag loaded;
+
+void load() {
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.enabled.clear();
+  if (s.out != stderr && s.out) std::fclose(s.out);
+  s.out = stderr;
+  const char* env = std::getenv("COIL_LOGS");
+  std::string spec = env ? env : "";
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.empty()) continue;
+    if (item == "help") {
+      std::fprintf(stderr, "COIL_LOGS artifacts (comma-separated):\n");
+      for (const auto& a : artifacts()) std::fprintf(stderr, "  %-14s %s\n", a.name, a.help);
+      continue;
+    }
+    if (item == "all") {
+      for (const auto& a : artifacts()) s.enabled.insert(a.name);
+      continue;
+    }
+    bool known = false;
+    for (const auto& a : artifacts()) known = known || item == a.name;
+    if (!known) {
+      std::fprintf(stderr,
+                   "coil: COIL_LOGS names unknown artifact '%s' (COIL_LOGS=help lists them)\n",
+                   item.c_str());
+      continue;
+    }
+    s.enabled.insert(item);
+  }
+  if (const char* file = std::getenv("COIL_LOG_FILE"); file && *file && !s.enabled.empty()) {
+    if (FILE* f = std::fopen(file, "a")) s.out = f;
+  }
+  s.any = !s.enabled.empty();
+}
+}  // namespace
+
+void reload_log_settings() {
+  std::call_once(loaded, [] {});
+  load();
+}
+
+bool log_enabled(const char* artifact) {
+  std::call_once(loaded, load);
+  Settings& s = settings();
+  if (!s.any.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.enabled.count(artifact) > 0;
+}
+
+void log(const char* artifact, const std::string& prefix, const std::string& text) {
+  if (!log_enabled(artifact)) return;
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line))
+    std::fprintf(s.out, "[%s] %s %s\n", artifact, prefix.c_str(), line.c_str());
+  std::fflush(s.out);
+}
+
+}  // namespace coil::debug

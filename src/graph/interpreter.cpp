@@ -1,0 +1,81 @@
+#include "graph/interpreter.h"
+
+#include <unordered_map>
+
+namespace coil {
+
+namespace {
+
+void check_input(const Node& p, const Tensor& t, size_t i) {
+  const TensorMeta& m = p.tensor_meta();
+  COIL_CHECK(t.defined(), "interpret: input ", i, " ('", p.name(), "') is an undefined tensor");
+  COIL_CHECK(t.dtype() == m.dtype && t.sizes() == m.sizes && t.device() == m.device,
+             "interpret: input ", i, " ('", p.name(), "') must be ", dtype_short_name(m.dtype),
+             shape_str(m.sizes), " on ", m.device.str(), " but got ", dtype_short_name(t.dtype()),
+             shape_str(t.sizes()), " on ", t.device().str(),
+             "; pass tensors like the ones the graph was built for");
+  COIL_CHECK(t.has_storage(), "interpret: input ", i, " ('", p.name(),
+             "') has no data (a proxy or meta tensor)");
+}
+
+}  // namespace
+
+std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+  std::vector<Node*> placeholders = g.placeholders();
+  if (inputs.size() != placeholders.size()) {
+    std::string names;
+    for (const Node* p : placeholders) names += (names.empty() ? "" : ", ") + p->name();
+    COIL_CHECK(false, "interpret: the graph takes ", placeholders.size(), " inputs (", names,
+               ") but got ", inputs.size());
+  }
+  Node* out = g.output_node();
+  COIL_CHECK(out != nullptr, "interpret: the graph has no output node; call Graph::output()");
+
+  std::vector<Node*> nodes = g.nodes();
+  // The last node to read each value, so the value can be dropped right after it.
+  std::unordered_map<const Node*, const Node*> last_use;
+  for (const Node* n : nodes)
+    for (const Node* in : n->inputs()) last_use[in] = n;
+
+  std::unordered_map<const Node*, std::vector<Tensor>> env;
+  auto tensor_of = [&](const Node* n) { return env.at(n).at(0); };
+  size_t next_input = 0;
+  for (const Node* n : nodes) {
+    switch (n->kind()) {
+      case NodeKind::Placeholder:
+        check_input(*n, inputs[next_input], next_input);
+        env[n] = {inputs[next_input++]};
+        break;
+      case NodeKind::Parameter:
+        COIL_CHECK(n->value().has_storage(), "interpret: parameter '", n->name(), "' (\"",
+                   n->target(), "\") has no data: the graph was parsed without a tensor for it; ",
+                   "pass it in parse_graph's parameters map");
+        env[n] = {n->value()};
+        break;
+      case NodeKind::Constant:
+        env[n] = {n->value()};
+        break;
+      case NodeKind::Call: {
+        std::vector<Arg> args;
+        args.reserve(n->args().size());
+        for (const NodeArg& a : n->args()) args.push_back(to_arg(a, tensor_of));
+        env[n] = run_eager(n->op(), args);
+        break;
+      }
+      case NodeKind::GetItem:
+        env[n] = {env.at(n->source()).at(static_cast<size_t>(n->index()))};
+        break;
+      case NodeKind::Output: {
+        std::vector<Tensor> results;
+        for (const Node* r : n->results()) results.push_back(tensor_of(r));
+        return results;
+      }
+    }
+    for (const Node* in : n->inputs())
+      if (last_use[in] == n) env.erase(in);
+  }
+  COIL_ASSERT(false, "interpret: the output node was not reached");
+  return {};
+}
+
+}  // namespace coil

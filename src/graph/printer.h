@@ -1,0 +1,38 @@
+// Writing a graph down: the text of TORCH_LOGS=graph_code (which parse_graph reads back) and
+// a Graphviz diagram.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace coil {
+
+// "f32[8, 16][16, 1]cpu": dtype, sizes, strides, device; a non-zero storage offset follows as
+// "+4" (PyTorch's annotations leave it out, but a view's meta depends on it).
+std::string meta_str(const TensorMeta& m);
+
+// The whole graph, one line per node:
+//   def forward(self, x: "f32[8, 16][16, 1]cpu", y: "f32[16][1]cpu"):
+//       w: "f32[16, 16][16, 1]cpu" = coil.parameter("fc.weight")
+//       c: "i64[2][1]cpu" = coil.constant([3, 4])
+//       sin: "f32[8, 16][16, 1]cpu" = coil.sin(x)
+//       split = coil.split(sin, 4)
+//       getitem: "f32[4, 16][16, 1]cpu" = split[0]
+//       sum_1: "f32[1, 1][1, 1]cpu" = coil.sum(getitem, keepdim=True)
+//       return (sin, sum_1)
+// Arguments equal to their schema default are left out; once one is left out, the later
+// ones are written as keywords.
+std::string print_graph(const Graph& g);
+// One node's line, without indentation (a placeholder prints as it reads in the header).
+std::string print_node(const Node& n);
+std::ostream& operator<<(std::ostream& os, const Graph& g);
+
+// Graphviz: one box per node (name, op, annotation), one edge per data dependency. Nodes in
+// `group` are filled with the group's colour and drawn inside a cluster per group (the kernel
+// the fusion stage put them in).
+std::string to_dot(const Graph& g, const std::map<const Node*, int>& group = {});
+
+}  // namespace coil
