@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cctype>
 #include <queue>
 #include <unordered_set>
 
@@ -181,6 +182,7 @@ std::vector<TensorMeta> compute_meta(const Node& n) {
 Graph::Graph(Graph&& other) noexcept { *this = std::move(other); }
 
 Graph& Graph::operator=(Graph&& other) noexcept {
+  if (this == &other) return *this;
   nodes_ = std::move(other.nodes_);
   by_name_ = std::move(other.by_name_);
   next_suffix_ = std::move(other.next_suffix_);
@@ -201,9 +203,6 @@ void Graph::check_before_point(const Node* n, const Node* before) const {
                 "': its input '", in->name_, "' comes after that point");
   });
 }
-
-// Where "at the end" inserts: before the output node, which stays last.
-Node* Graph::end_anchor() const { return output_node(); }
 
 std::string Graph::fresh_name(const std::string& base_in) {
   std::string base = sanitize(base_in);
@@ -231,7 +230,7 @@ Node* Graph::insert(std::unique_ptr<Node> node, Node* before, const std::string&
                 "cannot insert '", n->name_, "' before placeholder '", before->name_,
                 "': placeholders come first");
   } else {
-    before = end_anchor();
+    before = output_node();  // "at the end" is before the output node, which stays last
   }
   check_before_point(n, before);
   auto it = before ? before->self_ : nodes_.end();
@@ -519,7 +518,7 @@ Graph Graph::clone(std::unordered_map<const Node*, Node*>* mapping) const {
     n->target_ = src->target_;
     n->pos_ = src->pos_;
     Node* raw = n.get();
-    n->self_ = g.nodes_.insert(g.nodes_.end(), std::move(n));
+    raw->self_ = g.nodes_.insert(g.nodes_.end(), std::move(n));
     g.by_name_[raw->name_] = raw;
     g.add_use(raw);
     map[src.get()] = raw;

@@ -161,7 +161,6 @@ class Graph {
  private:
   friend struct GraphInternals;
   Node* insert(std::unique_ptr<Node> node, Node* before, const std::string& base_name);
-  Node* end_anchor() const;
   void check_owned(const Node* n, const char* what) const;
   void check_before_point(const Node* n, const Node* before) const;
   std::string fresh_name(const std::string& base);

@@ -7,6 +7,7 @@
 // Blank lines and '#' comments are skipped; indentation does not matter.
 #include "graph/parser.h"
 
+#include <cctype>
 #include <optional>
 #include <sstream>
 
@@ -148,7 +149,6 @@ class Parser {
     col_ = col;
     return name;
   }
-  void name_node(Node* n, const std::string& name) { g_.set_name(n, name); }
 
   Node* lookup(const std::string& name, size_t col) {
     Node* n = g_.find(name);
@@ -238,7 +238,7 @@ class Parser {
       expect(':', "and an annotation after input '" + name + "'");
       skip_ws();
       TensorMeta m = parse_meta(string_lit("an annotation"), i_ + 1);
-      name_node(g_.placeholder(name, m), name);
+      g_.set_name(g_.placeholder(name, m), name);
     }
     ++i_;
     expect(':', "at the end of the def line");
@@ -273,7 +273,7 @@ class Parser {
                            std::to_string(src->meta().size()) + " outputs");
       Node* n = g_.getitem(src, k);
       check_annotation(ann, n, head + "[" + idx + "]");
-      name_node(n, name);
+      g_.set_name(n, name);
       return false;
     }
     expect('.', "after 'coil'");
@@ -288,7 +288,7 @@ class Parser {
       n = parse_call(op, op_col);
       check_annotation(ann, n, "coil." + op);
     }
-    name_node(n, name);
+    g_.set_name(n, name);
     return false;
   }
 

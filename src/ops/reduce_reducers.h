@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -20,8 +21,24 @@ template <typename T>
 inline acc_type<T> load(T v) {
   return static_cast<acc_type<T>>(v);
 }
+// Half's own conversion is out of line; this inline copy lets float16 loops run at speed.
+template <>
+inline float load(Half v) {
+  uint32_t sign = static_cast<uint32_t>(v.bits & 0x8000u) << 16;
+  uint32_t exp = (v.bits >> 10) & 0x1fu, mant = v.bits & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24
+    float f = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  }
+  uint32_t bits = exp == 31 ? sign | 0x7f800000u | (mant << 13)  // inf, nan
+                            : sign | ((exp + 112) << 23) | (mant << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
-// op-fold of f(p[i]) over n elements with eight independent accumulators.
+// op-fold of f(p[i]) over n elements with eight independent accumulators. Pass f and op as
+// lambdas, not function pointers, so that they inline and the loop vectorises.
 template <typename Acc, typename T, typename F, typename Op>
 inline Acc fold8(const T* p, int64_t n, Acc init, F f, Op op) {
   Acc s[8];
@@ -50,7 +67,10 @@ struct SumProd {
   }
   static Acc op(Acc a, Acc b) { return kProd ? a * b : a + b; }
   Acc init() const { return kProd ? 1 : 0; }
-  Acc block(const T* p, int64_t n, int64_t) const { return fold8(p, n, init(), widen, op); }
+  Acc block(const T* p, int64_t n, int64_t) const {
+    return fold8(
+        p, n, init(), [](T v) { return widen(v); }, [](Acc a, Acc b) { return op(a, b); });
+  }
   void merge(Acc& a, const Acc& b) const { a = op(a, b); }
   Out finish(const Acc& a, int64_t) const {
     if constexpr (kIsFloat<T>)
@@ -85,7 +105,10 @@ struct MinMax {
     else
       return kMax ? L::lowest() : L::max();
   }
-  Acc block(const T* p, int64_t n, int64_t) const { return fold8(p, n, init(), load<T>, op); }
+  Acc block(const T* p, int64_t n, int64_t) const {
+    return fold8(
+        p, n, init(), [](T v) { return load(v); }, [](Acc a, Acc b) { return op(a, b); });
+  }
   void merge(Acc& a, const Acc& b) const {
     if (a == a) a = op(a, b);  // a NaN stays
   }
@@ -101,7 +124,10 @@ struct AnyAll {
   static bool truth(T v) { return load(v) != acc_type<T>(0); }
   static bool op(bool a, bool b) { return kAll ? a && b : a || b; }
   Acc init() const { return kAll; }
-  Acc block(const T* p, int64_t n, int64_t) const { return fold8(p, n, init(), truth, op); }
+  Acc block(const T* p, int64_t n, int64_t) const {
+    return fold8(
+        p, n, init(), [](T v) { return truth(v); }, [](bool a, bool b) { return op(a, b); });
+  }
   void merge(Acc& a, const Acc& b) const { a = op(a, b); }
   Out finish(const Acc& a, int64_t) const { return static_cast<Out>(a); }
 };
@@ -154,10 +180,12 @@ struct VarStd {
   double correction = 1;
 
   static double widen(T v) { return static_cast<double>(load(v)); }
-  static double add(double a, double b) { return a + b; }
   Acc init() const { return {}; }
   Acc block(const T* p, int64_t n, int64_t) const {
-    double mean = fold8(p, n, 0.0, widen, add) / static_cast<double>(n);
+    auto add = [](double a, double b) { return a + b; };
+    double mean = fold8(
+                      p, n, 0.0, [](T v) { return widen(v); }, add) /
+                  static_cast<double>(n);
     auto dev2 = [mean](T v) {
       double d = widen(v) - mean;
       return d * d;

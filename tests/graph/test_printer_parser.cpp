@@ -269,14 +269,14 @@ std::string with(const std::string& body, const std::string& ret = "x") {
 TEST(GraphParser, ErrorsNameLineAndColumn) {
   EXPECT_PARSE_ERROR(with("    s = coil.sine(x)\n"), "line 2:14: unknown op 'coil.sine'");
   EXPECT_PARSE_ERROR(with("    a = coil.add(x, z)\n"), "line 2:21: undefined name 'z'");
-  EXPECT_PARSE_ERROR(with("    s = coil.sin(x, y)\n"), "line 2:20: coil.sin takes 1 arguments");
+  EXPECT_PARSE_ERROR(with("    s = coil.sin(x, y)\n"), "line 2:21: coil.sin takes 1 arguments");
   EXPECT_PARSE_ERROR(with("    v = coil.view(x, 3)\n"),
                      "line 2:22: argument 'size' of coil.view: cannot read '3' as a value of "
                      "type int[]");
   EXPECT_PARSE_ERROR(with("    v = coil.mm(x, 3)\n"),
                      "line 2:20: coil.mm: argument 'mat2' must be Tensor but got Scalar");
   EXPECT_PARSE_ERROR(with("    v = coil.transpose(x, 0)\n"),
-                     "line 2:27: coil.transpose: missing argument 'dim1'");
+                     "line 2:28: coil.transpose: missing argument 'dim1'");
   EXPECT_PARSE_ERROR(with("    s: \"f32[4, 6][1, 4]cpu\" = coil.sin(x)\n"),
                      "line 2:9: the annotation says f32[4, 6][1, 4]cpu but coil.sin computes "
                      "f32[4, 6][6, 1]cpu");
@@ -304,7 +304,7 @@ TEST(GraphParser, ErrorsOnAnnotations) {
   EXPECT_PARSE_ERROR("def forward(self, x: \"f32[4][1, 1]cpu\"):\n    return (x,)\n",
                      "sizes and strides differ in length");
   EXPECT_PARSE_ERROR("def forward(self, x: \"f32[4][1]gpu\"):\n    return (x,)\n",
-                     "line 1:29: bad annotation \"f32[4][1]gpu\": unknown device 'gpu'");
+                     "line 1:32: bad annotation \"f32[4][1]gpu\": unknown device 'gpu'");
   EXPECT_PARSE_ERROR("def forward(self, x: \"f32[a][1]cpu\"):\n    return (x,)\n",
                      "cannot read '[a]' as a value of type int[]");
   EXPECT_PARSE_ERROR("def forward(self, x):\n    return (x,)\n",
@@ -320,7 +320,7 @@ TEST(GraphParser, ErrorsOnStructure) {
                      "line 2:20: missing 'return (...)'");
   EXPECT_PARSE_ERROR(with("") + "    a = coil.sin(x)\n",
                      "line 3:5: nothing may follow the return statement");
-  EXPECT_PARSE_ERROR(kHead + std::string("    return (x, q)\n"), "line 2:20: undefined name 'q'");
+  EXPECT_PARSE_ERROR(kHead + std::string("    return (x, q)\n"), "line 2:16: undefined name 'q'");
   EXPECT_PARSE_ERROR(with("    a = coil.add(x, coil.sin(y))\n"),
                      "line 2:21: argument 'other' of coil.add: cannot read 'coil.sin(y)'");
 }
