@@ -12,6 +12,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 #include <vector>

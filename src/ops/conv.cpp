@@ -129,7 +129,8 @@ void conv_gemm(const T* x, const T* w, T* out, const ConvGeometry& g, bool has_b
     }
   };
   size_t col_size = direct ? 0 : static_cast<size_t>(kdim * ohw);
-  if (g.n > 1) {
+  // Below ~64K multiply-adds in all, a parallel region costs more than it saves.
+  if (g.n > 1 && g.n * g.o * ohw * kdim / g.groups >= (int64_t{1} << 16)) {
     // One sample per thread (each with its own unfold buffer); BLAS runs single-threaded inside.
 #pragma omp parallel
     {

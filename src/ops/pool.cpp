@@ -96,6 +96,13 @@ void for_each_plane(const Tensor& x, Tensor& out, const Planes& p, F plane) {
 
 Tensor contiguous_input(const Tensor& x) { return x.is_contiguous() ? x : contiguous_copy(x); }
 
+// The taps [first, last) of a window starting at `start` that fall inside [0, size).
+std::pair<int64_t, int64_t> taps_inside(int64_t start, const Window& w, int64_t size) {
+  int64_t first = start < 0 ? (-start + w.dil - 1) / w.dil : 0;
+  int64_t last = size > start ? std::min(w.k, (size - start + w.dil - 1) / w.dil) : 0;
+  return {first, std::max(first, last)};
+}
+
 template <typename C>
 bool is_nan(C v) {
   if constexpr (std::is_floating_point_v<C>)
@@ -131,18 +138,21 @@ std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta
           C best = std::numeric_limits<C>::lowest();
           if constexpr (std::numeric_limits<C>::has_infinity)
             best = -std::numeric_limits<C>::infinity();
-          for (int64_t i = 0; i < g.y.k; ++i) {
-            int64_t iy = oy * g.y.stride - g.y.pad + i * g.y.dil;
-            if (iy < 0 || iy >= g.p.h) continue;
-            for (int64_t j = 0; j < g.x.k; ++j) {
-              int64_t ix = ox * g.x.stride - g.x.pad + j * g.x.dil;
-              if (ix < 0 || ix >= g.p.w) continue;
-              C v = static_cast<C>(src[iy * g.p.w + ix]);
-              if (v > best || is_nan(v)) best = v;
-              if (is_nan(best)) break;
+          bool saw_nan = false;
+          int64_t y0 = oy * g.y.stride - g.y.pad, x0 = ox * g.x.stride - g.x.pad;
+          auto [i0, i1] = taps_inside(y0, g.y, g.p.h);
+          auto [j0, j1] = taps_inside(x0, g.x, g.p.w);
+          for (int64_t i = i0; i < i1; ++i) {
+            const T* row = src + (y0 + i * g.y.dil) * g.p.w + x0;
+            // Branch-free max (random data defeats branch prediction); NaN tracked aside.
+            for (int64_t j = j0; j < j1; ++j) {
+              C v = static_cast<C>(row[j * g.x.dil]);
+              best = best < v ? v : best;
+              saw_nan |= is_nan(v);
             }
-            if (is_nan(best)) break;
           }
+          if constexpr (std::numeric_limits<C>::has_quiet_NaN)
+            if (saw_nan) best = std::numeric_limits<C>::quiet_NaN();
           dst[oy * g.x.out + ox] = convert<T>(best);
         }
       }

@@ -227,27 +227,49 @@ COIL_ANYALL(all, AllBool, AllByte)
 
 namespace {
 
-// Running sums along the middle dim of a contiguous (outer, len, inner) tensor. Each work item
-// scans a strip of up to kStrip neighbouring inner positions, so rows are read contiguously.
+// Running sums along the middle dim of a contiguous (outer, len, inner) tensor, accumulated in
+// double (floating) or wrapping int64 (integers).
 template <typename T>
 void cumsum_contiguous(const T* in, T* out, int64_t outer, int64_t len, int64_t inner) {
-  using Acc = std::conditional_t<reduce::kIsFloat<T>, double, uint64_t>;  // integers wrap
+  using Acc = std::conditional_t<reduce::kIsFloat<T>, double, uint64_t>;
+  auto widen = [](T v) {
+    if constexpr (reduce::kIsFloat<T>)
+      return static_cast<double>(reduce::load(v));
+    else
+      return static_cast<uint64_t>(static_cast<int64_t>(v));
+  };
+  auto narrow = [](Acc a) {
+    if constexpr (reduce::kIsFloat<T>)
+      return convert<T>(a);
+    else
+      return convert<T>(static_cast<int64_t>(a));
+  };
+  bool parallel = outer * len * inner >= kParallelGrain;
+  if (inner == 1) {  // each row is one contiguous scan
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t o = 0; o < outer; ++o) {
+      Acc acc = 0;
+      for (int64_t i = 0; i < len; ++i) {
+        acc += widen(in[o * len + i]);
+        out[o * len + i] = narrow(acc);
+      }
+    }
+    return;
+  }
+  // Each work item scans a strip of up to kStrip neighbouring inner positions, reading and
+  // writing rows contiguously.
   constexpr int64_t kStrip = 256;
   int64_t strips = (inner + kStrip - 1) / kStrip, items = outer * strips;
-#pragma omp parallel for schedule(static) if (outer * len * inner >= kParallelGrain && items > 1)
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t item = 0; item < items; ++item) {
     int64_t o = item / strips, j0 = (item % strips) * kStrip, w = std::min(kStrip, inner - j0);
     Acc acc[kStrip] = {};
     for (int64_t i = 0; i < len; ++i) {
-      int64_t row = (o * len + i) * inner + j0;
+      const T* src = in + (o * len + i) * inner + j0;
+      T* dst = out + (o * len + i) * inner + j0;
       for (int64_t j = 0; j < w; ++j) {
-        if constexpr (reduce::kIsFloat<T>) {
-          acc[j] += static_cast<double>(reduce::load(in[row + j]));
-          out[row + j] = convert<T>(acc[j]);
-        } else {
-          acc[j] += static_cast<uint64_t>(static_cast<int64_t>(in[row + j]));
-          out[row + j] = convert<T>(static_cast<int64_t>(acc[j]));
-        }
+        acc[j] += widen(src[j]);
+        dst[j] = narrow(acc[j]);
       }
     }
   }

@@ -31,7 +31,10 @@
 namespace coil::ops::reduce {
 
 inline constexpr int64_t kBlock = 4096;  // elements per block (all lanes together)
-inline constexpr int64_t kMaxLanes = 16;
+// Lanes per item: wide when a reducer folds columns in place (256 bytes of each float row),
+// narrower when lanes go through the gather buffer (whose rows then stay long).
+inline constexpr int64_t kMaxLanes = 64;
+inline constexpr int64_t kGatherLanes = 16;
 
 // Some dims of a tensor as (size, stride) runs: size-1 dims dropped, neighbours merged where
 // memory allows.
@@ -107,7 +110,7 @@ struct Plan {
 // `ordered`: the reducer needs the reduced elements in logical order (argmax's index).
 // Otherwise they are visited in memory order, which turns the reduction of a transposed
 // tensor into one contiguous run.
-inline Plan make_plan(const Tensor& x, const Shape& rdims, bool ordered) {
+inline Plan make_plan(const Tensor& x, const Shape& rdims, bool ordered, int64_t max_lanes) {
   Plan p;
   Shape kd, rd;
   for (int64_t d = 0; d < x.dim(); ++d) {
@@ -130,10 +133,19 @@ inline Plan make_plan(const Tensor& x, const Shape& rdims, bool ordered) {
   if (!p.direct && !p.kept.sizes.empty()) {
     int64_t nearest_red = std::abs(p.red.strides[0]);
     for (int64_t s : p.red.strides) nearest_red = std::min(nearest_red, std::abs(s));
-    if (std::abs(p.lane_stride) < nearest_red) p.lanes = std::min(kMaxLanes, p.width);
+    if (std::abs(p.lane_stride) < nearest_red) p.lanes = std::min(max_lanes, p.width);
   }
   return p;
 }
+
+// Reducers that fold element by element may also fold several lanes at once, reading the input
+// in place instead of through the gather buffer:
+//   void columns(const T* p, int64_t n, int64_t stride, int64_t lanes, int64_t lane_stride,
+//                Acc* acc) const;  // acc[k] folds p[i * stride + k * lane_stride], i < n
+template <typename R, typename T>
+concept HasColumns = requires(const R& r, const T* p, typename R::Acc* acc) {
+  r.columns(p, int64_t{}, int64_t{}, int64_t{}, int64_t{}, acc);
+};
 
 // The reduction loop for one reducer; see the top of this file.
 template <typename T, typename R>
@@ -178,12 +190,32 @@ class Runner {
         red_.merge(acc[0], red_.block(x_ + it.base + r0, len, r0));
         continue;
       }
+      if constexpr (HasColumns<R, T>) {
+        if (it.lanes > 1) {
+          columns(it, r0, len, acc);
+          continue;
+        }
+      }
       gather(it, r0, len, buf);
       for (int64_t k = 0; k < it.lanes; ++k) red_.merge(acc[k], red_.block(buf + k * bs, len, r0));
     }
   }
 
  private:
+  // Folds reduced elements [r0, r0 + len) of every lane straight from the input, row by row.
+  void columns(const Item& it, int64_t r0, int64_t len, Acc* acc) const {
+    Acc part[kMaxLanes];
+    std::fill_n(part, it.lanes, red_.init());
+    Odometer od(p_.red, r0);
+    for (int64_t r = 0; r < len;) {
+      int64_t n = std::min(len - r, od.run_left());
+      red_.columns(x_ + it.base + od.offset(), n, od.run_stride(), it.lanes, p_.lane_stride, part);
+      od.advance(n);
+      r += n;
+    }
+    for (int64_t k = 0; k < it.lanes; ++k) red_.merge(acc[k], part[k]);
+  }
+
   // Copies reduced elements [r0, r0 + len) of each lane k to buf + k * block().
   void gather(const Item& it, int64_t r0, int64_t len, T* buf) const {
     int64_t bs = p_.block(), ls = p_.lane_stride;
@@ -208,7 +240,7 @@ class Runner {
 template <typename T, typename R>
 void reduce_into(const Tensor& x, const Shape& rdims, const Tensor& out, const R& red) {
   using Acc = typename R::Acc;
-  Plan p = make_plan(x, rdims, R::kOrdered);
+  Plan p = make_plan(x, rdims, R::kOrdered, HasColumns<R, T> ? kMaxLanes : kGatherLanes);
   if (p.n_out == 0) return;
   Runner<T, R> runner(x, p, red);
   auto* po = static_cast<typename R::Out*>(out.data_ptr());

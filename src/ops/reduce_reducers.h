@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/reduce_engine.h"
 #include "runtime/convert.h"
 #include "runtime/dispatch_dtype.h"
 
@@ -52,6 +53,24 @@ inline Acc fold8(const T* p, int64_t n, Acc init, F f, Op op) {
   return s[0];
 }
 
+// acc[k] = op-fold of f(p[i * stride + k * ls]) over i < n: several outputs side by side, with
+// a fixed-width fast path for a full tile of neighbouring lanes.
+template <typename Acc, typename T, typename F, typename Op>
+inline void fold_columns(const T* p, int64_t n, int64_t stride, int64_t lanes, int64_t ls, Acc* acc,
+                         F f, Op op) {
+  if (lanes == kMaxLanes && ls == 1) {
+    Acc a[kMaxLanes];
+    std::copy_n(acc, kMaxLanes, a);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < kMaxLanes; ++k) a[k] = op(a[k], f(p[i * stride + k]));
+    std::copy_n(a, kMaxLanes, acc);
+    return;
+  }
+  lanes = std::min(lanes, kMaxLanes);  // already so; tells the compiler acc's bound
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < lanes; ++k) acc[k] = op(acc[k], f(p[i * stride + k * ls]));
+}
+
 // sum and prod. Integers (and bool) accumulate in uint64 so that overflow wraps like int64
 // does in PyTorch, without undefined behaviour.
 template <typename T, typename OutT, bool kProd>
@@ -70,6 +89,11 @@ struct SumProd {
   Acc block(const T* p, int64_t n, int64_t) const {
     return fold8(
         p, n, init(), [](T v) { return widen(v); }, [](Acc a, Acc b) { return op(a, b); });
+  }
+  void columns(const T* p, int64_t n, int64_t stride, int64_t lanes, int64_t ls, Acc* acc) const {
+    fold_columns(
+        p, n, stride, lanes, ls, acc, [](T v) { return widen(v); },
+        [](Acc a, Acc b) { return op(a, b); });
   }
   void merge(Acc& a, const Acc& b) const { a = op(a, b); }
   Out finish(const Acc& a, int64_t) const {
@@ -109,6 +133,11 @@ struct MinMax {
     return fold8(
         p, n, init(), [](T v) { return load(v); }, [](Acc a, Acc b) { return op(a, b); });
   }
+  void columns(const T* p, int64_t n, int64_t stride, int64_t lanes, int64_t ls, Acc* acc) const {
+    fold_columns(
+        p, n, stride, lanes, ls, acc, [](T v) { return load(v); },
+        [](Acc a, Acc b) { return op(a, b); });
+  }
   void merge(Acc& a, const Acc& b) const {
     if (a == a) a = op(a, b);  // a NaN stays
   }
@@ -127,6 +156,11 @@ struct AnyAll {
   Acc block(const T* p, int64_t n, int64_t) const {
     return fold8(
         p, n, init(), [](T v) { return truth(v); }, [](bool a, bool b) { return op(a, b); });
+  }
+  void columns(const T* p, int64_t n, int64_t stride, int64_t lanes, int64_t ls, Acc* acc) const {
+    fold_columns(
+        p, n, stride, lanes, ls, acc, [](T v) { return truth(v); },
+        [](bool a, bool b) { return op(a, b); });
   }
   void merge(Acc& a, const Acc& b) const { a = op(a, b); }
   Out finish(const Acc& a, int64_t) const { return static_cast<Out>(a); }

@@ -111,7 +111,11 @@ std::vector<Tensor> eager_reshape(const Args& a, const std::vector<TensorMeta>& 
 
 std::vector<TensorMeta> meta_flatten(const Args& a) {
   const Tensor& x = a.tensor(0);
-  if (x.dim() == 0) return one(geometry(x, {1}, {1}, x.storage_offset()));
+  if (x.dim() == 0) {
+    wrap_dim(a.i64(1), 0, "flatten");
+    wrap_dim(a.i64(2), 0, "flatten");
+    return one(geometry(x, {1}, {1}, x.storage_offset()));
+  }
   int64_t s = wrap_dim(a.i64(1), x.dim(), "flatten"), e = wrap_dim(a.i64(2), x.dim(), "flatten");
   COIL_CHECK(s <= e, "flatten: start_dim ", a.i64(1), " comes after end_dim ", a.i64(2), " for ",
              describe(x));
@@ -128,6 +132,7 @@ std::vector<Tensor> eager_flatten(const Args& a, const std::vector<TensorMeta>& 
 
 std::vector<TensorMeta> meta_unflatten(const Args& a) {
   const Tensor& x = a.tensor(0);
+  COIL_CHECK(x.dim() > 0, "unflatten: cannot unflatten a 0-dim tensor");
   int64_t d = wrap_dim(a.i64(1), x.dim(), "unflatten");
   COIL_CHECK(!a.ints(2).empty(), "unflatten: sizes must not be empty");
   Shape inner = infer_size(a.ints(2), x.sizes()[d], "unflatten");
@@ -205,6 +210,8 @@ std::vector<TensorMeta> meta_expand(const Args& a) {
     }
     int64_t have = x.sizes()[i - lead];
     int64_t want = size[i] == -1 ? have : size[i];
+    COIL_CHECK(want >= 0, "expand: invalid target size ", size[i], " in ", shape_str(size),
+               " (-1 keeps a dim's size)");
     COIL_CHECK(want == have || have == 1, "expand: cannot expand ", describe(x), " to ",
                shape_str(size), " (dim ", i, ": ", have, " -> ", want,
                "); only size-1 dims can grow");
@@ -357,9 +364,10 @@ Shape even_splits(int64_t n, int64_t piece) {
 
 std::vector<TensorMeta> meta_split(const Args& a) {
   const Tensor& x = a.tensor(0);
-  COIL_CHECK(a.i64(1) > 0 || (a.i64(1) == 0 && x.numel() == 0),
-             "split: split_size must be positive, got ", a.i64(1));
+  COIL_CHECK(x.dim() > 0, "split: cannot split a 0-dim tensor");
   int64_t d = wrap_dim(a.i64(2), x.dim(), "split");
+  COIL_CHECK(a.i64(1) > 0 || (a.i64(1) == 0 && x.sizes()[d] == 0),
+             "split: split_size must be positive, got ", a.i64(1));
   return split_metas(x, even_splits(x.size(d), std::max<int64_t>(a.i64(1), 1)), d, "split");
 }
 COIL_VIEW_KERNEL(split)
@@ -375,6 +383,7 @@ std::vector<TensorMeta> meta_chunk(const Args& a) {
   COIL_CHECK(chunks > 0, "chunk: chunks must be positive, got ", chunks);
   COIL_CHECK(x.dim() > 0, "chunk: cannot chunk a 0-dim tensor");
   int64_t d = wrap_dim(a.i64(2), x.dim(), "chunk");
+  if (x.sizes()[d] == 0) return split_metas(x, Shape(static_cast<size_t>(chunks), 0), d, "chunk");
   int64_t piece = (x.sizes()[d] + chunks - 1) / chunks;
   return split_metas(x, even_splits(x.sizes()[d], std::max<int64_t>(piece, 1)), d, "chunk");
 }

@@ -69,7 +69,7 @@ TEST(Conv2d, StridePaddingDilationGroupsAndBias) {
       {{1, 4, 9, 8}, {6, 2, 3, 3}, {{1, 2}, {2, 1}, {2, 1}, 2}},
       {{3, 4, 5, 5}, {4, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 4}},  // depthwise
       {{2, 6, 6, 6}, {3, 6, 1, 1}, {}},                           // 1x1: no unfold
-      {{2, 6, 6, 6}, {3, 3, 1, 1}, {{2, 2}, {0, 0}, {1, 1}, 2}},
+      {{2, 6, 6, 6}, {4, 3, 1, 1}, {{2, 2}, {0, 0}, {1, 1}, 2}},
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {}},
       {{2, 2, 4, 4}, {2, 2, 4, 4}, {{1, 1}, {3, 3}, {1, 1}, 1}},  // padding wider than input
       {{1, 3, 17, 5}, {1, 3, 5, 1}, {{3, 1}, {2, 0}, {3, 1}, 1}},
@@ -113,6 +113,14 @@ TEST(Conv2d, UnbatchedSingleIntParamsAndEmptyBatch) {
   Tensor got = conv2d(x, w, b, {2}, {1}, {1});
   ct::expect_close(got, want, {sizes[1], sizes[2], sizes[3]}, 1e-5, 1e-4);
   EXPECT_EQ(conv2d(zeros({0, 3, 6, 7}), w).sizes(), (Shape{0, 2, 4, 5}));
+}
+
+TEST(Conv2d, LargeBatchesTakeTheParallelPath) {
+  Tensor x = random({4, 8, 12, 12}), w = random({8, 8, 3, 3}), b = random({8});
+  Conv c{{1, 1}, {1, 1}, {1, 1}, 1};
+  Shape sizes;
+  std::vector<double> want = ref_conv(x, w, b, c, &sizes);
+  ct::expect_close(call_conv(x, w, b, c), want, sizes, 1e-5, conv_atol(kFloat32, 72));
 }
 
 TEST(Conv2d, Errors) {
@@ -217,6 +225,17 @@ TEST(MaxPool2d, MatchesReference) {
   }
 }
 
+TEST(Pool2d, LargeInputsTakeTheParallelPath) {
+  Tensor x = random({2, 8, 48, 48});
+  Pool p{{3, 3}, {2, 2}, {1, 1}, {1, 1}, true};
+  Shape sizes;
+  std::vector<double> want = ref_pool(x, p, true, false, &sizes);
+  ct::expect_close(max_pool2d(x, p.kernel, p.stride, p.padding, p.dilation, true), want, sizes, 0,
+                   0);
+  want = ref_pool(x, p, false, true, &sizes);
+  ct::expect_close(avg_pool2d(x, p.kernel, p.stride, p.padding, true), want, sizes, 1e-5, 1e-6);
+}
+
 TEST(MaxPool2d, UnbatchedNanAndEmptyBatch) {
   Tensor x = random({3, 5, 5});
   Shape sizes;
@@ -232,7 +251,7 @@ TEST(MaxPool2d, UnbatchedNanAndEmptyBatch) {
 
 TEST(MaxPool2d, Errors) {
   Tensor x = ones({1, 2, 5, 5});
-  EXPECT_COIL_ERROR(max_pool2d(x, {3}, {}, {2}), "at most half the kernel size");
+  EXPECT_COIL_ERROR(max_pool2d(x, {3}, {}, {2}), "between 0 and half the kernel size");
   EXPECT_COIL_ERROR(max_pool2d(x, {0}), "kernel_size must be positive");
   EXPECT_COIL_ERROR(max_pool2d(x, {2}, {0}), "stride must be positive");
   EXPECT_COIL_ERROR(max_pool2d(x, {2}, {}, {0}, {0}), "dilation must be positive");
@@ -270,7 +289,8 @@ TEST(AvgPool2d, Int64TruncatesAndUnbatched) {
   ct::expect_close(got, {3, 5, 13, 15}, {1, 2, 2}, 0, 0);
   EXPECT_EQ(got.dtype(), kInt64);
   EXPECT_COIL_ERROR(avg_pool2d(ones({1, 4, 4}, kInt32), {2}), "floating dtypes and int64 only");
-  EXPECT_COIL_ERROR(avg_pool2d(ones({1, 4, 4}), {3}, {}, {2}), "at most half");
+  EXPECT_COIL_ERROR(avg_pool2d(ones({1, 4, 4}), {3}, {}, {2}),
+                    "between 0 and half the kernel size");
 }
 
 TEST(AdaptiveAvgPool2d, TorchWindowBoundaries) {

@@ -2,7 +2,6 @@
 // computed here with plain loops.
 #include <array>
 #include <cmath>
-#include <limits>
 
 #include "testing.h"
 
@@ -129,6 +128,16 @@ TEST(Mm, IntegerProductsWrapAroundLikeTorch) {
   EXPECT_EQ(mm(a, b).item<int64_t>(), 400 - 512);  // int8 arithmetic, as PyTorch
   Tensor c = full({1, 3}, 200, kUInt8), d = full({3, 1}, 1, kUInt8);
   EXPECT_EQ(mm(c, d).item<int64_t>(), 600 % 256);
+}
+
+TEST(Mm, LargeProductsTakeTheParallelPaths) {
+  // Big enough for the row-parallel integer loop and the batch-parallel small GEMMs.
+  Tensor a = operand({40, 41}, kInt32), b = operand({41, 42}, kInt32);
+  expect_product(mm(a, b), ref_matmul(a, b), kInt32, 41);
+  for (DType dt : {kFloat32, kFloat16}) {
+    Tensor x = operand({8, 33, 33}, dt), y = operand({8, 33, 33}, dt).transpose(1, 2);
+    expect_product(bmm(x, y), ref_matmul(x, y), dt, 33);
+  }
 }
 
 TEST(Mm, Errors) {
@@ -329,6 +338,14 @@ TEST(Attention, MatchesReferenceWithoutMask) {
     got = scaled_dot_product_attention(noncontiguous(q), noncontiguous(k), noncontiguous(v));
     ct::expect_close(got, want.v, want.sizes, ct::rtol_for(dt), atol_attention(dt));
   }
+}
+
+TEST(Attention, LongSequencesTakeTheParallelPath) {
+  Tensor q = random({4, 64, 16}), k = random({4, 128, 16}), v = random({4, 128, 8});
+  Ref want = ref_attention(q, k, v, 0.25,
+                           [](int64_t, int64_t l, int64_t s) { return s > l ? -INFINITY : 0.0; });
+  ct::expect_close(scaled_dot_product_attention(q, k, v, {}, 0.0, true), want.v, want.sizes, 1e-5,
+                   1e-6);
 }
 
 TEST(Attention, ExplicitScaleAndBroadcastBatches) {

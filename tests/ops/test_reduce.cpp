@@ -357,6 +357,24 @@ TEST(Reduce, NaNPropagates) {
   EXPECT_EQ(argmin(big).item<int64_t>(), 99999);
 }
 
+// float16 loads use their own inline conversion: check zero signs, subnormals, extremes.
+TEST(Reduce, Float16SpecialValues) {
+  Tensor x = empty({6}, kFloat16);
+  std::vector<double> v = {-0.0, 5.960464477539063e-08, 3.0e-5, -65504, 65504, 1.5};
+  for (int64_t i = 0; i < 6; ++i) x.narrow(0, i, 1).fill_(v[static_cast<size_t>(i)]);
+  std::vector<double> got = values(x);
+  expect_close(sum(x, {0}, false, kFloat64), {ref_sum(got)}, {}, 1e-12, 0);
+  expect_close(amax(x), {65504}, {});
+  expect_close(amin(x), {-65504}, {});
+  expect_close(amin(x.narrow(0, 0, 3)), {-0.0}, {});
+  expect_close(cumsum(x.narrow(0, 0, 3), 0, kFloat64),
+               {got[0], got[0] + got[1], got[0] + got[1] + got[2]}, {3}, 1e-12, 0);
+  x.narrow(0, 2, 1).fill_(kInf);
+  expect_close(amax(x), {kInf}, {});
+  x.narrow(0, 3, 1).fill_(kNaN);
+  EXPECT_TRUE(std::isnan(amin(x).item<double>()));
+}
+
 TEST(Reduce, LogSumExpInfinitiesAndLargeValues) {
   expect_close(logsumexp(full({3}, -kInf), {0}), {-kInf}, {});
   expect_close(logsumexp(full({3}, kInf), {0}), {kInf}, {});

@@ -18,6 +18,8 @@ namespace {
 // Products below this many multiply-adds are too small for BLAS to split across threads, so
 // a batch of them is better split over the batch.
 constexpr int64_t kSmallProduct = int64_t{1} << 21;
+// Below this many multiply-adds in all, a parallel region costs more than it saves.
+constexpr int64_t kParallelWork = int64_t{1} << 16;
 
 // How BLAS reads a row-major operand: A itself (NoTrans, element (i, j) at i * ld + j) or the
 // transpose of a stored matrix (Trans, element (i, j) at j * ld + i).
@@ -129,7 +131,7 @@ void gemm_integer(int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, T* c, int
     }
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = static_cast<T>(acc[j]);
   };
-  if (m > 1 && m * n * k >= kSmallProduct / 8) {
+  if (m > 1 && m * n * k >= kParallelWork) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m; ++i) row(i);
   } else {
@@ -178,7 +180,7 @@ void gemm_batched(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a,
          accumulate);
   };
   // Inside a parallel region OpenBLAS runs single-threaded, so the two levels do not nest.
-  if (batch > 1 && m * n * k < kSmallProduct) {
+  if (batch > 1 && m * n * k < kSmallProduct && batch * m * n * k >= kParallelWork) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < batch; ++i) one(i);
   } else {
