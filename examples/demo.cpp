@@ -32,7 +32,8 @@ int main() {
   cf(coil::randn({8}));
   show_counters("after a second call");
 
-  std::cout << "4. A new input size breaks a guard: coil recompiles (COIL_LOGS=recompiles says why).\n";
+  std::cout
+      << "4. A new input size breaks a guard: coil recompiles (COIL_LOGS=recompiles says why).\n";
   cf(coil::randn({16}));
   show_counters("after a call with 16 elements");
 
