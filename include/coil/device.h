@@ -1,6 +1,7 @@
 // Where a tensor lives. CPU runs today; `cuda` is known so that code and graphs can name it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace coil {

@@ -94,7 +94,9 @@ Tracer::Tracer(const CompileOptions& options, GraphCompiler compile_segment)
 
 Tracer::~Tracer() {
   state_->alive = false;
-  state_->input_proxies.clear();  // they hold the state: break the cycle
+  // Proxies hold the state: drop the state's own references to them to break the cycle.
+  state_->input_proxies.clear();
+  state_->written.clear();
 }
 
 bool Tracer::had_break() const { return state_->broke; }

@@ -117,7 +117,7 @@ struct MinMax {
   using Acc = acc_type<T>;
   using Out = T;
   static constexpr bool kOrdered = false;
-  static Acc op(Acc a, Acc b) {
+  static Acc op(Acc a, Acc b) {  // a NaN `a` stays: nothing compares past it
     bool take = kMax ? b > a : b < a;
     if constexpr (kIsFloat<T>) take = take || b != b;
     return take ? b : a;
@@ -138,9 +138,7 @@ struct MinMax {
         p, n, stride, lanes, ls, acc, [](T v) { return load(v); },
         [](Acc a, Acc b) { return op(a, b); });
   }
-  void merge(Acc& a, const Acc& b) const {
-    if (a == a) a = op(a, b);  // a NaN stays
-  }
+  void merge(Acc& a, const Acc& b) const { a = op(a, b); }
   Out finish(const Acc& a, int64_t) const { return convert<T>(a); }
 };
 
@@ -217,9 +215,8 @@ struct VarStd {
   Acc init() const { return {}; }
   Acc block(const T* p, int64_t n, int64_t) const {
     auto add = [](double a, double b) { return a + b; };
-    double mean = fold8(
-                      p, n, 0.0, [](T v) { return widen(v); }, add) /
-                  static_cast<double>(n);
+    auto value = [](T v) { return widen(v); };
+    double mean = fold8(p, n, 0.0, value, add) / static_cast<double>(n);
     auto dev2 = [mean](T v) {
       double d = widen(v) - mean;
       return d * d;

@@ -232,6 +232,22 @@ TEST(Reduce, ExpandedInput) {
   expect_close(sum(x, {0}), e, {5});
 }
 
+// Neighbouring outputs that are not neighbours in memory (a step-2 slice), reduced over a far
+// dim: the multi-lane paths with a lane stride.
+TEST(Reduce, StridedLanes) {
+  Tensor x = random({300, 200}).slice(1, 0, std::nullopt, 2);
+  Tensor i = random({300, 200}, kInt32, -3, 3).slice(1, 0, std::nullopt, 2);
+  check([](auto& x, auto& d, bool k) { return sum(x, d, k); }, ref_sum, x, {0}, false, kFloat32,
+        1e-5);
+  check([](auto& x, auto& d, bool k) { return amin(x, d, k); }, ref_min, x, {0}, true, kFloat32, 0,
+        0);
+  check([](auto& x, auto& d, bool k) { return var(x, d, 1, k); },
+        [](auto& v) { return ref_var(v, 1); }, x, {0}, false, kFloat32, 1e-5);
+  check([](auto& x, auto& d, bool k) { return any(x, d, k); }, ref_any, i, {0}, false, kBool, 0, 0);
+  check([](auto& x, auto& d, bool k) { return argmax(x, d[0], k); },
+        [](auto& v) { return ref_argmax(v, true); }, i, {0}, false, kInt64, 0, 0);
+}
+
 // ---- integer and bool inputs ------------------------------------------------
 
 TEST(Reduce, IntegerSumProdGiveInt64) {
