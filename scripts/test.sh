@@ -25,7 +25,7 @@ LD_LIBRARY_PATH="$PWD/build/install/lib" ./build/consumer/consumer
 
 if [ "${COIL_SKIP_SANITIZE:-0}" != "1" ]; then
   echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCOIL_SANITIZE=ON -DCOIL_BUILD_EXAMPLES=OFF >/dev/null
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCOIL_SANITIZE=ON -DCOIL_BUILD_EXAMPLES=OFF -DCOIL_BUILD_BENCH=OFF >/dev/null
   cmake --build build-asan -j "$jobs"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
 fi

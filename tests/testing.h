@@ -86,6 +86,17 @@ inline double rtol_for(DType t) {
   }
 }
 
+const std::vector<DType> kFloatTypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
+
+struct Tol {
+  double rtol, atol;
+};
+// For results of magnitude about 1: the absolute tolerance follows the dtype's precision too.
+inline Tol tol_for(DType t) {
+  double r = rtol_for(t);
+  return {r, t == kFloat64 ? 1e-12 : r};
+}
+
 }  // namespace coil::testing
 
 // Expects `stmt` to throw coil::Error whose message contains `substr`.

@@ -3,19 +3,12 @@
 #include "testing.h"
 
 using namespace coil;
+using coil::testing::kFloatTypes;
+using coil::testing::Tol;
+using coil::testing::tol_for;
 using coil::testing::values;
 
 namespace {
-
-const DType kFloatTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16};
-
-struct Tol {
-  double rtol, atol;
-};
-Tol tol_for(DType t) {
-  double r = coil::testing::rtol_for(t);
-  return {r, t == kFloat64 ? 1e-12 : r};
-}
 
 // Class-dim layout of a classification input: [C] -> (1, C, 1), [N, C, d...] -> (N, C, prod d).
 struct Layout {

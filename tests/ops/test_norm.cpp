@@ -5,20 +5,12 @@
 #include "testing.h"
 
 using namespace coil;
+using coil::testing::kFloatTypes;
+using coil::testing::Tol;
+using coil::testing::tol_for;
 using coil::testing::values;
 
 namespace {
-
-const DType kFloatTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16};
-
-struct Tol {
-  double rtol, atol;
-};
-// Outputs of these ops are O(1), so the absolute tolerance follows the dtype's precision too.
-Tol tol_for(DType t) {
-  double r = coil::testing::rtol_for(t);
-  return {r, t == kFloat64 ? 1e-12 : r};
-}
 
 int64_t prod(const Shape& s, size_t begin, size_t end) {
   int64_t p = 1;

@@ -11,7 +11,6 @@ using namespace coil::testing;
 namespace {
 
 const std::vector<Shape> kShapes = {{}, {1}, {7}, {3, 1, 5}, {2, 3, 4}, {0, 3}, {33, 17}};
-const std::vector<DType> kFloatTypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
 
 // The value x takes after rounding to dtype t (references start from the same inputs).
 std::vector<double> inputs_of(const Tensor& t) { return values(t); }
