@@ -41,7 +41,8 @@ struct CompileOptions {
 };
 
 // Process-wide counts, as torch._dynamo.utils.counters: captures, compiles, recompiles,
-// guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks.
+// guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks; and what the inductor
+// backend produced: generated_kernels, extern_calls.
 std::map<std::string, int64_t> counters();
 // Forgets every compiled graph and zeroes the counters.
 void compiler_reset();

@@ -14,6 +14,8 @@ enum class Counter : uint8_t {
   cache_hits,
   cache_misses,
   eager_fallbacks,
+  generated_kernels,  // kernels the inductor backend generated
+  extern_calls,       // library/eager kernels its compiled graphs call
   kCount
 };
 void bump(Counter c, int64_t by = 1);

@@ -19,6 +19,13 @@ const std::vector<Artifact>& artifacts() {
       {"graph_breaks", "each graph break: the operation that needed a value and its source line"},
       {"cache", "compiled-graph cache hits and misses"},
       {"timeline", "a one-line summary of each compile's stage times"},
+      {"passes", "each graph pass: whether it changed the graph, and its time"},
+      {"passes_graphs", "the graph after each pass that changed it"},
+      {"decompositions", "the graph after decompositions"},
+      {"ir_pre_fusion", "the loop IR: every buffer with its layout and body"},
+      {"fusion", "every fusion decision, yes or no, with its reason"},
+      {"ir_post_fusion", "the kernels after fusion, over their loop variables"},
+      {"output_code", "the generated C++ source and the wrapper that calls it"},
   };
   return list;
 }

@@ -154,6 +154,7 @@ inline const std::vector<OpExample>& op_examples() {
       {"mm", {In{"x"}, In{"m"}}},
       {"bmm", {In{"b3"}, In{"b3r"}}},
       {"addmm", {In{"v5"}, In{"x"}, In{"m"}}},
+      {"addmm_relu", {In{"v5"}, In{"x"}, In{"m"}}},
       {"conv2d", {In{"img"}, In{"w"}, In{"v4"}, L({1, 1}), L({1, 1})}},
       {"max_pool2d", {In{"img"}, L({2, 2})}},
       {"avg_pool2d", {In{"img"}, L({3, 3}), L({2, 2}), L({1, 1})}},

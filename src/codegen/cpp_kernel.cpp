@@ -1,0 +1,366 @@
+#include "codegen/cpp_kernel.h"
+
+#include <set>
+
+#include <coil/error.h>
+
+#include "codegen/cpp_expr.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::codegen {
+
+namespace {
+
+using schedule::Kernel;
+using schedule::KernelNode;
+using ir::ReduceKind;
+
+// Below this many points a kernel runs on one thread: waking the team costs more.
+constexpr int64_t kParallelMin = 1 << 15;
+// A single loop is cut into chunks of this many points for the threads to share.
+constexpr int64_t kChunk = 1 << 13;
+
+std::string loop(sym::Expr var, const std::string& lo, const std::string& hi) {
+  std::string v = sym::to_string(var);
+  return "for (i64 " + v + " = " + lo + "; " + v + " < " + hi + "; ++" + v + ")";
+}
+
+std::string store_stmt(const KernelNode& n, const std::string& index, const std::string& value) {
+  std::string at = n.buffer + "[" + index + "]";
+  if (n.dtype == kBFloat16) return at + " = f2bf(" + value + ");";
+  return at + " = (" + std::string(memory_type(n.dtype)) + ")(" + value + ");";
+}
+
+std::string extreme(DType t, bool lowest) {
+  if (is_floating(t)) return std::string(lowest ? "-" : "") + (t == kFloat64 ? "__builtin_inf()" : "__builtin_inff()");
+  switch (t) {
+    case DType::Bool: return lowest ? "false" : "true";
+    case DType::UInt8: return lowest ? "0" : "255";
+    case DType::Int8: return lowest ? "-128" : "127";
+    case DType::Int32: return lowest ? "(-2147483647 - 1)" : "2147483647";
+    default: return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  }
+}
+
+class KernelWriter {
+ public:
+  KernelWriter(const Kernel& k, const ir::Program& p) : k_(k), p_(p) {
+    for (const KernelNode& n : k.nodes) nodes_[n.buffer] = &n;
+  }
+
+  KernelSource write() {
+    KernelSource src;
+    src.name = k_.name;
+    lane_ = k_.is_reduction() ? k_.inner_vars.back() : k_.outer_vars.back();
+    vector_ = can_vectorize();
+    src.vectorized = vector_;
+    int64_t work = numel_of(k_.outer) * (k_.is_reduction() ? numel_of(k_.inner) : 1);
+    parallel_ = work >= kParallelMin && numel_of(k_.outer) > 1;
+    src.parallel = parallel_;
+    std::string body;
+    if (numel_of(k_.outer) > 0) body = k_.is_reduction() ? reduction_kernel() : pointwise_kernel();
+    src.args = arguments();
+    std::string head = "extern \"C\" void " + k_.name + "(void* const* args) {\n";
+    for (size_t i = 0; i < src.args.size(); ++i) {
+      const std::string& name = src.args[i];
+      bool written = nodes_.count(name) && nodes_.at(name)->store;
+      std::string type = memory_type(p_.buffer(name).layout.dtype);
+      head += "  " + std::string(written ? "" : "const ") + type + "* __restrict " + name + " = (" +
+              (written ? "" : "const ") + type + "*)args[" + std::to_string(i) + "];\n";
+    }
+    src.code = head + body + "}\n";
+    return src;
+  }
+
+ private:
+  // Buffers read from memory or written, in first-use order.
+  std::vector<std::string> arguments() const {
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    auto add = [&](const std::string& b) {
+      if (seen.insert(b).second) out.push_back(b);
+    };
+    for (const KernelNode& n : k_.nodes) {
+      ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
+        auto it = nodes_.find(l.buffer());
+        if (it == nodes_.end() || it->second->store) add(l.buffer());
+      });
+      if (n.store) add(n.buffer);
+    }
+    return out;
+  }
+
+  bool can_vectorize() const {
+    for (const KernelNode& n : k_.nodes) {
+      bool in_loop = n.inner || !k_.is_reduction();
+      if (!in_loop) continue;
+      if (!vectorizable(n.body, lane_)) return false;
+      if (n.reduce) {
+        if (*n.reduce == ReduceKind::ArgMax || *n.reduce == ReduceKind::ArgMin) return false;
+        DType t = n.body->dtype();
+        bool logical = *n.reduce == ReduceKind::Any || *n.reduce == ReduceKind::All;
+        if (logical ? t != kBool : t != kFloat32) return false;
+      } else if (n.store && n.dtype != kFloat32) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::optional<ir::Value> recompute(const std::string& buffer) const {
+    auto it = nodes_.find(buffer);
+    if (it == nodes_.end() || it->second->store || it->second->reduce) return std::nullopt;
+    return it->second->body;
+  }
+
+  BodyEmitter emitter(std::string& out, const std::string& indent, bool vector) {
+    BodyEmitter em(out, indent, vector ? lane_ : nullptr, counter_);
+    for (const auto& [buffer, e] : outer_values_) em.forward(buffer, e);
+    em.recompute = [this](const std::string& b) { return recompute(b); };
+    return em;
+  }
+
+  // The statements of `nodes` at one point (or COIL_VEC points) of the innermost loop.
+  void point_body(std::string& out, const std::string& indent, bool vector,
+                  const std::vector<const KernelNode*>& nodes) {
+    BodyEmitter em = emitter(out, indent, vector);
+    for (const KernelNode* n : nodes) {
+      Emitted v = em.emit(n->body);
+      if (n->reduce) {
+        update(em, *n, v, vector);
+        continue;
+      }
+      em.forward(n->buffer, v);
+      if (!n->store) continue;
+      int64_t stride = 0;
+      if (!vector || !sym::depends_on(n->store_index, lane_)) {
+        em.line(store_stmt(*n, sym::to_c(n->store_index), v.varying ? v.text + "[COIL_VEC - 1]" : v.text));
+      } else if (sym::constant_stride(n->store_index, lane_, &stride) && stride == 1) {
+        em.line("vstore(" + n->buffer + " + " + sym::to_c(n->store_index) + ", " +
+                em.varying(v, kFloat32) + ");");
+      } else {
+        sym::Expr k = sym::var("k_", sym::Range{0, 15});
+        sym::Expr at = sym::substitute(n->store_index, {{lane_, lane_ + k}});
+        em.line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " + n->buffer + "[" + sym::to_c(at) +
+                "] = " + em.varying(v, kFloat32) + "[k_];");
+      }
+    }
+  }
+
+  // The innermost loop over `var` < size: vector steps, then the scalar remainder.
+  void innermost(std::string& out, const std::string& indent, sym::Expr var, const std::string& lo,
+                 const std::string& hi, const std::vector<const KernelNode*>& nodes) {
+    std::string v = sym::to_string(var);
+    if (!vector_) {
+      out += indent + loop(var, lo, hi) + " {\n";
+      point_body(out, indent + "  ", false, nodes);
+      out += indent + "}\n";
+      return;
+    }
+    out += indent + "i64 " + v + " = " + lo + ";\n";
+    out += indent + "for (; " + v + " + COIL_VEC <= " + hi + "; " + v + " += COIL_VEC) {\n";
+    point_body(out, indent + "  ", true, nodes);
+    out += indent + "}\n";
+    out += indent + "for (; " + v + " < " + hi + "; ++" + v + ") {\n";
+    point_body(out, indent + "  ", false, nodes);
+    out += indent + "}\n";
+  }
+
+  std::string pointwise_kernel() {
+    std::vector<const KernelNode*> nodes;
+    for (const KernelNode& n : k_.nodes) nodes.push_back(&n);
+    std::string out;
+    size_t depth = k_.outer.size();
+    if (depth == 1 && parallel_) {
+      // One long loop: chunks for the threads.
+      std::string n = std::to_string(k_.outer[0]), c = std::to_string(kChunk);
+      out += "  #pragma omp parallel for schedule(static)\n";
+      out += "  for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ") {\n";
+      out += "    i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";\n";
+      innermost(out, "    ", lane_, "chunk", "end", nodes);
+      out += "  }\n";
+      return out;
+    }
+    std::string indent = "  ";
+    if (parallel_ && depth > 1)
+      out += indent + "#pragma omp parallel for schedule(static)" +
+             (depth > 2 ? " collapse(" + std::to_string(depth - 1) + ")" : "") + "\n";
+    for (size_t d = 0; d + 1 < depth; ++d) {
+      out += indent + loop(k_.outer_vars[d], "0", std::to_string(k_.outer[d])) + "\n";
+      indent += "  ";
+    }
+    out += indent.substr(2) + "{\n";
+    innermost(out, indent, lane_, "0", std::to_string(k_.outer.back()), nodes);
+    out += indent.substr(2) + "}\n";
+    return out;
+  }
+
+  // ---- reductions: accumulators, updates and the final value --------------------------------
+  std::string acc(const KernelNode& n, bool vector) const {
+    return (vector ? "vacc_" : "acc_") + n.buffer;
+  }
+
+  void declare(std::string& out, const std::string& indent, const KernelNode& n) {
+    DType t = n.body->dtype();
+    std::string ct = compute_type(t), a = acc(n, false), va = acc(n, true);
+    switch (*n.reduce) {
+      case ReduceKind::Sum:
+        out += indent + ct + " " + a + " = 0;\n";
+        if (vector_) out += indent + "vf32 " + va + " = {};\n";
+        break;
+      case ReduceKind::Prod:
+        out += indent + ct + " " + a + " = 1;\n";
+        if (vector_) out += indent + "vf32 " + va + " = vsplat(1.0f);\n";
+        break;
+      case ReduceKind::Max:
+      case ReduceKind::Min: {
+        std::string init = extreme(t, *n.reduce == ReduceKind::Max);
+        out += indent + ct + " " + a + " = " + init + ";\n";
+        if (vector_) out += indent + "vf32 " + va + " = vsplat(" + init + ");\n";
+        break;
+      }
+      case ReduceKind::ArgMax:
+      case ReduceKind::ArgMin:
+        out += indent + ct + " " + a + " = " + extreme(t, *n.reduce == ReduceKind::ArgMax) + ";\n";
+        out += indent + "i64 " + a + "_index = 0;\n";
+        break;
+      case ReduceKind::WelfordM2:
+        out += indent + "welford<" + ct + "> " + a + ";\n";
+        if (vector_) out += indent + "vwelford " + va + ";\n";
+        break;
+      case ReduceKind::Any:
+      case ReduceKind::All: {
+        bool any = *n.reduce == ReduceKind::Any;
+        out += indent + "bool " + a + " = " + (any ? "false" : "true") + ";\n";
+        if (vector_) out += indent + "vi32 " + va + " = vmask(" + (any ? "false" : "true") + ");\n";
+        break;
+      }
+    }
+  }
+
+  void update(BodyEmitter& em, const KernelNode& n, const Emitted& v, bool vector) {
+    std::string a = acc(n, vector);
+    std::string x = vector ? em.varying(v, n.body->dtype()) : v.text;
+    switch (*n.reduce) {
+      case ReduceKind::Sum: em.line(a + " += " + x + ";"); break;
+      case ReduceKind::Prod: em.line(a + " *= " + x + ";"); break;
+      case ReduceKind::Max: em.line(a + " = " + (vector ? "vmax(" : "smax(") + a + ", " + x + ");"); break;
+      case ReduceKind::Min: em.line(a + " = " + (vector ? "vmin(" : "smin(") + a + ", " + x + ");"); break;
+      case ReduceKind::ArgMax:
+      case ReduceKind::ArgMin: {
+        const char* cmp = *n.reduce == ReduceKind::ArgMax ? " > " : " < ";
+        std::string r = sym::to_c(ir::ravel(k_.inner_vars, k_.inner));
+        em.line("if (!(" + a + " != " + a + ") && (" + x + cmp + a + " || " + x + " != " + x +
+                ")) { " + a + " = " + x + "; " + a + "_index = " + r + "; }");
+        break;
+      }
+      case ReduceKind::WelfordM2:
+        em.line(std::string(vector ? "vwelford_update(" : "welford_update(") + a + ", " + x + ");");
+        break;
+      case ReduceKind::Any: em.line(a + (vector ? " |= " : " = " + a + " || ") + x + ";"); break;
+      case ReduceKind::All: em.line(a + (vector ? " &= " : " = " + a + " && ") + x + ";"); break;
+    }
+  }
+
+  std::string final_value(const KernelNode& n) const {
+    std::string a = acc(n, false), va = acc(n, true);
+    switch (*n.reduce) {
+      case ReduceKind::Sum: return vector_ ? a + " + hsum(" + va + ")" : a;
+      case ReduceKind::Prod: return vector_ ? a + " * hprod(" + va + ")" : a;
+      case ReduceKind::Max: return vector_ ? "smax(" + a + ", hmax(" + va + "))" : a;
+      case ReduceKind::Min: return vector_ ? "smin(" + a + ", hmin(" + va + "))" : a;
+      case ReduceKind::ArgMax:
+      case ReduceKind::ArgMin: return a + "_index";
+      case ReduceKind::WelfordM2:
+        return vector_ ? "welford_combine(vwelford_reduce(" + va + "), " + a + ").m2" : a + ".m2";
+      case ReduceKind::Any: return vector_ ? "(" + a + " || hany(" + va + "))" : a;
+      case ReduceKind::All: return vector_ ? "(" + a + " && hall(" + va + "))" : a;
+    }
+    return a;
+  }
+
+  // One pass of the inner loops over `section`, then the section's reductions' results.
+  void emit_section(std::string& out, const std::string& indent,
+                    const std::vector<const KernelNode*>& section) {
+    for (const KernelNode* n : section)
+      if (n->reduce) declare(out, indent, *n);
+    std::string in = indent;
+    out += indent + "{\n";
+    for (size_t d = 0; d + 1 < k_.inner.size(); ++d) {
+      out += in + "  " + loop(k_.inner_vars[d], "0", std::to_string(k_.inner[d])) + "\n";
+      in += "  ";
+    }
+    out += in + "  {\n";
+    innermost(out, in + "    ", lane_, "0", std::to_string(k_.inner.back()), section);
+    out += in + "  }\n";
+    out += indent + "}\n";
+    for (const KernelNode* n : section) {
+      if (!n->reduce) continue;
+      std::string var = "red_" + n->buffer;
+      out += indent + std::string(compute_type(n->reduce == ReduceKind::ArgMax ||
+                                                       n->reduce == ReduceKind::ArgMin
+                                                   ? kInt64
+                                                   : n->body->dtype())) +
+             " " + var + " = " + final_value(*n) + ";\n";
+      if (n->store) out += indent + store_stmt(*n, sym::to_c(n->store_index), var) + "\n";
+      outer_values_[n->buffer] = Emitted{var, false};
+    }
+  }
+
+  std::string reduction_kernel() {
+    std::string out, indent = "  ";
+    size_t depth = k_.outer.size();
+    if (parallel_)
+      out += indent + "#pragma omp parallel for schedule(static)" +
+             (depth > 1 ? " collapse(" + std::to_string(depth) + ")" : "") + "\n";
+    for (size_t d = 0; d < depth; ++d) {
+      out += indent + loop(k_.outer_vars[d], "0", std::to_string(k_.outer[d])) + "\n";
+      indent += "  ";
+    }
+    out += indent.substr(2) + "{\n";
+    std::vector<const KernelNode*> section;
+    std::set<std::string> reduced_here;
+    auto flush = [&] {
+      if (!section.empty()) emit_section(out, indent, section);
+      section.clear();
+      reduced_here.clear();
+    };
+    for (const KernelNode& n : k_.nodes) {
+      if (!n.inner) {
+        flush();
+        BodyEmitter em = emitter(out, indent, false);
+        Emitted v = em.emit(n.body);
+        if (n.store) em.line(store_stmt(n, sym::to_c(n.store_index), v.text));
+        outer_values_[n.buffer] = v;
+        continue;
+      }
+      bool needs_result = false;
+      ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
+        needs_result |= reduced_here.count(l.buffer()) > 0;
+      });
+      if (needs_result) flush();
+      section.push_back(&n);
+      if (n.reduce) reduced_here.insert(n.buffer);
+    }
+    flush();
+    out += indent.substr(2) + "}\n";
+    return out;
+  }
+
+  const Kernel& k_;
+  const ir::Program& p_;
+  std::map<std::string, const KernelNode*> nodes_;
+  std::map<std::string, Emitted> outer_values_;
+  sym::Expr lane_ = nullptr;
+  bool vector_ = false;
+  bool parallel_ = false;
+  int counter_ = 0;
+};
+
+}  // namespace
+
+KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
+  return KernelWriter(k, program).write();
+}
+
+}  // namespace coil::codegen

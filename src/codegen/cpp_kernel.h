@@ -1,0 +1,24 @@
+// One kernel of the schedule as a C++ function: its loop nest (OpenMP across the outer loops
+// when the work is large enough, the innermost loop vectorised when every value allows it),
+// reductions with their accumulators, and the loads and stores of its buffers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "schedule/kernel.h"
+
+namespace coil::codegen {
+
+struct KernelSource {
+  std::string name;
+  std::string code;                // `extern "C" void name(void* const* args) {...}`
+  std::vector<std::string> args;   // the buffers args[i] points to, in order
+  bool vectorized = false;
+  bool parallel = false;
+};
+
+KernelSource generate_kernel(const schedule::Kernel& k, const ir::Program& program);
+
+}  // namespace coil::codegen

@@ -1,0 +1,57 @@
+// The decomposition table and the driver that applies it until nothing changes.
+#include <array>
+
+#include "decomp/decomp_util.h"
+
+namespace coil {
+
+namespace {
+
+using Table = std::array<Decomposition, kNumOps>;
+
+const Table& table() {
+  static const Table t = [] {
+    Table t{};
+#define COIL_TABLE_ENTRY(op) t[static_cast<size_t>(OpId::op)] = decomp::decompose_##op;
+    COIL_DECOMPOSITIONS(COIL_TABLE_ENTRY)
+#undef COIL_TABLE_ENTRY
+    return t;
+  }();
+  return t;
+}
+
+}  // namespace
+
+const Decomposition* find_decomposition(OpId op) {
+  const Decomposition& d = table()[static_cast<size_t>(op)];
+  return d ? &d : nullptr;
+}
+
+bool decompose(Graph& g) {
+  bool changed = false;
+  // A pass visits the nodes present when it starts; the nodes a decomposition emits (which may
+  // be composite themselves) wait for the next pass. Declined nodes stay, so a pass that
+  // rewrites nothing is the last.
+  for (bool again = true; again;) {
+    again = false;
+    for (Node* n : g.nodes()) {
+      if (n->kind() != NodeKind::Call) continue;
+      const Decomposition* d = find_decomposition(n->op());
+      Node* replacement = d ? (*d)(g, n) : nullptr;
+      if (!replacement) continue;
+      g.replace_all_uses_with(n, replacement);
+      g.erase(n);
+      again = changed = true;
+    }
+  }
+  return changed;
+}
+
+std::vector<OpId> decomposed_ops() {
+  std::vector<OpId> ops;
+  for (int i = 0; i < kNumOps; ++i)
+    if (table()[static_cast<size_t>(i)]) ops.push_back(static_cast<OpId>(i));
+  return ops;
+}
+
+}  // namespace coil

@@ -1,0 +1,204 @@
+// Decompositions of the products (linear, matmul: into mm, addmm, bmm), the losses, attention,
+// dropout in eval mode, and stack.
+#include <cmath>
+#include <limits>
+
+#include "decomp/decomp_util.h"
+
+namespace coil::decomp {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int64_t product(Shape::const_iterator begin, Shape::const_iterator end) {
+  int64_t p = 1;
+  for (auto it = begin; it != end; ++it) p *= *it;
+  return p;
+}
+
+Shape concat(Shape a, const Shape& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Whether `from` broadcasts to `to` without adding dims to it.
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0, lead = to.size() - from.size(); i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
+}
+
+// The broadcast of two batch shapes (the meta function has checked that they broadcast).
+Shape broadcast(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < a.size(); ++i) out[out.size() - a.size() + i] = a[i];
+  for (size_t i = 0; i < b.size(); ++i)
+    if (b[i] != 1) out[out.size() - b.size() + i] = b[i];
+  return out;
+}
+
+// t reshaped to `shape` unless it already has it.
+Node* reshaped(const Emit& e, Node* t, const Shape& shape) {
+  return sizes(t) == shape ? t : e(OpId::reshape, {t, shape});
+}
+
+// A [..., r, c] operand expanded to `batch` and folded into the [B, r, c] that bmm takes.
+Node* as_batch(const Emit& e, Node* t, const Shape& batch) {
+  const int64_t r = sizes(t)[sizes(t).size() - 2], c = sizes(t).back();
+  Shape full = concat(batch, {r, c});
+  if (sizes(t) != full) t = e(OpId::expand, {t, full});
+  return reshaped(e, t, {product(batch.begin(), batch.end()), r, c});
+}
+
+// The class dim of a classification input: [C] has no batch, [N, C, ...] has classes in dim 1.
+int64_t class_dim(const Node* x) { return rank(x) == 1 ? 0 : 1; }
+
+// A loss from its per-element terms: the terms, their sum, or their mean, over the targets
+// `valid` marks when given (nll's ignore_index), else over all of them.
+Node* reduce_loss(const Emit& e, Node* terms, const std::string& reduction, Node* valid) {
+  if (reduction == "none") return terms;
+  Node* sum = e(OpId::sum, {terms});
+  if (reduction == "sum") return sum;
+  return e(OpId::div, {sum, valid ? NodeArg{e(OpId::sum, {valid})} : NodeArg{Scalar(numel(terms))}});
+}
+
+}  // namespace
+
+// linear(x, W, b) = x @ W^T + b as one mm/addmm over x's leading dims folded into rows.
+Node* decompose_linear(Graph& g, Node* node) {
+  Emit e{g, node};
+  Node *x = input(node, 0), *bias = input(node, 2);
+  const Shape& xs = sizes(x);
+  const int64_t rows = product(xs.begin(), xs.end() - 1);
+  const Shape mat{rows, sizes(node).back()};
+  Node* x2 = reshaped(e, x, {rows, xs.back()});
+  Node* wt = e(OpId::t, {input(node, 1)});
+  // A bias that does not broadcast to the 2-D product (one with batch dims) is added after.
+  const bool fold = bias && broadcasts_to(sizes(bias), mat);
+  Node* y = reshaped(e, fold ? e(OpId::addmm, {bias, x2, wt}) : e(OpId::mm, {x2, wt}), sizes(node));
+  return bias && !fold ? e(OpId::add, {y, bias}) : y;
+}
+
+// matmul's rules: a 1-D operand is a row (left) or a column (right) whose dim the result drops;
+// a batch against a matrix folds the batch into rows (one mm); batches broadcast, then bmm.
+Node* decompose_matmul(Graph& g, Node* node) {
+  Emit e{g, node};
+  Node *x = input(node, 0), *y = input(node, 1);
+  const int64_t rx = rank(x), ry = rank(y);
+  Node* a = rx == 1 ? e(OpId::unsqueeze, {x, int64_t{0}}) : x;
+  Node* b = ry == 1 ? e(OpId::unsqueeze, {y, int64_t{1}}) : y;
+  if (ry <= 2) {
+    const Shape& as = sizes(a);
+    Node* a2 = reshaped(e, a, {product(as.begin(), as.end() - 1), as.back()});
+    return reshaped(e, e(OpId::mm, {a2, b}), sizes(node));
+  }
+  Shape batch = broadcast(Shape(sizes(a).begin(), sizes(a).end() - 2),
+                          Shape(sizes(b).begin(), sizes(b).end() - 2));
+  return reshaped(e, e(OpId::bmm, {as_batch(e, a, batch), as_batch(e, b, batch)}), sizes(node));
+}
+
+// dropout that draws nothing: eval mode or p = 0 copies, p = 1 is x * 0 (a NaN stays NaN).
+// Otherwise it declines, so the random stream stays the eager kernel's.
+Node* decompose_dropout(Graph& g, Node* node) {
+  const double p = arg<double>(node, 1);
+  const bool drops = arg<bool>(node, 2) && p > 0;
+  if (drops && p < 1) return nullptr;
+  Emit e{g, node};
+  Node* x = input(node, 0);
+  return drops ? e(OpId::mul, {x, Scalar(0.0)}) : e(OpId::clone, {x});
+}
+
+// nll_loss(logp, target, reduction, ignore_index): -logp[target] gathered along the class dim,
+// 0 where the target is ignore_index; the mean divides by the number of targets not ignored.
+Node* decompose_nll_loss(Graph& g, Node* node) {
+  Emit e{g, node};
+  Node *x = input(node, 0), *target = input(node, 1);
+  const int64_t cd = class_dim(x);
+  Node* valid = e(OpId::ne, {target, Scalar(arg<int64_t>(node, 3))});
+  Node* safe = e(OpId::where, {valid, target, Scalar(int64_t{0})});  // an index gather accepts
+  Node* index = e(OpId::unsqueeze, {safe, cd});
+  Node* picked = e(OpId::squeeze, {e(OpId::gather, {x, cd, index}), Shape{cd}});
+  Node* nll = e(OpId::neg, {e.to(picked, compute_type(dtype(node)))});
+  Node* terms = e(OpId::where, {valid, nll, Scalar(0.0)});
+  return e.to(reduce_loss(e, terms, arg<std::string>(node, 2), valid),
+              dtype(node));
+}
+
+// cross_entropy = nll_loss(log_softmax(x)) for class indices. Label smoothing eps mixes in the
+// uniform distribution: (1 - eps) * nll + eps / C * -sum_c logp[c]. Class-probability targets
+// (the input's shape) give -sum_c logp[c] * q[c], q smoothed the same way.
+Node* decompose_cross_entropy(Graph& g, Node* node) {
+  Emit e{g, node};
+  Node *x = input(node, 0), *target = input(node, 1);
+  const std::string reduction = arg<std::string>(node, 2);
+  const int64_t ignore_index = arg<int64_t>(node, 3), cd = class_dim(x);
+  const double eps = arg<double>(node, 4), uniform = eps / static_cast<double>(sizes(x)[cd]);
+  const DType t = dtype(node), ct = compute_type(t);
+  Node* logp = e(OpId::log_softmax, {e.to(x, ct), cd});
+  if (sizes(target) == sizes(x)) {
+    Node* q = e.to(target, ct);
+    if (eps > 0) q = e(OpId::add, {e(OpId::mul, {q, Scalar(1 - eps)}), Scalar(uniform)});
+    Node* terms = e(OpId::neg, {e(OpId::sum, {e(OpId::mul, {logp, q}), Shape{cd}})});
+    return e.to(reduce_loss(e, terms, reduction, nullptr), t);
+  }
+  if (eps == 0)
+    return e.to(e(OpId::nll_loss, {logp, target, reduction, ignore_index}), t);
+  Node* nll = e(OpId::nll_loss, {logp, target, std::string("none"), ignore_index});
+  Node* valid = e(OpId::ne, {target, Scalar(ignore_index)});
+  Node* smooth = e(OpId::neg, {e(OpId::sum, {logp, Shape{cd}})});
+  Node* terms = e(OpId::add, {e(OpId::mul, {nll, Scalar(1 - eps)}),
+                              e(OpId::where, {valid, e(OpId::mul, {smooth, Scalar(uniform)}),
+                                              Scalar(0.0)})});
+  return e.to(reduce_loss(e, terms, reduction, valid), t);
+}
+
+// mse_loss = (x - target)^2 over the broadcast shape, reduced.
+Node* decompose_mse_loss(Graph& g, Node* node) {
+  Emit e{g, node};
+  const DType t = dtype(node), ct = compute_type(t);
+  Node* d = e(OpId::sub, {e.to(input(node, 0), ct), e.to(input(node, 1), ct)});
+  Node* sq = e(OpId::mul, {d, d});
+  return e.to(reduce_loss(e, sq, arg<std::string>(node, 2), nullptr), t);
+}
+
+// scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where a bool (or causal)
+// mask sets the scores it excludes to -inf, and a row with every key excluded attends to
+// nothing (zeros, where softmax would give nan), as eager's safe softmax. Dropout declines.
+Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
+  if (arg<double>(node, 4) > 0) return nullptr;  // random draws: eager keeps the stream
+  Emit e{g, node};
+  const DType t = dtype(node), ct = compute_type(t);
+  Node *q = e.to(input(node, 0), ct), *k = e.to(input(node, 1), ct), *v = e.to(input(node, 2), ct);
+  Node* mask = input(node, 3);
+  const double scale = opt_arg<double>(node, 6).value_or(
+      1 / std::sqrt(static_cast<double>(sizes(q).back())));
+  Node* kt = e(OpId::transpose, {k, int64_t{-2}, int64_t{-1}});
+  Node* scores = e(OpId::mul, {e(OpId::matmul, {q, kt}), Scalar(scale)});
+  const Shape& ss = sizes(scores);
+  if (arg<bool>(node, 5)) {
+    Node* ones = e(OpId::full, {Shape{ss[ss.size() - 2], ss.back()}, Scalar(true), kBool,
+                                meta(node).device});
+    mask = e(OpId::tril, {ones});
+  }
+  if (mask && dtype(mask) == kBool) {
+    scores = e(OpId::where, {mask, scores, Scalar(-kInf)});
+  } else if (mask) {
+    scores = e(OpId::add, {scores, e.to(mask, ct)});
+  }
+  Node* excluded = e(OpId::all, {e(OpId::eq, {scores, Scalar(-kInf)}), Shape{-1}, true});
+  Node* weights = e(OpId::where, {excluded, Scalar(0.0), e(OpId::softmax, {scores, int64_t{-1}})});
+  return e.to(e(OpId::matmul, {weights, v}), t);
+}
+
+// stack = cat of the tensors unsqueezed at dim.
+Node* decompose_stack(Graph& g, Node* node) {
+  Emit e{g, node};
+  const int64_t dim = arg<int64_t>(node, 1);
+  std::vector<Node*> parts;
+  for (Node* t : arg<std::vector<Node*>>(node, 0)) parts.push_back(e(OpId::unsqueeze, {t, dim}));
+  return e(OpId::cat, {parts, dim});
+}
+
+}  // namespace coil::decomp

@@ -1,0 +1,135 @@
+#include "ir/program.h"
+
+#include <coil/error.h>
+
+#include "runtime/tensor_impl.h"
+
+namespace coil::ir {
+
+int64_t Layout::numel() const { return numel_of(sizes); }
+
+bool Layout::is_contiguous() const {
+  return offset == 0 && strides == contiguous_strides(sizes);
+}
+
+sym::Expr Layout::address(const std::vector<sym::Expr>& index) const {
+  COIL_ASSERT(index.size() == sizes.size(), "Layout::address: ", index.size(),
+              " indices for a ", sizes.size(), "-d layout");
+  sym::Expr e = sym::constant(offset);
+  for (size_t k = 0; k < index.size(); ++k)
+    if (sizes[k] != 1) e = e + index[k] * strides[k];
+  return e;
+}
+
+namespace {
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+}  // namespace
+
+std::string Layout::str() const {
+  return std::string(dtype_short_name(dtype)) + shape_str(sizes) + shape_str(strides) +
+         (offset ? "+" + std::to_string(offset) : "");
+}
+
+Layout Layout::contiguous(DType dtype, Shape sizes) {
+  Shape strides = contiguous_strides(sizes);
+  return Layout{dtype, std::move(sizes), std::move(strides), 0};
+}
+
+const char* reduce_kind_name(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum: return "sum";
+    case ReduceKind::Prod: return "prod";
+    case ReduceKind::Max: return "max";
+    case ReduceKind::Min: return "min";
+    case ReduceKind::ArgMax: return "argmax";
+    case ReduceKind::ArgMin: return "argmin";
+    case ReduceKind::WelfordM2: return "welford_m2";
+    case ReduceKind::Any: return "any";
+    case ReduceKind::All: return "all";
+  }
+  return "?";
+}
+
+const Buffer& Program::buffer(const std::string& name) const {
+  for (const Buffer& b : buffers)
+    if (b.name == name) return b;
+  throw InternalError("ir: no buffer named " + name);
+}
+
+std::string to_string(const Computation& c) {
+  std::string vars;
+  for (size_t i = 0; i < c.vars.size(); ++i) vars += (i ? ", " : "") + sym::to_string(c.vars[i]);
+  if (!c.is_reduction()) return "pointwise" + shape_str(c.ranges) + "(" + vars + ": " +
+                                to_string(c.body) + ")";
+  std::string rvars;
+  for (size_t i = 0; i < c.rvars.size(); ++i)
+    rvars += (i ? ", " : "") + sym::to_string(c.rvars[i]);
+  return std::string("reduce_") + reduce_kind_name(*c.reduce) + shape_str(c.ranges) +
+         shape_str(c.reduction_ranges) + "(" + vars + "; " + rvars + ": " + to_string(c.body) +
+         ")";
+}
+
+std::string to_string(const Program& p) {
+  std::string out;
+  for (const Buffer& b : p.buffers) {
+    out += b.name + ": " + b.layout.str() + " = ";
+    switch (b.kind) {
+      case BufferKind::Input: out += "input " + std::to_string(b.input_index); break;
+      case BufferKind::Constant: out += "constant"; break;
+      case BufferKind::Computed: out += to_string(*b.compute); break;
+      case BufferKind::Extern: {
+        out += std::string("extern ") + op_name(b.call->op) + "(";
+        bool first = true;
+        for (const ExternArg& a : b.call->args) {
+          if (!first) out += ", ";
+          first = false;
+          if (auto* r = std::get_if<TensorRef>(&a)) out += r->buffer + r->view.str();
+          else if (auto* rs = std::get_if<std::vector<TensorRef>>(&a)) {
+            out += "[";
+            for (size_t i = 0; i < rs->size(); ++i) out += (i ? ", " : "") + (*rs)[i].buffer;
+            out += "]";
+          } else {
+            out += "_";
+          }
+        }
+        out += ")  # " + b.call->reason;
+        break;
+      }
+    }
+    out += "\n";
+  }
+  out += "return (";
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    out += (i ? ", " : "") + p.outputs[i].buffer + p.outputs[i].view.str();
+  return out + ")\n";
+}
+
+}  // namespace coil::ir
+
+namespace coil::ir {
+
+sym::Expr ravel(const std::vector<sym::Expr>& index, const Shape& sizes) {
+  sym::Expr flat = sym::constant(0);
+  int64_t stride = 1;
+  for (size_t k = sizes.size(); k-- > 0;) {
+    if (sizes[k] != 1) flat = flat + index[k] * stride;
+    stride *= sizes[k];
+  }
+  return flat;
+}
+
+std::vector<sym::Expr> unravel(sym::Expr flat, const Shape& sizes) {
+  std::vector<sym::Expr> out(sizes.size());
+  int64_t stride = 1;
+  for (size_t k = sizes.size(); k-- > 0;) {
+    out[k] = sizes[k] == 1 ? sym::constant(0) : sym::mod(sym::floordiv(flat, stride), sizes[k]);
+    stride *= sizes[k];
+  }
+  return out;
+}
+
+}  // namespace coil::ir

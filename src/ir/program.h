@@ -1,0 +1,115 @@
+// The loop IR's containers: buffers with layouts, the computations that fill them (Pointwise
+// and Reduction bodies over symbolic indices, as Inductor's ComputedBuffer), extern calls
+// (library kernels and the eager fallbacks), and the lowered program that lists them in
+// execution order. Lowering builds a Program; the scheduler groups its computed buffers into
+// kernels; code generation prints them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <coil/tensor.h>
+
+#include "graph/arg.h"
+#include "graph/registry.h"
+#include "ir/value.h"
+
+namespace coil::ir {
+
+// Where a buffer's elements live: element (i0, i1, ...) at offset + sum(ik * strides[k]).
+struct Layout {
+  DType dtype{};
+  Shape sizes;
+  Shape strides;
+  int64_t offset = 0;
+
+  int64_t numel() const;
+  bool is_contiguous() const;
+  // The element offset of `index` (one expression per dim).
+  sym::Expr address(const std::vector<sym::Expr>& index) const;
+  std::string str() const;  // "f32[8, 16][16, 1]+0"
+  static Layout contiguous(DType dtype, Shape sizes);
+};
+
+enum class ReduceKind : uint8_t {
+  Sum,
+  Prod,
+  Max,
+  Min,
+  ArgMax,  // the reduction index (int64) of the first maximum; NaN counts as the maximum
+  ArgMin,
+  WelfordM2,  // sum of squared deviations from the mean, by Welford's update
+  Any,
+  All,
+};
+const char* reduce_kind_name(ReduceKind k);
+
+// One value per point of `ranges` (a Pointwise), or per point of `ranges` combined over
+// `reduction_ranges` (a Reduction). `vars` and `rvars` are the index variables the body uses,
+// one per range.
+struct Computation {
+  Shape ranges;
+  std::vector<sym::Expr> vars;
+  Shape reduction_ranges;
+  std::vector<sym::Expr> rvars;
+  Value body;
+  std::optional<ReduceKind> reduce;
+  DType dtype{};  // of the result (ArgMax/ArgMin: int64; WelfordM2: the body's dtype)
+
+  bool is_reduction() const { return reduce.has_value(); }
+};
+
+// A strided view of a buffer: what extern calls receive and what a graph output returns.
+struct TensorRef {
+  std::string buffer;
+  Layout view;
+};
+
+// A literal argument of an extern call, or a view of a buffer where the op takes a tensor.
+using ExternArg = std::variant<Arg, TensorRef, std::vector<TensorRef>>;
+
+struct ExternCall {
+  OpId op{};
+  std::vector<ExternArg> args;  // one per schema argument
+  std::string reason;           // why this op runs a library/eager kernel: logs say it
+};
+
+enum class BufferKind : uint8_t {
+  Input,     // a graph placeholder: bound per call
+  Constant,  // a parameter or constant tensor of the graph: bound at compile time
+  Computed,  // filled by a kernel
+  Extern,    // returned by an extern call
+};
+
+struct Buffer {
+  std::string name;
+  BufferKind kind{};
+  Layout layout;
+  int64_t input_index = -1;             // Input
+  Tensor value;                         // Constant
+  std::optional<Computation> compute;   // Computed
+  std::optional<ExternCall> call;       // Extern
+};
+
+// A lowered graph: its buffers in execution order (inputs and constants first) and its
+// results, each a view of a buffer.
+struct Program {
+  std::vector<Buffer> buffers;
+  std::vector<TensorRef> outputs;
+
+  const Buffer& buffer(const std::string& name) const;
+};
+
+// The text the `ir` logs print: one line per buffer with its layout and body.
+std::string to_string(const Program& p);
+std::string to_string(const Computation& c);
+
+}  // namespace coil::ir
+
+namespace coil::ir {
+// Row-major flattening of an index over `sizes`, and its inverse.
+sym::Expr ravel(const std::vector<sym::Expr>& index, const Shape& sizes);
+std::vector<sym::Expr> unravel(sym::Expr flat, const Shape& sizes);
+}  // namespace coil::ir

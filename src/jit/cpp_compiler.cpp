@@ -1,0 +1,186 @@
+#include "jit/cpp_compiler.h"
+
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include <coil/error.h>
+
+#include "debug/log.h"
+#include "jit/cache_key.h"
+#include "jit/disk_cache.h"
+#include "jit/subprocess.h"
+#include "jit/toolchain.h"
+
+namespace coil::jit {
+
+namespace {
+
+using LibraryPtr = std::shared_ptr<const Library>;
+// One per key being loaded or loaded: the first caller fulfils it, later callers wait on it.
+using Slot = std::shared_ptr<std::shared_future<LibraryPtr>>;
+
+constexpr int kErrorLines = 40;  // of compiler output in an error message
+
+struct State {
+  std::mutex mutex;
+  std::unordered_map<std::string, Slot> loaded;
+  JitStats stats;
+};
+// Never destroyed: libraries stay loaded until exit, so code running in other static
+// destructors may still call into them.
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+
+// Removes `slot` from the memory cache unless clear_memory_cache() already replaced it.
+void forget(const std::string& key, const Slot& slot) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (auto it = s.loaded.find(key); it != s.loaded.end() && it->second == slot) s.loaded.erase(it);
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+std::string first_lines(const std::string& text, int count) {
+  std::istringstream in(text);
+  std::string line, out;
+  for (int i = 0; i < count && std::getline(in, line); ++i) out += line + "\n";
+  if (std::getline(in, line)) out += "...\n";
+  return out;
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+void compile(const Toolchain& toolchain, const CacheEntry& entry, const std::string& source,
+             const std::string& name, LoadInfo& info) {
+  std::string cpp = entry.path(".cpp");
+  write_file_atomically(cpp, source);
+  TempFile output(entry.dir, entry.key, ".so");
+  std::vector<std::string> command = compile_command(toolchain, cpp, output.path());
+  auto start = std::chrono::steady_clock::now();
+  ProcessOutput result = run_process(command);
+  info.compile_ms = ms_since(start);
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.stats.compiles;
+    s.stats.compile_ms += info.compile_ms;
+  }
+  if (!result.status.ok()) {
+    std::string log = entry.path(".log");
+    write_file_atomically(log, join(command) + "\n" + result.output);
+    throw Error(detail::str_cat("jit: compiling '", name, "' failed: ", toolchain.compiler, " ",
+                                result.status.describe(), ".\n  source: ", cpp, "\n  full output: ",
+                                log, "\n", first_lines(result.output, kErrorLines)));
+  }
+  output.commit(entry.path(".so"));
+}
+
+LibraryPtr load_from_disk_or_compile(const std::string& source, const std::string& name,
+                                     const Toolchain& toolchain, LoadInfo& info) {
+  CacheEntry entry = open_cache_entry(info.key);
+  std::string so = entry.path(".so");
+  if (file_exists(so)) {
+    info.outcome = CacheOutcome::disk_hit;
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.stats.disk_hits;
+  } else {
+    info.outcome = CacheOutcome::compiled;
+    compile(toolchain, entry, source, name, info);
+  }
+  return std::make_shared<const Library>(so);
+}
+
+void log_load(const std::string& name, const LoadInfo& info, const LibraryPtr& library) {
+  if (!debug::log_enabled("cache")) return;
+  std::ostringstream line;
+  line.precision(3);
+  line << to_string(info.outcome) << " " << name << " key=" << info.key;
+  if (info.outcome == CacheOutcome::compiled) line << " compile " << info.compile_ms << " ms";
+  line << " total " << info.total_ms << " ms " << library->path();
+  debug::log("cache", "jit", line.str());
+}
+
+}  // namespace
+
+const char* to_string(CacheOutcome outcome) {
+  switch (outcome) {
+    case CacheOutcome::memory_hit:
+      return "memory hit";
+    case CacheOutcome::disk_hit:
+      return "disk hit";
+    case CacheOutcome::compiled:
+      return "miss";
+  }
+  return "?";
+}
+
+LibraryPtr load_cpp(const std::string& source, const std::string& name_hint, LoadInfo* info_out) {
+  auto start = std::chrono::steady_clock::now();
+  Toolchain toolchain = current_toolchain();
+  LoadInfo info;
+  info.key = cache_key(source, toolchain);
+
+  State& s = state();
+  Slot slot;
+  std::promise<LibraryPtr> promise;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    Slot& entry = s.loaded[info.key];
+    if (entry) {
+      ++s.stats.memory_hits;
+    } else {
+      entry = std::make_shared<std::shared_future<LibraryPtr>>(promise.get_future().share());
+      first = true;
+    }
+    slot = entry;
+  }
+  if (first) {
+    try {
+      promise.set_value(load_from_disk_or_compile(source, name_hint, toolchain, info));
+    } catch (...) {
+      promise.set_exception(std::current_exception());  // threads waiting on it get it too
+      forget(info.key, slot);  // so a later load retries (the disk may have been full)
+      throw;
+    }
+  }
+  LibraryPtr library = slot->get();  // waits for another thread's compile; rethrows its error
+  info.total_ms = ms_since(start);
+  log_load(name_hint, info, library);
+  if (info_out) *info_out = info;
+  return library;
+}
+
+JitStats stats() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.stats;
+}
+
+void reset_stats() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats = JitStats{};
+}
+
+void clear_memory_cache() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.loaded.clear();
+}
+
+}  // namespace coil::jit

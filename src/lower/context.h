@@ -1,0 +1,85 @@
+// What lowering works with (Inductor's TensorBox/StorageBox): each graph value is a loader, a
+// function from an index (one expression per dim) to the loop-IR value of that element. A
+// pointwise op composes its inputs' loaders, so chains of pointwise ops inline into whoever
+// reads them; a view transforms the index. A value is *realized* — written into a buffer —
+// only where it must be: reductions, graph outputs, extern-call arguments, and pointwise
+// values whose inlined body grew too large to recompute in every user.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ir/program.h"
+
+namespace coil::lower {
+
+using Index = std::vector<sym::Expr>;
+using Loader = std::function<ir::Value(const Index&)>;
+
+struct TensorBox {
+  DType dtype{};
+  Shape sizes;
+  Loader load;
+  // Set when the value is a strided view of a realized buffer (an input, a constant, a
+  // computed or extern buffer): externs and outputs can then use it without a copy.
+  std::optional<ir::TensorRef> storage;
+};
+
+class Context {
+ public:
+  explicit Context(const Graph& g) : graph_(g) {}
+
+  // The value of a node argument (a node's single output, or a wrapped number as a 0-d box).
+  const TensorBox& box(const Node* n) const;
+  const std::vector<TensorBox>& boxes(const Node* n) const;
+  void set(const Node* n, std::vector<TensorBox> values) { values_[n] = std::move(values); }
+
+  // Index variables for a loop nest over `sizes`: prefix0, prefix1, ...
+  static Index vars(const Shape& sizes, const char* prefix);
+
+  // A box reading `ref`'s view of its buffer.
+  TensorBox from_storage(ir::TensorRef ref) const;
+  // Adds a buffer to the program and returns its name.
+  std::string add_buffer(ir::Buffer b);
+  // Writes a pointwise box into a new contiguous buffer (no-op for a box that has storage).
+  TensorBox realize(const TensorBox& b);
+  // A box whose loader memoizes per index, so sharing the box shares the IR it builds.
+  static TensorBox memoized(DType dtype, Shape sizes, Loader load);
+
+  ir::Program& program() { return program_; }
+  const Graph& graph() const { return graph_; }
+
+ private:
+  const Graph& graph_;
+  ir::Program program_;
+  std::unordered_map<const Node*, std::vector<TensorBox>> values_;
+  int next_buffer_ = 0;
+};
+
+// The lowering of one op: its output boxes, or nullopt to fall back to the eager kernel (the
+// reason goes to the extern call and the logs).
+using Lowering = std::optional<std::vector<TensorBox>> (*)(Context& cx, const Node& n,
+                                                           std::string* why_not);
+// The table: every op that has a lowering, registered by the files of this folder.
+const Lowering* find_lowering(OpId op);
+void register_pointwise(std::unordered_map<OpId, Lowering>& table);
+void register_reductions(std::unordered_map<OpId, Lowering>& table);
+void register_views(std::unordered_map<OpId, Lowering>& table);
+void register_factories(std::unordered_map<OpId, Lowering>& table);
+
+// Broadcasting: the loader of `b` read at an index of `sizes` (right-aligned, size-1 dims at 0).
+ir::Value load_broadcast(const TensorBox& b, const Shape& sizes, const Index& index);
+// A node argument as a value of `dtype` at `index` of `sizes`: a tensor (broadcast, cast) or
+// a number (a constant).
+ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const Shape& sizes,
+                   const Index& index);
+// Number of distinct IR nodes of a value: how much recomputing it costs.
+size_t ir_size(const ir::Value& v);
+
+}  // namespace coil::lower

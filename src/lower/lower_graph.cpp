@@ -1,0 +1,121 @@
+#include "lower/lower_graph.h"
+
+#include <coil/error.h>
+
+#include "lower/context.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::lower {
+
+namespace {
+
+// A pointwise value read by several users is recomputed in each (memory traffic costs more
+// than arithmetic) until its body grows past this many IR nodes; then it is written once.
+constexpr size_t kMaxInlineSize = 96;
+
+TensorMeta meta_of_ref(const ir::TensorRef& r) {
+  return TensorMeta{r.view.dtype, r.view.sizes, r.view.strides, r.view.offset, kCPU};
+}
+
+TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t index) {
+  const TensorMeta& m = n.tensor_meta();
+  ir::Buffer b;
+  b.kind = kind;
+  b.name = (kind == ir::BufferKind::Input ? "in" : "const") +
+           std::to_string(cx.program().buffers.size());
+  // The kernel is handed the tensor's data pointer, which already includes its storage offset.
+  b.layout = ir::Layout{m.dtype, m.sizes, m.strides, 0};
+  b.input_index = index;
+  if (kind == ir::BufferKind::Constant) b.value = n.value();
+  ir::Layout layout = b.layout;
+  return cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout});
+}
+
+ir::TensorRef storage_of(Context& cx, const Node* n) {
+  return *cx.realize(cx.box(n)).storage;
+}
+
+// The eager kernel of `n`, called from the compiled graph with realized arguments.
+std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reason) {
+  ir::ExternCall call;
+  call.op = n.op();
+  call.reason = std::move(reason);
+  std::vector<Arg> meta_args;
+  for (const NodeArg& a : n.args()) {
+    if (auto* p = std::get_if<Node*>(&a)) {
+      ir::TensorRef r = storage_of(cx, *p);
+      meta_args.emplace_back(meta_tensor(meta_of_ref(r)));
+      call.args.emplace_back(std::move(r));
+    } else if (auto* ps = std::get_if<std::vector<Node*>>(&a)) {
+      std::vector<ir::TensorRef> refs;
+      std::vector<Tensor> metas;
+      for (Node* m : *ps) {
+        refs.push_back(storage_of(cx, m));
+        metas.push_back(meta_tensor(meta_of_ref(refs.back())));
+      }
+      meta_args.emplace_back(std::move(metas));
+      call.args.emplace_back(std::move(refs));
+    } else {
+      Arg lit = to_arg(a, [](Node*) -> Tensor { throw InternalError("unreachable"); });
+      meta_args.push_back(lit);
+      call.args.emplace_back(std::move(lit));
+    }
+  }
+  std::vector<TensorMeta> metas = run_meta(n.op(), meta_args);
+  COIL_ASSERT(metas.size() == 1, "lowering: extern ", op_name(n.op()), " with ", metas.size(),
+              " outputs");
+  ir::Buffer b;
+  b.kind = ir::BufferKind::Extern;
+  b.layout = ir::Layout{metas[0].dtype, metas[0].sizes, metas[0].strides, metas[0].offset};
+  b.call = std::move(call);
+  ir::Layout layout = b.layout;
+  return {cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout})};
+}
+
+std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
+  std::string why;
+  if (const Lowering* l = find_lowering(n.op())) {
+    if (auto boxes = (*l)(cx, n, &why)) {
+      // A pointwise value too large to recompute in each of several users is written once.
+      if (n.users().size() > 1)
+        for (TensorBox& b : *boxes)
+          if (!b.storage && ir_size(b.load(Context::vars(b.sizes, "i"))) > kMaxInlineSize)
+            b = cx.realize(b);
+      return *boxes;
+    }
+  } else {
+    why = op_info(n.op()).kind == OpKind::Extern ? "library kernel"
+                                                  : "no lowering: runs the eager kernel";
+  }
+  return lower_extern(cx, n, why);
+}
+
+}  // namespace
+
+ir::Program lower_graph(const Graph& g) {
+  Context cx(g);
+  int64_t input_index = 0;
+  for (Node* n : g.nodes()) {
+    switch (n->kind()) {
+      case NodeKind::Placeholder:
+        cx.set(n, {input_box(cx, *n, ir::BufferKind::Input, input_index++)});
+        break;
+      case NodeKind::Parameter:
+      case NodeKind::Constant:
+        cx.set(n, {input_box(cx, *n, ir::BufferKind::Constant, -1)});
+        break;
+      case NodeKind::Call:
+        cx.set(n, lower_call(cx, *n));
+        break;
+      case NodeKind::GetItem:
+        cx.set(n, {cx.boxes(n->source()).at(n->index())});
+        break;
+      case NodeKind::Output:
+        for (Node* r : n->results()) cx.program().outputs.push_back(storage_of(cx, r));
+        break;
+    }
+  }
+  return std::move(cx.program());
+}
+
+}  // namespace coil::lower

@@ -1,0 +1,176 @@
+// Lowerings of the pointwise ops: each composes its inputs' loaders into a new loader.
+#include <coil/error.h>
+
+#include "lower/context.h"
+#include "ops/meta_util.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::lower {
+
+namespace {
+
+using ir::Op;
+using V = ir::ValueNode;
+using Result = std::optional<std::vector<TensorBox>>;
+
+const TensorMeta& out_meta(const Node& n) { return n.tensor_meta(); }
+
+// A box over the node's output whose element at `idx` is f(idx).
+Result pointwise(const Node& n, std::function<ir::Value(const Index&)> f) {
+  const TensorMeta& m = out_meta(n);
+  return std::vector<TensorBox>{Context::memoized(m.dtype, m.sizes, std::move(f))};
+}
+
+// PyTorch's result_type of the arguments at `idx` (tensors and wrapped numbers).
+DType common_dtype(const Node& n, std::initializer_list<size_t> idx) {
+  std::vector<Arg> args;
+  for (const NodeArg& a : n.args())
+    args.push_back(to_arg(a, [](Node* x) { return meta_tensor(x->tensor_meta()); }));
+  return ops::result_type(Args(args), idx);
+}
+
+Op unary_op(OpId op) {
+  switch (op) {
+#define COIL_MAP(name, irop) \
+  case OpId::name: return Op::irop;
+    COIL_MAP(neg, Neg) COIL_MAP(abs, Abs) COIL_MAP(sign, Sign) COIL_MAP(exp, Exp)
+    COIL_MAP(exp2, Exp2) COIL_MAP(expm1, Expm1) COIL_MAP(log, Log) COIL_MAP(log2, Log2)
+    COIL_MAP(log1p, Log1p) COIL_MAP(sqrt, Sqrt) COIL_MAP(rsqrt, Rsqrt)
+    COIL_MAP(reciprocal, Reciprocal) COIL_MAP(sin, Sin) COIL_MAP(cos, Cos) COIL_MAP(tan, Tan)
+    COIL_MAP(tanh, Tanh) COIL_MAP(sigmoid, Sigmoid) COIL_MAP(relu, Relu) COIL_MAP(erf, Erf)
+    COIL_MAP(floor, Floor) COIL_MAP(ceil, Ceil) COIL_MAP(round, Round) COIL_MAP(trunc, Trunc)
+    COIL_MAP(logical_not, LogicalNot) COIL_MAP(isnan, IsNan) COIL_MAP(isinf, IsInf)
+    COIL_MAP(add, Add) COIL_MAP(sub, Sub) COIL_MAP(mul, Mul) COIL_MAP(pow, Pow)
+    COIL_MAP(remainder, Remainder) COIL_MAP(maximum, Maximum) COIL_MAP(minimum, Minimum)
+    COIL_MAP(atan2, Atan2) COIL_MAP(eq, Eq) COIL_MAP(ne, Ne) COIL_MAP(lt, Lt) COIL_MAP(le, Le)
+    COIL_MAP(gt, Gt) COIL_MAP(ge, Ge) COIL_MAP(logical_and, LogicalAnd)
+    COIL_MAP(logical_or, LogicalOr)
+#undef COIL_MAP
+    default: throw InternalError(std::string("lowering: no IR op for ") + op_name(op));
+  }
+}
+
+Result lower_unary(Context& cx, const Node& n, std::string*) {
+  Op op = unary_op(n.op());
+  Node* x = std::get<Node*>(n.args()[0]);
+  DType in = x->tensor_meta().dtype, out = out_meta(n).dtype;
+  bool integral = !is_floating(in);
+  if (integral && (op == Op::IsNan || op == Op::IsInf))
+    return pointwise(n, [](const Index&) { return V::make_constant(false, kBool); });
+  if (integral && (op == Op::Floor || op == Op::Ceil || op == Op::Round || op == Op::Trunc))
+    return pointwise(n, [&cx, x](const Index& i) { return cx.box(x).load(i); });
+  DType compute = op == Op::LogicalNot ? kBool : ir::is_comparison(op) ? in : out;
+  return pointwise(n, [&cx, x, op, compute](const Index& i) {
+    return V::unary(op, V::cast(cx.box(x).load(i), compute));
+  });
+}
+
+// Integer division by a tensor can hit zero, which eager reports as an error: such calls keep
+// the eager kernel, whose check needs the data.
+bool divides_ints_by_tensor(const Node& n, DType compute) {
+  return !is_floating(compute) && std::holds_alternative<Node*>(n.args()[1]);
+}
+
+Result lower_binary(Context& cx, const Node& n, std::string* why) {
+  Op op = unary_op(n.op());
+  const TensorMeta& m = out_meta(n);
+  bool logical = op == Op::LogicalAnd || op == Op::LogicalOr;
+  DType compute = logical ? kBool : ir::is_comparison(op) ? common_dtype(n, {0, 1}) : m.dtype;
+  if (op == Op::Remainder && divides_ints_by_tensor(n, compute)) {
+    *why = "integer remainder by a tensor: the eager kernel checks for zero divisors";
+    return std::nullopt;
+  }
+  if (op == Op::Pow && !is_floating(compute)) {
+    *why = "integer pow: the eager kernel checks for negative exponents";
+    return std::nullopt;
+  }
+  NodeArg a = n.args()[0], b = n.args()[1];
+  return pointwise(n, [&cx, a, b, op, compute, sizes = m.sizes](const Index& i) {
+    return V::binary(op, load_arg(cx, a, compute, sizes, i), load_arg(cx, b, compute, sizes, i));
+  });
+}
+
+Result lower_div(Context& cx, const Node& n, std::string* why) {
+  const TensorMeta& m = out_meta(n);
+  DType compute = m.dtype;
+  auto mode = std::get_if<std::string>(&n.args()[2]);
+  if (mode && divides_ints_by_tensor(n, compute)) {
+    *why = "integer division by a tensor: the eager kernel checks for zero divisors";
+    return std::nullopt;
+  }
+  NodeArg a = n.args()[0], b = n.args()[1];
+  std::string rounding = mode ? *mode : "";
+  return pointwise(n, [&cx, a, b, compute, rounding, sizes = m.sizes](const Index& i) {
+    ir::Value x = load_arg(cx, a, compute, sizes, i), y = load_arg(cx, b, compute, sizes, i);
+    if (rounding == "floor") return V::binary(Op::FloorDiv, x, y);
+    ir::Value q = V::binary(Op::Div, x, y);
+    return rounding == "trunc" && is_floating(compute) ? V::unary(Op::Trunc, q) : q;
+  });
+}
+
+Result lower_where(Context& cx, const Node& n, std::string*) {
+  const TensorMeta& m = out_meta(n);
+  NodeArg c = n.args()[0], a = n.args()[1], b = n.args()[2];
+  return pointwise(n, [&cx, c, a, b, dtype = m.dtype, sizes = m.sizes](const Index& i) {
+    return V::where(load_arg(cx, c, kBool, sizes, i), load_arg(cx, a, dtype, sizes, i),
+                    load_arg(cx, b, dtype, sizes, i));
+  });
+}
+
+Result lower_clamp(Context& cx, const Node& n, std::string*) {
+  const TensorMeta& m = out_meta(n);
+  NodeArg x = n.args()[0], lo = n.args()[1], hi = n.args()[2];
+  return pointwise(n, [&cx, x, lo, hi, dtype = m.dtype, sizes = m.sizes](const Index& i) {
+    ir::Value v = load_arg(cx, x, dtype, sizes, i);
+    if (!std::holds_alternative<std::monostate>(lo))
+      v = V::binary(Op::Maximum, v, load_arg(cx, lo, dtype, sizes, i));
+    if (!std::holds_alternative<std::monostate>(hi))
+      v = V::binary(Op::Minimum, v, load_arg(cx, hi, dtype, sizes, i));
+    return v;
+  });
+}
+
+// clone, contiguous, to_dtype: a fresh value (never the input's storage, so that an output is
+// never an alias of an input the program copied).
+Result lower_copy(Context& cx, const Node& n, std::string*) {
+  Node* x = std::get<Node*>(n.args()[0]);
+  return pointwise(n, [&cx, x, dtype = out_meta(n).dtype](const Index& i) {
+    return V::cast(cx.box(x).load(i), dtype);
+  });
+}
+
+// tril keeps (i, j) where j - i <= diagonal; triu where j - i >= diagonal.
+Result lower_triangle(Context& cx, const Node& n, std::string*) {
+  Node* x = std::get<Node*>(n.args()[0]);
+  int64_t diagonal = std::get<int64_t>(n.args()[1]);
+  Op keep = n.op() == OpId::tril ? Op::Le : Op::Ge;
+  return pointwise(n, [&cx, x, diagonal, keep, dtype = out_meta(n).dtype](const Index& i) {
+    size_t d = i.size();
+    ir::Value offset = V::index_value(i[d - 1] - i[d - 2]);
+    ir::Value cond = V::binary(keep, offset, V::make_constant(diagonal, kInt64));
+    return V::where(cond, cx.box(x).load(i), V::make_constant(0, dtype));
+  });
+}
+
+}  // namespace
+
+void register_pointwise(std::unordered_map<OpId, Lowering>& t) {
+  for (OpId op : {OpId::neg, OpId::abs, OpId::sign, OpId::exp, OpId::exp2, OpId::expm1, OpId::log,
+                  OpId::log2, OpId::log1p, OpId::sqrt, OpId::rsqrt, OpId::reciprocal, OpId::sin,
+                  OpId::cos, OpId::tan, OpId::tanh, OpId::sigmoid, OpId::relu, OpId::erf,
+                  OpId::floor, OpId::ceil, OpId::round, OpId::trunc, OpId::logical_not,
+                  OpId::isnan, OpId::isinf})
+    t[op] = lower_unary;
+  for (OpId op : {OpId::add, OpId::sub, OpId::mul, OpId::pow, OpId::remainder, OpId::maximum,
+                  OpId::minimum, OpId::atan2, OpId::eq, OpId::ne, OpId::lt, OpId::le, OpId::gt,
+                  OpId::ge, OpId::logical_and, OpId::logical_or})
+    t[op] = lower_binary;
+  t[OpId::div] = lower_div;
+  t[OpId::where] = lower_where;
+  t[OpId::clamp] = lower_clamp;
+  for (OpId op : {OpId::clone, OpId::contiguous, OpId::to_dtype}) t[op] = lower_copy;
+  t[OpId::tril] = lower_triangle;
+  t[OpId::triu] = lower_triangle;
+}
+
+}  // namespace coil::lower

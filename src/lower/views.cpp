@@ -1,0 +1,91 @@
+// Lowerings of the view ops, as index transforms. A view of a realized buffer stays a strided
+// view of that buffer (externs and outputs use it without a copy); a view of an unrealized
+// value maps each output index to the input index it reads.
+#include <coil/error.h>
+
+#include "lower/context.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::lower {
+
+namespace {
+
+using Result = std::optional<std::vector<TensorBox>>;
+
+bool is_reshape(OpId op) {
+  return op == OpId::view || op == OpId::reshape || op == OpId::flatten ||
+         op == OpId::unflatten || op == OpId::squeeze || op == OpId::unsqueeze;
+}
+
+// The op's meta on an input with the given geometry: the view's sizes, strides and offset.
+std::vector<TensorMeta> view_metas(const Node& n, const TensorMeta& input) {
+  std::vector<Arg> args;
+  for (const NodeArg& a : n.args())
+    args.push_back(to_arg(a, [&](Node*) { return meta_tensor(input); }));
+  return run_meta(n.op(), args);
+}
+
+Result lower_view(Context& cx, const Node& n, std::string*) {
+  const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
+  if (in.storage && (!is_reshape(n.op()) || in.storage->view.strides ==
+                                                contiguous_strides(in.storage->view.sizes))) {
+    const ir::Layout& v = in.storage->view;
+    std::vector<TensorBox> out;
+    for (const TensorMeta& m : view_metas(n, TensorMeta{v.dtype, v.sizes, v.strides, v.offset, kCPU}))
+      out.push_back(cx.from_storage(
+          ir::TensorRef{in.storage->buffer, ir::Layout{m.dtype, m.sizes, m.strides, m.offset}}));
+    return out;
+  }
+  TensorMeta dense{in.dtype, in.sizes, contiguous_strides(in.sizes), 0, kCPU};
+  std::vector<TensorBox> out;
+  for (const TensorMeta& m : view_metas(n, dense)) {
+    out.push_back(Context::memoized(m.dtype, m.sizes, [in, m](const Index& idx) {
+      sym::Expr flat = sym::constant(m.offset);
+      for (size_t k = 0; k < idx.size(); ++k)
+        if (m.sizes[k] != 1) flat = flat + idx[k] * m.strides[k];
+      return in.load(ir::unravel(flat, in.sizes));
+    }));
+  }
+  return out;
+}
+
+Result lower_flip(Context& cx, const Node& n, std::string*) {
+  const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
+  Shape dims = std::get<Shape>(n.args()[1]);
+  int64_t nd = static_cast<int64_t>(in.sizes.size());
+  std::vector<bool> flipped(in.sizes.size(), false);
+  for (int64_t d : dims) flipped[static_cast<size_t>(d < 0 ? d + nd : d)] = true;
+  return std::vector<TensorBox>{Context::memoized(in.dtype, in.sizes, [in, flipped](const Index& i) {
+    Index j = i;
+    for (size_t k = 0; k < j.size(); ++k)
+      if (flipped[k]) j[k] = sym::constant(in.sizes[k] - 1) - i[k];
+    return in.load(j);
+  })};
+}
+
+Result lower_repeat(Context& cx, const Node& n, std::string*) {
+  const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
+  const TensorMeta& m = n.tensor_meta();
+  size_t lead = m.sizes.size() - in.sizes.size();
+  return std::vector<TensorBox>{Context::memoized(m.dtype, m.sizes, [in, lead](const Index& i) {
+    Index j;
+    for (size_t k = 0; k < in.sizes.size(); ++k) j.push_back(sym::mod(i[lead + k], in.sizes[k]));
+    return in.load(j);
+  })};
+}
+
+}  // namespace
+
+void register_views(std::unordered_map<OpId, Lowering>& t) {
+  // as_strided is left to its eager kernel: its storage offset is absolute in the storage,
+  // which a buffer's view does not know.
+  for (OpId op : {OpId::view, OpId::reshape, OpId::permute, OpId::transpose, OpId::t,
+                  OpId::expand, OpId::squeeze, OpId::unsqueeze, OpId::slice, OpId::narrow,
+                  OpId::select, OpId::flatten, OpId::unflatten, OpId::split,
+                  OpId::split_with_sizes, OpId::chunk})
+    t[op] = lower_view;
+  t[OpId::flip] = lower_flip;
+  t[OpId::repeat] = lower_repeat;
+}
+
+}  // namespace coil::lower

@@ -1,0 +1,121 @@
+// View canonicalisation: one spelling for each view, so that CSE, the pattern matcher and the
+// lowering meet fewer forms. transpose and t become permute; a permute of a permute becomes
+// one permute; a chain of reshape-like views of a contiguous tensor becomes one reshape; an
+// unsqueeze undone by a squeeze disappears.
+#include <numeric>
+
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+
+namespace coil {
+
+namespace {
+
+using detail_passes::node_arg;
+
+bool is_call(const Node* n, OpId op) {
+  return n != nullptr && n->kind() == NodeKind::Call && n->op() == op;
+}
+
+// A dim as the op read it (negative counts from the end); the meta function checked range.
+int64_t wrap(int64_t dim, size_t ndim) {
+  return dim < 0 ? dim + static_cast<int64_t>(ndim) : dim;
+}
+
+Shape identity(size_t ndim) {
+  Shape p(ndim);
+  std::iota(p.begin(), p.end(), 0);
+  return p;
+}
+
+// transpose(x, a, b) or t(x) as permute(x, dims).
+Node* as_permute(Graph& g, Node* n) {
+  Node* x = node_arg(n->args()[0]);
+  size_t r = x->tensor_meta().sizes.size();
+  Shape dims = identity(r);
+  if (n->op() == OpId::transpose) {
+    std::swap(dims[wrap(std::get<int64_t>(n->args()[1]), r)],
+              dims[wrap(std::get<int64_t>(n->args()[2]), r)]);
+  } else if (r == 2) {  // t of a 0-D or 1-D tensor is the identity
+    std::swap(dims[0], dims[1]);
+  }
+  return g.call(OpId::permute, {x, dims}, n);
+}
+
+Shape permutation(const Node* n) {
+  Shape dims = std::get<Shape>(n->args()[1]);
+  for (int64_t& d : dims) d = wrap(d, dims.size());
+  return dims;
+}
+
+// permute(permute(x, p), q) -> permute(x, p[q[i]]).
+Node* merge_permutes(Graph& g, Node* n) {
+  Node* inner = node_arg(n->args()[0]);
+  if (!is_call(inner, OpId::permute)) return nullptr;
+  Shape p = permutation(inner), q = permutation(n), dims(q.size());
+  for (size_t i = 0; i < q.size(); ++i) dims[i] = p[static_cast<size_t>(q[i])];
+  return g.call(OpId::permute, {node_arg(inner->args()[0]), dims}, n);
+}
+
+bool reshape_like(const Node* n) {
+  if (n == nullptr || n->kind() != NodeKind::Call) return false;
+  switch (n->op()) {
+    case OpId::view:
+    case OpId::reshape:
+    case OpId::flatten:
+    case OpId::unflatten:
+    case OpId::squeeze:
+    case OpId::unsqueeze:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A chain of two or more reshape-like views whose input is contiguous -> one reshape of that
+// input, which is a view too (a non-contiguous input may need a copy somewhere in the chain,
+// which a single reshape would place differently).
+Node* merge_reshapes(Graph& g, Node* n) {
+  int length = 0;
+  Node* in = n;
+  for (; reshape_like(in); ++length) in = node_arg(in->args()[0]);
+  if (length < 2 || !in->tensor_meta().is_contiguous()) return nullptr;
+  return g.call(OpId::reshape, {in, n->tensor_meta().sizes}, n);
+}
+
+// squeeze(unsqueeze(x, d), [d]) -> x.
+bool remove_unsqueeze_squeeze(Graph& g, Node* n) {
+  Node* u = node_arg(n->args()[0]);
+  const auto* dims = std::get_if<Shape>(&n->args()[1]);
+  if (!is_call(u, OpId::unsqueeze) || dims == nullptr || dims->size() != 1) return false;
+  size_t r = u->tensor_meta().sizes.size();
+  if (wrap((*dims)[0], r) != wrap(std::get<int64_t>(u->args()[1]), r)) return false;
+  return detail_passes::replace_with_existing(g, n, node_arg(u->args()[0]));
+}
+
+}  // namespace
+
+bool run_canonicalize_views(Graph& g) {
+  bool changed = false;
+  for (Node* n : g.nodes()) {
+    if (n->kind() != NodeKind::Call) continue;
+    if (n->op() == OpId::squeeze && remove_unsqueeze_squeeze(g, n)) {
+      changed = true;
+      continue;
+    }
+    Node* fresh = nullptr;
+    if (n->op() == OpId::transpose || n->op() == OpId::t) {
+      fresh = as_permute(g, n);
+    } else if (n->op() == OpId::permute) {
+      fresh = merge_permutes(g, n);
+    } else if (reshape_like(n)) {
+      fresh = merge_reshapes(g, n);
+    }
+    if (fresh == nullptr) continue;
+    detail_passes::replace_with_new(g, n, fresh);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace coil

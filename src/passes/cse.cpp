@@ -1,0 +1,100 @@
+// Common subexpression elimination: a node that computes what an earlier node computes is
+// replaced by it. Calls are compared by op and normalized arguments (so `add(x, 1)` and
+// `add(x, 1)` written with a default spelled out or not are the same), numbers bit for bit
+// (0.0 and -0.0 differ, NaN equals NaN). Random calls are never merged: two draws differ.
+#include <bit>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+
+namespace coil {
+
+namespace {
+
+uint64_t bits(double d) { return std::bit_cast<uint64_t>(d); }
+
+bool same_scalar(const Scalar& a, const Scalar& b) {
+  if (a.kind() != b.kind()) return false;
+  return a.is_floating() ? bits(a.to_double()) == bits(b.to_double()) : a.to_int() == b.to_int();
+}
+
+bool same_arg(const NodeArg& a, const NodeArg& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* s = std::get_if<Scalar>(&a)) return same_scalar(*s, std::get<Scalar>(b));
+  if (const auto* d = std::get_if<double>(&a)) return bits(*d) == bits(std::get<double>(b));
+  return a == b;
+}
+
+bool same_constant(const Tensor& a, const Tensor& b) {
+  // Constants are stored contiguous, so equal values are equal bytes.
+  return a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
+         std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0;
+}
+
+bool same_computation(const Node& a, const Node& b) {
+  if (a.kind() != b.kind()) return false;
+  if (a.kind() == NodeKind::Constant) return same_constant(a.value(), b.value());
+  if (a.kind() == NodeKind::Call && a.op() != b.op()) return false;
+  if (a.args().size() != b.args().size()) return false;
+  for (size_t i = 0; i < a.args().size(); ++i)
+    if (!same_arg(a.args()[i], b.args()[i])) return false;
+  return true;
+}
+
+bool mergeable(const Node& n) {
+  switch (n.kind()) {
+    case NodeKind::Call:
+      return !detail_passes::is_random(n) && !detail_passes::has_side_effects(n);
+    case NodeKind::GetItem:
+      return true;
+    case NodeKind::Constant:
+      return n.value().has_storage();
+    default:  // inputs are distinct by position; parameters by reference
+      return false;
+  }
+}
+
+// A cheap key that equal nodes share: the kind, the op and the input nodes (or a constant's
+// shape). Nodes with equal keys are then compared in full.
+size_t bucket_key(const Node& n) {
+  size_t h = std::hash<int>()(static_cast<int>(n.kind()));
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  if (n.kind() == NodeKind::Call) mix(static_cast<size_t>(n.op()));
+  if (n.kind() == NodeKind::Constant) {
+    for (int64_t s : n.value().sizes()) mix(static_cast<size_t>(s));
+  } else {
+    for (const Node* in : n.inputs()) mix(std::hash<const Node*>()(in));
+  }
+  return h;
+}
+
+}  // namespace
+
+bool run_cse(Graph& g) {
+  std::unordered_map<size_t, std::vector<Node*>> seen;
+  bool changed = false;
+  for (Node* n : g.nodes()) {
+    if (!mergeable(*n)) continue;
+    std::vector<Node*>& bucket = seen[bucket_key(*n)];
+    Node* earlier = nullptr;
+    for (Node* b : bucket) {
+      if (same_computation(*b, *n)) {
+        earlier = b;
+        break;
+      }
+    }
+    if (earlier == nullptr) {
+      bucket.push_back(n);
+      continue;
+    }
+    g.replace_all_uses_with(n, earlier);
+    g.erase(n);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace coil

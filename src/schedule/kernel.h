@@ -1,0 +1,51 @@
+// The scheduler's output: kernels (fused loop nests over computed buffers) and the order in
+// which kernels and extern calls run (Inductor's Scheduler nodes and FusedSchedulerNode).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace coil::schedule {
+
+// One statement of a kernel: a computed buffer re-indexed over the kernel's loop variables.
+struct KernelNode {
+  std::string buffer;
+  // Whether it runs inside the kernel's inner (reduction) loops: every reduction, and the
+  // pointwise nodes whose iteration space is outer x inner. Others run once per outer point.
+  bool inner = false;
+  std::optional<ir::ReduceKind> reduce;
+  ir::Value body;          // over the kernel's variables
+  sym::Expr store_index;   // element offset in the buffer, over the kernel's variables
+  DType dtype{};           // of the stored elements
+  // Written to memory: read after this kernel, or a graph output. Otherwise the value only
+  // lives in registers inside the kernel.
+  bool store = true;
+};
+
+struct Kernel {
+  std::string name;
+  Shape outer;  // loop sizes, outermost first
+  Shape inner;  // reduction loop sizes (empty for a pointwise kernel)
+  std::vector<sym::Expr> outer_vars, inner_vars;
+  std::vector<KernelNode> nodes;
+  bool is_reduction() const;
+};
+
+// One step of the compiled graph: a kernel, or the extern call that fills `buffer`.
+struct Step {
+  int kernel = -1;     // index into Schedule::kernels, or -1
+  std::string buffer;  // for an extern step
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  std::vector<std::string> decisions;  // every fusion decision with its reason (the `fusion` log)
+};
+
+std::string to_string(const Kernel& k);
+
+}  // namespace coil::schedule

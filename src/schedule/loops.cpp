@@ -1,0 +1,174 @@
+#include "schedule/loops.h"
+
+#include <coil/error.h>
+
+#include "runtime/tensor_impl.h"
+
+namespace coil::schedule {
+
+namespace {
+
+std::vector<sym::Expr> loop_vars(const Shape& sizes, const char* prefix) {
+  std::vector<sym::Expr> out;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    out.push_back(sym::index_var(prefix + std::to_string(k), std::max<int64_t>(sizes[k], 1)));
+  return out;
+}
+
+sym::Bindings bindings_of(const std::vector<sym::Expr>& vars, const std::vector<sym::Expr>& values) {
+  sym::Bindings b;
+  for (size_t k = 0; k < vars.size(); ++k) b.emplace(vars[k], values[k]);
+  return b;
+}
+
+// Every index expression a kernel evaluates: stores, loads and index values.
+std::vector<sym::Expr> index_exprs(const Kernel& k) {
+  std::vector<sym::Expr> out;
+  for (const KernelNode& n : k.nodes) {
+    out.push_back(n.store_index);
+    ir::any_node(n.body, [&](const ir::ValueNode& v) {
+      if (v.index()) out.push_back(v.index());
+      return false;
+    });
+  }
+  return out;
+}
+
+void substitute(Kernel& k, const sym::Bindings& b) {
+  for (KernelNode& n : k.nodes) {
+    n.body = ir::substitute(n.body, b);
+    n.store_index = sym::substitute(n.store_index, b);
+  }
+}
+
+// Loops j and j+1 merge when each expression steps by the same amount along the merged loop:
+// stride(j) == stride(j+1) * size(j+1).
+bool mergeable(const std::vector<sym::Expr>& exprs, sym::Expr a, sym::Expr b, int64_t size_b) {
+  for (sym::Expr e : exprs) {
+    int64_t sa = 0, sb = 0;
+    if (!sym::constant_stride(e, a, &sa) || !sym::constant_stride(e, b, &sb)) return false;
+    if (sa != sb * size_b) return false;
+  }
+  return true;
+}
+
+// Merges adjacent loops of one level (outer or inner) and drops loops of size 1.
+void simplify_level(Kernel& k, Shape& sizes, std::vector<sym::Expr>& vars, const char* prefix) {
+  for (size_t j = 0; j < sizes.size();) {
+    if (sizes[j] == 1 && sizes.size() > 1) {
+      substitute(k, {{vars[j], sym::constant(0)}});
+      sizes.erase(sizes.begin() + static_cast<long>(j));
+      vars.erase(vars.begin() + static_cast<long>(j));
+      continue;
+    }
+    ++j;
+  }
+  for (size_t j = sizes.size(); j-- > 1;) {
+    if (!mergeable(index_exprs(k), vars[j - 1], vars[j], sizes[j])) continue;
+    int64_t merged = sizes[j - 1] * sizes[j];
+    // A name no other loop of this kernel has (the final renaming below tidies it).
+    sym::Expr y = sym::index_var(std::string(prefix) + "_merged" + std::to_string(j - 1),
+                                 std::max<int64_t>(merged, 1));
+    substitute(k, {{vars[j - 1], sym::floordiv(y, sizes[j])}, {vars[j], sym::mod(y, sizes[j])}});
+    sizes[j - 1] = merged;
+    vars[j - 1] = y;
+    sizes.erase(sizes.begin() + static_cast<long>(j));
+    vars.erase(vars.begin() + static_cast<long>(j));
+  }
+  // Final names: prefix0, prefix1, ... in loop order.
+  std::vector<sym::Expr> fresh = loop_vars(sizes, prefix);
+  substitute(k, bindings_of(vars, fresh));
+  vars = fresh;
+}
+
+}  // namespace
+
+LoopNest loop_nest(const std::vector<const ir::Buffer*>& members) {
+  const ir::Computation* anchor = &*members.front()->compute;
+  for (const ir::Buffer* b : members)
+    if (b->compute->is_reduction()) {
+      anchor = &*b->compute;
+      break;
+    }
+  LoopNest l;
+  l.outer = anchor->ranges;
+  l.inner = anchor->reduction_ranges;
+  l.xs = loop_vars(l.outer, "x");
+  l.rs = loop_vars(l.inner, "r");
+  return l;
+}
+
+KernelNode translate(const ir::Buffer& b, const LoopNest& loops) {
+  const ir::Computation& c = *b.compute;
+  bool reduction_kernel = !loops.rs.empty() || numel_of(loops.inner) != 1;
+  sym::Expr outer_flat = ir::ravel(loops.xs, loops.outer);
+  sym::Bindings bindings;
+  KernelNode n;
+  n.buffer = b.name;
+  n.reduce = c.reduce;
+  n.dtype = b.layout.dtype;
+  std::vector<sym::Expr> vars;
+  if (c.is_reduction()) {
+    vars = ir::unravel(outer_flat, c.ranges);
+    bindings = bindings_of(c.rvars, ir::unravel(ir::ravel(loops.rs, loops.inner), c.reduction_ranges));
+    n.inner = true;
+  } else if (reduction_kernel && numel_of(c.ranges) != numel_of(loops.outer)) {
+    sym::Expr flat = outer_flat * numel_of(loops.inner) + ir::ravel(loops.rs, loops.inner);
+    vars = ir::unravel(flat, c.ranges);
+    n.inner = true;
+  } else {
+    vars = ir::unravel(outer_flat, c.ranges);
+  }
+  for (size_t k = 0; k < c.vars.size(); ++k) bindings.emplace(c.vars[k], vars[k]);
+  n.body = ir::substitute(c.body, bindings);
+  n.store_index = b.layout.address(vars);
+  return n;
+}
+
+Kernel build_kernel(const std::vector<const ir::Buffer*>& members, const std::string& name) {
+  LoopNest loops = loop_nest(members);
+  Kernel k;
+  k.name = name;
+  for (const ir::Buffer* b : members) k.nodes.push_back(translate(*b, loops));
+  k.outer = loops.outer;
+  k.inner = loops.inner;
+  k.outer_vars = loops.xs;
+  k.inner_vars = loops.rs;
+  bool reduction = false;
+  for (const KernelNode& n : k.nodes) reduction |= n.reduce.has_value();
+  if (k.outer.empty()) {  // a 0-d result: one outer iteration
+    k.outer = {1};
+    k.outer_vars = loop_vars(k.outer, "x");
+  }
+  simplify_level(k, k.outer, k.outer_vars, "x");
+  if (reduction) {
+    if (k.inner.empty()) {
+      k.inner = {1};
+      k.inner_vars = loop_vars(k.inner, "r");
+    }
+    simplify_level(k, k.inner, k.inner_vars, "r");
+  }
+  return k;
+}
+
+std::string to_string(const Kernel& k) {
+  auto dims = [](const Shape& s, const std::vector<sym::Expr>& v) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i)
+      out += (i ? ", " : "") + sym::to_string(v[i]) + " < " + std::to_string(s[i]);
+    return out;
+  };
+  std::string out = k.name + ": for " + dims(k.outer, k.outer_vars);
+  if (k.is_reduction()) out += "; reduce " + dims(k.inner, k.inner_vars);
+  out += "\n";
+  for (const KernelNode& n : k.nodes) {
+    out += "    " + n.buffer + (n.store ? "" : " (register)") + "[" +
+           sym::to_string(n.store_index) + "] = ";
+    if (n.reduce) out += std::string(ir::reduce_kind_name(*n.reduce)) + " ";
+    out += ir::to_string(n.body) + (n.inner && !n.reduce && k.is_reduction() ? "  (inner)" : "") +
+           "\n";
+  }
+  return out;
+}
+
+}  // namespace coil::schedule

@@ -1,0 +1,176 @@
+#include "schedule/scheduler.h"
+
+#include <map>
+#include <set>
+
+#include <coil/error.h>
+
+#include "schedule/loops.h"
+
+namespace coil::schedule {
+
+namespace {
+
+struct FusionDecision {
+  bool ok;
+  std::string reason;
+  static FusionDecision yes(std::string r) { return {true, std::move(r)}; }
+  static FusionDecision no(std::string r) { return {false, std::move(r)}; }
+};
+
+int64_t outer_numel(const ir::Computation& c) { return numel_of(c.ranges); }
+int64_t inner_numel(const ir::Computation& c) { return numel_of(c.reduction_ranges); }
+
+// The buffers a computation reads.
+std::set<std::string> reads_of(const ir::Computation& c) {
+  std::set<std::string> out;
+  ir::for_each_load(c.body, [&](const ir::ValueNode& l) { out.insert(l.buffer()); });
+  return out;
+}
+
+// A kernel under construction: its members, in order.
+struct Group {
+  std::vector<const ir::Buffer*> members;
+
+  const ir::Computation* anchor() const {
+    for (const ir::Buffer* b : members)
+      if (b->compute->is_reduction()) return &*b->compute;
+    return &*members.front()->compute;
+  }
+  bool has_member(const std::string& name) const {
+    for (const ir::Buffer* b : members)
+      if (b->name == name) return true;
+    return false;
+  }
+};
+
+std::string sizes_str(int64_t outer, int64_t inner, bool reduction) {
+  return reduction ? std::to_string(outer) + " x " + std::to_string(inner) + " reduction"
+                   : std::to_string(outer) + " points";
+}
+
+// Do the iteration spaces fit? A pointwise node joins a reduction kernel inside its loop (outer x
+// inner points) or after it (outer points); two reductions must reduce the same ranges.
+FusionDecision fits(const Group& g, const ir::Buffer& b) {
+  const ir::Computation& a = *g.anchor();
+  const ir::Computation& c = *b.compute;
+  bool ka = a.is_reduction(), kc = c.is_reduction();
+  int64_t ao = outer_numel(a), ai = inner_numel(a), co = outer_numel(c), ci = inner_numel(c);
+  std::string what = "kernel of " + sizes_str(ao, ai, ka) + " and " + b.name + " of " +
+                     sizes_str(co, ci, kc);
+  if (!ka && !kc)
+    return ao == co ? FusionDecision::yes("same iteration space: " + what)
+                    : FusionDecision::no("different sizes: " + what);
+  if (ka && kc)
+    return ao == co && ai == ci ? FusionDecision::yes("same reduction ranges: " + what)
+                                : FusionDecision::no("different reduction ranges: " + what);
+  if (ka) {
+    if (co == ao * ai) return FusionDecision::yes("pointwise inside the reduction loop: " + what);
+    if (co == ao) return FusionDecision::yes("pointwise after the reduction: " + what);
+    return FusionDecision::no("sizes do not divide into the reduction's loops: " + what);
+  }
+  if (ao == co * ci) return FusionDecision::yes("pointwise producer inside the reduction loop: " + what);
+  if (ao == co) return FusionDecision::yes("pointwise before the reduction: " + what);
+  return FusionDecision::no("sizes do not divide into the reduction's loops: " + what);
+}
+
+// Every read of a member's buffer must be of the very element the member computes at the same
+// loop point: then the value is at hand in a register, with no other thread or loop iteration
+// involved.
+FusionDecision same_elements(const Group& g, const ir::Buffer& b) {
+  std::vector<const ir::Buffer*> members = g.members;
+  members.push_back(&b);
+  LoopNest loops = loop_nest(members);
+  KernelNode candidate = translate(b, loops);
+  std::map<std::string, KernelNode> produced;
+  for (const ir::Buffer* m : g.members) produced.emplace(m->name, translate(*m, loops));
+  std::string problem;
+  ir::for_each_load(candidate.body, [&](const ir::ValueNode& l) {
+    auto it = produced.find(l.buffer());
+    if (it == produced.end() || !problem.empty()) return;
+    if (l.index() != it->second.store_index) {
+      problem = b.name + " reads " + l.buffer() + "[" + sym::to_string(l.index()) +
+                "] where the kernel writes " + l.buffer() + "[" +
+                sym::to_string(it->second.store_index) + "]";
+    } else if (it->second.inner && !candidate.inner) {
+      problem = b.name + " runs after the reduction loop but reads " + l.buffer() +
+                ", computed inside it";
+    }
+  });
+  return problem.empty() ? FusionDecision::yes("") : FusionDecision::no(problem);
+}
+
+// How many earlier steps a node may move back to join a kernel: bounds the search.
+constexpr int kFusionWindow = 8;
+
+}  // namespace
+
+bool Kernel::is_reduction() const { return !inner.empty(); }
+
+Schedule schedule(const ir::Program& program) {
+  Schedule s;
+  std::vector<Group> groups;
+  std::map<std::string, int> step_of;  // buffer -> the step that fills it
+  for (const ir::Buffer& b : program.buffers) {
+    if (b.kind == ir::BufferKind::Extern) {
+      step_of[b.name] = static_cast<int>(s.steps.size());
+      s.steps.push_back(Step{-1, b.name});
+      continue;
+    }
+    if (b.kind != ir::BufferKind::Computed) continue;
+    int after = -1;  // the latest step this buffer depends on
+    for (const std::string& r : reads_of(*b.compute))
+      if (auto it = step_of.find(r); it != step_of.end()) after = std::max(after, it->second);
+    int chosen = -1;
+    for (int i = static_cast<int>(s.steps.size()) - 1;
+         i >= std::max(after, 0) && i >= static_cast<int>(s.steps.size()) - kFusionWindow; --i) {
+      if (s.steps[i].kernel < 0) continue;
+      Group& g = groups[s.steps[i].kernel];
+      FusionDecision d = fits(g, b);
+      if (d.ok) {
+        FusionDecision e = same_elements(g, b);
+        if (!e.ok) d = e;
+      }
+      std::string target = "kernel" + std::to_string(s.steps[i].kernel);
+      s.decisions.push_back((d.ok ? "fuse " : "do not fuse ") + b.name + " into " + target +
+                            ": " + d.reason);
+      if (d.ok) {
+        chosen = i;
+        break;
+      }
+    }
+    if (chosen < 0) {
+      chosen = static_cast<int>(s.steps.size());
+      s.steps.push_back(Step{static_cast<int>(groups.size()), ""});
+      groups.push_back(Group{});
+      s.decisions.push_back("new kernel" + std::to_string(groups.size() - 1) + " for " + b.name);
+    }
+    groups[s.steps[chosen].kernel].members.push_back(&b);
+    step_of[b.name] = chosen;
+  }
+
+  // A buffer is stored when something outside its kernel reads it, or the graph returns it.
+  std::set<std::string> needed;
+  for (const ir::TensorRef& o : program.outputs) needed.insert(o.buffer);
+  for (const ir::Buffer& b : program.buffers) {
+    if (b.kind == ir::BufferKind::Extern) {
+      for (const ir::ExternArg& a : b.call->args) {
+        if (auto* r = std::get_if<ir::TensorRef>(&a)) needed.insert(r->buffer);
+        if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a))
+          for (const ir::TensorRef& r : *rs) needed.insert(r.buffer);
+      }
+    } else if (b.kind == ir::BufferKind::Computed) {
+      int mine = step_of.at(b.name);
+      for (const std::string& r : reads_of(*b.compute))
+        if (auto it = step_of.find(r); it != step_of.end() && it->second != mine) needed.insert(r);
+    }
+  }
+  for (size_t k = 0; k < groups.size(); ++k) {
+    Kernel kernel = build_kernel(groups[k].members, "kernel" + std::to_string(k));
+    for (KernelNode& n : kernel.nodes) n.store = needed.count(n.buffer) > 0;
+    s.kernels.push_back(std::move(kernel));
+  }
+  return s;
+}
+
+}  // namespace coil::schedule

@@ -1,0 +1,128 @@
+// The decomposition driver and table: every example of op_examples.h whose op decomposes
+// matches eager, declined instances stay, graphs of primitives are left alone, and the softmax
+// decomposition as text (a change to it is a visible diff).
+#include <algorithm>
+#include <set>
+
+#include "decomp_testing.h"
+#include "graph/parser.h"
+
+using namespace coil;
+using namespace coil::testing;
+
+namespace {
+
+// An example's arguments with its named inputs bound to `values`.
+A bind(const OpExample& ex, const std::map<std::string, Tensor>& values) {
+  A args;
+  for (const ExampleArg& a : ex.args) {
+    if (auto* i = std::get_if<In>(&a)) args.push_back(values.at(i->name));
+    if (auto* l = std::get_if<Ins>(&a)) {
+      std::vector<Tensor> ts;
+      for (const char* name : l->names) ts.push_back(values.at(name));
+      args.push_back(ts);
+    }
+    if (auto* v = std::get_if<Arg>(&a)) args.push_back(*v);
+  }
+  return args;
+}
+
+TEST(Decompose, EveryExampleMatchesEager) {
+  std::map<std::string, Tensor> values = example_values();
+  std::set<OpId> covered;
+  for (const OpExample& ex : op_examples()) {
+    OpId op = *find_op(ex.op);
+    if (!find_decomposition(op)) continue;
+    covered.insert(op);
+    check_decomposition(op, bind(ex, values), /*declines=*/ex.random);  // dropout in training
+  }
+  for (OpId op : decomposed_ops()) EXPECT_TRUE(covered.count(op)) << op_name(op);
+}
+
+// Exactly the composite ops decompose, plus the composite reductions and activations; the
+// primitive set keeps var (lowered with Welford) and the pointwise ops.
+TEST(Decompose, TableHoldsTheCompositeOps) {
+  const std::set<OpId> extra = {OpId::mean, OpId::std, OpId::logsumexp, OpId::gelu, OpId::silu};
+  std::vector<OpId> ops = decomposed_ops();
+  std::set<OpId> table(ops.begin(), ops.end());
+  for (int i = 0; i < kNumOps; ++i) {
+    auto op = static_cast<OpId>(i);
+    bool expected = op_info(op).kind == OpKind::Composite || extra.count(op);
+    EXPECT_EQ(table.count(op) > 0, expected) << op_name(op);
+    EXPECT_EQ(find_decomposition(op) != nullptr, expected) << op_name(op);
+  }
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+}
+
+TEST(Decompose, DeclinesWhatMustStay) {
+  Tensor x = rnd({4, 3, 5}), c = rnd({3}), var = rnd({3}, kFloat32, false, 0.5, 2);
+  // batch_norm in training updates its running statistics in place.
+  check_decomposition(OpId::batch_norm, {x, c, c, c, var, B(true)}, /*declines=*/true);
+  check_decomposition(OpId::batch_norm, {x, None(), None(), None(), var, B(true)}, true);
+  // Dropout that draws random numbers stays, so the random stream is eager's.
+  check_decomposition(OpId::dropout, {x, F(0.25), B(true)}, true);
+  Tensor q = rnd({2, 4, 8});
+  check_decomposition(OpId::scaled_dot_product_attention, {q, q, q, None(), F(0.1)}, true);
+}
+
+// A declined node stays while the rest of the graph decomposes around it.
+TEST(Decompose, RewritesAroundADeclinedNode) {
+  Graph g = parse_graph(
+      "def forward(self, x: \"f32[4, 6][6, 1]cpu\"):\n"
+      "    dropout = coil.dropout(x, 0.5, True)\n"
+      "    softmax = coil.softmax(dropout, 1)\n"
+      "    mean = coil.mean(softmax)\n"
+      "    return (softmax, mean)\n");
+  EXPECT_TRUE(decompose(g));
+  verify(g);
+  std::multiset<OpId> ops;
+  for (const Node* n : g.nodes())
+    if (n->kind() == NodeKind::Call) ops.insert(n->op());
+  EXPECT_EQ(ops.count(OpId::dropout), 1u);
+  EXPECT_EQ(ops.count(OpId::softmax) + ops.count(OpId::mean), 0u);
+  EXPECT_FALSE(decompose(g));  // a second run finds nothing more to do
+}
+
+TEST(Decompose, LeavesPrimitivesAlone) {
+  Graph g = parse_graph(
+      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: \"f32[6][1]cpu\"):\n"
+      "    add = coil.add(x, y)\n"
+      "    var = coil.var(add, [1])\n"
+      "    t = coil.t(x)\n"
+      "    mm = coil.mm(x, t)\n"
+      "    return (var, mm)\n");
+  const std::string before = print_graph(g);
+  EXPECT_FALSE(decompose(g));
+  EXPECT_EQ(print_graph(g), before);
+}
+
+// Every user of the replaced node, the output included, reads the replacement.
+TEST(Decompose, ReplacesEveryUse) {
+  Graph g = parse_graph(
+      "def forward(self, x: \"f32[3, 5][5, 1]cpu\"):\n"
+      "    silu = coil.silu(x)\n"
+      "    add = coil.add(silu, silu)\n"
+      "    return (silu, add, silu)\n");
+  EXPECT_TRUE(decompose(g));
+  verify(g);
+  Tensor x = rnd({3, 5});
+  std::vector<Tensor> out = interpret(g, {x});
+  ASSERT_EQ(out.size(), 3u);
+  Tensor want = silu(x);
+  expect_matches(out[0], want);
+  expect_matches(out[1], want + want);
+  EXPECT_TRUE(out[2].is_same(out[0]));
+}
+
+TEST(Decompose, SoftmaxAsText) {
+  Graph g = parse_graph(
+      "def forward(self, x: \"f16[4, 6][6, 1]cpu\"):\n"
+      "    softmax = coil.softmax(x, 1)\n"
+      "    return (softmax,)\n");
+  decompose(g);
+  EXPECT_EQ(print_graph(g),
+            "def forward(self, x: \"f16[4, 6][6, 1]cpu\"):\n"
+            "    return (softmax,)\n");
+}
+
+}  // namespace

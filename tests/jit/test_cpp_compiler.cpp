@@ -1,0 +1,169 @@
+// The JIT's happy paths: compile and call, the memory and disk caches, what goes into the key,
+// concurrent loads in threads and in processes, and linking SLEEF.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "jit_testing.h"
+
+using namespace coil;
+using coil::testing::JitTest;
+
+namespace {
+
+const std::string kAdd1 = "extern \"C\" int add1(int x) { return x + 1; }\n";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_F(JitTest, CompilesLoadsAndCalls) {
+  jit::LoadInfo info;
+  auto lib = jit::load_cpp(kAdd1, "add1", &info);
+  EXPECT_EQ(lib->function<int(int)>("add1")(41), 42);
+  EXPECT_EQ(info.outcome, jit::CacheOutcome::compiled);
+  EXPECT_GT(info.compile_ms, 0);
+  EXPECT_EQ(jit::stats().compiles, 1);
+
+  // <dir>/<first 2 hex>/<key>.so, with the exact source beside it and nothing else left over.
+  ASSERT_EQ(info.key.size(), 32u);
+  std::string stem = info.key.substr(0, 2) + "/" + info.key;
+  EXPECT_EQ(cached_files(), (std::vector<std::string>{stem + ".cpp", stem + ".so"}));
+  EXPECT_EQ(lib->path(), cache_dir_ + "/" + stem + ".so");
+  EXPECT_EQ(read_file(cache_dir_ + "/" + stem + ".cpp"), kAdd1);
+}
+
+TEST_F(JitTest, SecondLoadIsAMemoryHit) {
+  auto first = jit::load_cpp(kAdd1, "add1");
+  jit::LoadInfo info;
+  auto second = jit::load_cpp(kAdd1, "add1", &info);
+  EXPECT_EQ(first, second);  // the same loaded library, not a second dlopen
+  EXPECT_EQ(info.outcome, jit::CacheOutcome::memory_hit);
+  EXPECT_EQ(jit::stats().compiles, 1);
+  EXPECT_EQ(jit::stats().memory_hits, 1);
+  EXPECT_EQ(jit::stats().disk_hits, 0);
+}
+
+TEST_F(JitTest, ClearedMemoryCacheLoadsFromDisk) {
+  auto first = jit::load_cpp(kAdd1, "add1");
+  auto add1 = first->function<int(int)>("add1");
+  jit::clear_memory_cache();
+  EXPECT_EQ(add1(1), 2);  // still loaded: `first` holds it
+
+  jit::LoadInfo info;
+  auto again = jit::load_cpp(kAdd1, "add1", &info);
+  EXPECT_EQ(info.outcome, jit::CacheOutcome::disk_hit);
+  EXPECT_EQ(again->function<int(int)>("add1")(2), 3);
+  EXPECT_EQ(jit::stats().compiles, 1);
+  EXPECT_EQ(jit::stats().disk_hits, 1);
+}
+
+TEST_F(JitTest, DifferentSourceIsANewCompile) {
+  jit::LoadInfo a, b;
+  jit::load_cpp(kAdd1, "add1", &a);
+  auto lib = jit::load_cpp("extern \"C\" int add2(int x) { return x + 2; }", "add2", &b);
+  EXPECT_NE(a.key, b.key);
+  EXPECT_EQ(lib->function<int(int)>("add2")(1), 3);
+  EXPECT_EQ(jit::stats().compiles, 2);
+}
+
+TEST_F(JitTest, FlagsReachTheCompilerAndTheKey) {
+  const std::string source =
+      "#ifdef COIL_TEST_FLAG\n"
+      "extern \"C\" int flag() { return COIL_TEST_FLAG; }\n"
+      "#else\n"
+      "extern \"C\" int flag() { return 0; }\n"
+      "#endif\n";
+  EXPECT_EQ(jit::load_cpp(source, "flag")->function<int()>("flag")(), 0);
+  setenv("COIL_CXXFLAGS", "-DCOIL_TEST_FLAG=7", 1);
+  EXPECT_EQ(jit::load_cpp(source, "flag")->function<int()>("flag")(), 7);
+  EXPECT_EQ(jit::stats().compiles, 2);
+}
+
+TEST_F(JitTest, DefaultCacheDirFollowsXdgCacheHome) {
+  unsetenv("COIL_CACHE_DIR");
+  setenv("XDG_CACHE_HOME", cache_dir_.c_str(), 1);
+  auto lib = jit::load_cpp(kAdd1, "add1");
+  EXPECT_EQ(lib->path().rfind(cache_dir_ + "/coil/", 0), 0u) << lib->path();
+}
+
+TEST_F(JitTest, ThreadsLoadingOneKeyShareOneCompile) {
+  std::vector<std::shared_ptr<const jit::Library>> libs(4);
+  std::vector<std::thread> threads;
+  for (auto& lib : libs) threads.emplace_back([&lib] { lib = jit::load_cpp(kAdd1, "add1"); });
+  for (auto& t : threads) t.join();
+  for (const auto& lib : libs) EXPECT_EQ(lib, libs[0]);
+  EXPECT_EQ(jit::stats().compiles, 1);
+  EXPECT_EQ(jit::stats().memory_hits, 3);
+}
+
+// Two processes that miss on the same new key compile it at the same moment; both must succeed
+// and leave one good entry (and no temporary files) behind.
+TEST_F(JitTest, TwoProcessesCompilingOneKeyBothSucceed) {
+  const std::string source = "extern \"C\" int race() { return 7; }\n";
+  int start[2];
+  ASSERT_EQ(pipe(start), 0);
+  pid_t children[2];
+  for (pid_t& child : children) {
+    child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(start[1]);
+      char byte;
+      ssize_t got = read(start[0], &byte, 1);  // returns 0 once the parent closes its end
+      (void)got;
+      int code = 1;
+      try {
+        code = jit::load_cpp(source, "race")->function<int()>("race")() == 7 ? 0 : 2;
+      } catch (...) {
+      }
+      _exit(code);  // skip the test harness's exit handlers
+    }
+  }
+  close(start[0]);
+  close(start[1]);  // releases both children at once
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+
+  jit::LoadInfo info;
+  auto lib = jit::load_cpp(source, "race", &info);
+  EXPECT_EQ(info.outcome, jit::CacheOutcome::disk_hit);
+  EXPECT_EQ(lib->function<int()>("race")(), 7);
+  std::string stem = info.key.substr(0, 2) + "/" + info.key;
+  EXPECT_EQ(cached_files(), (std::vector<std::string>{stem + ".cpp", stem + ".so"}));
+}
+
+// Generated code declares SLEEF's functions itself; the library must link against libsleef.
+TEST_F(JitTest, LinksSleef) {
+  const int width = __builtin_cpu_supports("avx512f") ? 16 : 4;
+  const std::string w = std::to_string(width);
+  const std::string source = "typedef float vec __attribute__((vector_size(" +
+                             std::to_string(width * 4) + ")));\n" + "extern \"C\" vec Sleef_expf" +
+                             w + "_u10(vec);\n" +
+                             "extern \"C\" void vexp(const float* in, float* out) {\n"
+                             "  vec x;\n"
+                             "  __builtin_memcpy(&x, in, sizeof x);\n"
+                             "  vec y = Sleef_expf" +
+                             w +
+                             "_u10(x);\n"
+                             "  __builtin_memcpy(out, &y, sizeof y);\n"
+                             "}\n";
+  auto vexp = jit::load_cpp(source, "vexp")->function<void(const float*, float*)>("vexp");
+  std::vector<float> in(width), out(width);
+  for (int i = 0; i < width; ++i) in[i] = -3.0f + 0.4f * i;
+  vexp(in.data(), out.data());
+  for (int i = 0; i < width; ++i)
+    EXPECT_NEAR(out[i], std::exp(in[i]), 1e-6 * std::exp(in[i])) << "lane " << i;
+}
