@@ -37,13 +37,14 @@ Shape trailing_dims(size_t n) {
   return dims;
 }
 
-// A per-channel tensor of a [N, C, ...] input (any shape holding C values, as eager accepts)
-// as [C, 1, ...], which broadcasts over the input; 16-bit values are widened first.
+// A per-channel tensor of a [N, C, ...] input x (any shape holding C values, as eager accepts)
+// as [C, 1, ...], which broadcasts over x, in at least x's precision: the per-channel
+// arithmetic on it is exact enough for x's dtype.
 Node* per_channel(const Emit& e, Node* p, const Node* x) {
   if (!p) return nullptr;
   Shape shape(static_cast<size_t>(rank(x) - 1), 1);
   shape[0] = sizes(x)[1];
-  return e(OpId::reshape, {e.to(p, compute_type(dtype(p))), shape});
+  return e(OpId::reshape, {e.to(p, promote_types(dtype(p), dtype(x))), shape});
 }
 
 Node* softmax(Graph& g, Node* node, bool log) {

@@ -66,7 +66,8 @@ std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reas
               " outputs");
   ir::Buffer b;
   b.kind = ir::BufferKind::Extern;
-  b.layout = ir::Layout{metas[0].dtype, metas[0].sizes, metas[0].strides, metas[0].offset};
+  // Relative to the returned tensor's data pointer, which includes its storage offset.
+  b.layout = ir::Layout{metas[0].dtype, metas[0].sizes, metas[0].strides, 0};
   b.call = std::move(call);
   ir::Layout layout = b.layout;
   return {cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout})};

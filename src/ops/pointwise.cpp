@@ -123,8 +123,9 @@ COIL_SAME_UNARY(neg,
                 C(-x))
 COIL_SAME_UNARY(abs, (void)0, x < C(0) ? C(-x) : x)
 COIL_SAME_UNARY(sign, (void)0, C((C(0) < x) - (x < C(0))))
+// NaN passes through, as in PyTorch.
 COIL_SAME_UNARY(relu, reject_bool(a.tensor(0), "relu", "convert it with .to(coil::kFloat32) first"),
-                x > C(0) ? x : C(0))
+                x < C(0) ? C(0) : x)
 COIL_SAME_UNARY(floor, (void)0, fmath(x, [](auto y) {
                                   return std::floor(y);
                                 }) + (std::is_floating_point_v<C> ? C(0) : x))

@@ -28,10 +28,14 @@ Shape identity(size_t ndim) {
   return p;
 }
 
-// transpose(x, a, b) or t(x) as permute(x, dims).
-Node* as_permute(Graph& g, Node* n) {
-  Node* x = node_arg(n->args()[0]);
-  size_t r = x->tensor_meta().sizes.size();
+// The dims a transpose, t or permute call reorders its input's dims into.
+Shape permutation(const Node* n) {
+  size_t r = n->tensor_meta().sizes.size();
+  if (n->op() == OpId::permute) {
+    Shape dims = std::get<Shape>(n->args()[1]);
+    for (int64_t& d : dims) d = wrap(d, r);
+    return dims;
+  }
   Shape dims = identity(r);
   if (n->op() == OpId::transpose) {
     std::swap(dims[wrap(std::get<int64_t>(n->args()[1]), r)],
@@ -39,22 +43,22 @@ Node* as_permute(Graph& g, Node* n) {
   } else if (r == 2) {  // t of a 0-D or 1-D tensor is the identity
     std::swap(dims[0], dims[1]);
   }
-  return g.call(OpId::permute, {x, dims}, n);
-}
-
-Shape permutation(const Node* n) {
-  Shape dims = std::get<Shape>(n->args()[1]);
-  for (int64_t& d : dims) d = wrap(d, dims.size());
   return dims;
 }
 
-// permute(permute(x, p), q) -> permute(x, p[q[i]]).
-Node* merge_permutes(Graph& g, Node* n) {
-  Node* inner = node_arg(n->args()[0]);
-  if (!is_call(inner, OpId::permute)) return nullptr;
-  Shape p = permutation(inner), q = permutation(n), dims(q.size());
-  for (size_t i = 0; i < q.size(); ++i) dims[i] = p[static_cast<size_t>(q[i])];
-  return g.call(OpId::permute, {node_arg(inner->args()[0]), dims}, n);
+// transpose(x, a, b) and t(x) as permute(x, dims); a permute of a permute as one permute of
+// the inner one's input (the inner one, earlier in the graph, is canonical already).
+Node* canonical_permute(Graph& g, Node* n) {
+  Node* x = node_arg(n->args()[0]);
+  Shape dims = permutation(n);
+  bool merged = is_call(x, OpId::permute);
+  if (merged) {
+    Shape inner = permutation(x);
+    for (int64_t& d : dims) d = inner[static_cast<size_t>(d)];
+    x = node_arg(x->args()[0]);
+  }
+  if (n->op() == OpId::permute && !merged) return nullptr;
+  return g.call(OpId::permute, {x, dims}, n);
 }
 
 bool reshape_like(const Node* n) {
@@ -104,10 +108,8 @@ bool run_canonicalize_views(Graph& g) {
       continue;
     }
     Node* fresh = nullptr;
-    if (n->op() == OpId::transpose || n->op() == OpId::t) {
-      fresh = as_permute(g, n);
-    } else if (n->op() == OpId::permute) {
-      fresh = merge_permutes(g, n);
+    if (n->op() == OpId::transpose || n->op() == OpId::t || n->op() == OpId::permute) {
+      fresh = canonical_permute(g, n);
     } else if (reshape_like(n)) {
       fresh = merge_reshapes(g, n);
     }

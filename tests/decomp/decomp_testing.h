@@ -3,7 +3,6 @@
 // leftover composite ops, interpreted, and compared with run_eager of the call itself.
 #pragma once
 
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -73,16 +72,16 @@ inline void check_decomposition(OpId op, std::vector<Arg> args, bool declines = 
     EXPECT_EQ(print_graph(g), before);
     return;
   }
+  SCOPED_TRACE(print_graph(g));
   for (const Node* n : g.nodes()) {
-    if (n->kind() == NodeKind::Call)
-      EXPECT_EQ(find_decomposition(n->op()), nullptr) << "left over: " << print_node(*n);
+    if (n->kind() != NodeKind::Call) continue;
+    EXPECT_EQ(find_decomposition(n->op()), nullptr) << "left over: " << print_node(*n);
   }
   Tensor want = run_eager(op, args).at(0);
   std::vector<Tensor> got = interpret(g, inputs);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].sizes(), want.sizes());
   expect_matches(got[0], want);
-  if (::testing::Test::HasFailure()) std::cerr << print_graph(g);
 }
 
 // An argument list: tensors, and literals made with op_examples.h's I, F, B, L, Str, None.

@@ -13,7 +13,7 @@ using namespace coil::testing;
 namespace {
 
 // An example's arguments with its named inputs bound to `values`.
-A bind(const OpExample& ex, const std::map<std::string, Tensor>& values) {
+A bound_args(const OpExample& ex, const std::map<std::string, Tensor>& values) {
   A args;
   for (const ExampleArg& a : ex.args) {
     if (auto* i = std::get_if<In>(&a)) args.push_back(values.at(i->name));
@@ -34,7 +34,7 @@ TEST(Decompose, EveryExampleMatchesEager) {
     OpId op = *find_op(ex.op);
     if (!find_decomposition(op)) continue;
     covered.insert(op);
-    check_decomposition(op, bind(ex, values), /*declines=*/ex.random);  // dropout in training
+    check_decomposition(op, bound_args(ex, values), /*declines=*/ex.random);  // dropout in training
   }
   for (OpId op : decomposed_ops()) EXPECT_TRUE(covered.count(op)) << op_name(op);
 }
@@ -122,7 +122,14 @@ TEST(Decompose, SoftmaxAsText) {
   decompose(g);
   EXPECT_EQ(print_graph(g),
             "def forward(self, x: \"f16[4, 6][6, 1]cpu\"):\n"
-            "    return (softmax,)\n");
+            "    to_dtype: \"f32[4, 6][6, 1]cpu\" = coil.to_dtype(x, coil.float32)\n"
+            "    amax: \"f32[4, 1][1, 1]cpu\" = coil.amax(to_dtype, [1], True)\n"
+            "    sub: \"f32[4, 6][6, 1]cpu\" = coil.sub(to_dtype, amax)\n"
+            "    exp: \"f32[4, 6][6, 1]cpu\" = coil.exp(sub)\n"
+            "    sum_1: \"f32[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
+            "    div: \"f32[4, 6][6, 1]cpu\" = coil.div(exp, sum_1)\n"
+            "    to_dtype_1: \"f16[4, 6][6, 1]cpu\" = coil.to_dtype(div, coil.float16)\n"
+            "    return (to_dtype_1,)\n");
 }
 
 }  // namespace

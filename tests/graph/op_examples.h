@@ -211,10 +211,10 @@ inline const std::vector<OpExample>& op_examples() {
   return v;
 }
 
-// A graph of one example call: a placeholder per input it uses (in order of first use), the
-// call, a getitem per output of a multi-output op, and an output node returning them all.
-inline Graph example_graph(const OpExample& ex) {
-  Graph g;
+// Adds one example call to `g`: a placeholder per input it uses (shared with earlier
+// examples of the same input), the call, and a getitem per output of a multi-output op.
+// Returns the example's results.
+inline std::vector<Node*> add_example(Graph& g, const OpExample& ex) {
   std::vector<NodeArg> args;
   auto input = [&](const char* name) {
     if (Node* n = g.find(name)) return n;
@@ -239,7 +239,13 @@ inline Graph example_graph(const OpExample& ex) {
   } else {
     results.push_back(call);
   }
-  g.output(results);
+  return results;
+}
+
+// A graph of one example call, returning its results.
+inline Graph example_graph(const OpExample& ex) {
+  Graph g;
+  g.output(add_example(g, ex));
   return g;
 }
 

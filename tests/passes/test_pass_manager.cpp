@@ -1,0 +1,141 @@
+// The pass manager: groups repeat until a fixpoint, report whether they changed anything and
+// refuse to loop forever; the pipeline's groups on small graphs.
+#include "pass_testing.h"
+#include "passes/pass.h"
+
+using namespace coil;
+using namespace coil::testing;
+
+namespace {
+
+const char* kHead = "def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: \"f32[6][1]cpu\"):\n";
+
+// Each pass enables another that ran before it in the same round: the group needs a second
+// round (CSE merges the two muls only once no-op removal has made their inputs one node).
+TEST(PassManager, RepeatsTheGroupUntilNothingChanges) {
+  Graph g = parse_graph(std::string(kHead) +
+                        "    a = coil.add(x, 0)\n"
+                        "    m1 = coil.mul(a, y)\n"
+                        "    m2 = coil.mul(x, y)\n"
+                        "    s = coil.sub(m1, m2)\n"
+                        "    return (s,)\n");
+  std::vector<Pass> group = {{"cse", run_cse}, {"remove_noops", run_remove_noops},
+                             {"dce", run_dce}};
+  EXPECT_TRUE(run_pass_group(g, "test", group, "[test]"));
+  EXPECT_EQ(print_graph(g), canonical(std::string(kHead) +
+                                      "    m1 = coil.mul(x, y)\n"
+                                      "    s = coil.sub(m1, m1)\n"
+                                      "    return (s,)\n"));
+  EXPECT_FALSE(run_pass_group(g, "test", group, "[test]"));
+}
+
+bool always_changes(Graph&) { return true; }
+
+TEST(PassManager, AGroupThatNeverSettlesIsABug) {
+  Graph g = parse_graph(std::string(kHead) + "    return (x,)\n");
+  try {
+    run_pass_group(g, "test", {{"dce", run_dce}, {"always_changes", always_changes}}, "");
+    ADD_FAILURE() << "expected an InternalError";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("'test' still changes the graph"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("always_changes"), std::string::npos) << e.what();
+  }
+}
+
+// The groups of the pipeline, end to end on one graph each.
+TEST(PassManager, PreGradGroup) {
+  const char* before =
+      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: \"f32[6][1]cpu\"):\n"
+      "    c: \"f32[2][1]cpu\" = coil.constant([4.0, 9.0])\n"
+      "    r = coil.sqrt(c)\n"
+      "    t = coil.transpose(x, 0, 1)\n"
+      "    u = coil.t(t)\n"
+      "    a = coil.mul(u, 1)\n"
+      "    p = coil.pow(a, 2)\n"
+      "    q = coil.mul(x, x)\n"
+      "    n = coil.neg(q)\n"
+      "    s = coil.add(p, n)\n"
+      "    v = coil.view(s, [12, 2])\n"
+      "    w = coil.mul(v, r)\n"
+      "    unused = coil.exp(w)\n"
+      "    return (w,)\n";
+  Graph original = parse_graph(before), g = parse_graph(before);
+  EXPECT_TRUE(run_pass_group(g, "pre_grad", pre_grad_passes(), ""));
+  EXPECT_EQ(print_graph(g), canonical("def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: "
+                                      "\"f32[6][1]cpu\"):\n"
+                                      "    constant: \"f32[2][1]cpu\" = coil.constant([2.0, 3.0])\n"
+                                      "    q = coil.mul(x, x)\n"
+                                      "    n = coil.neg(q)\n"
+                                      "    s = coil.add(q, n)\n"
+                                      "    v = coil.view(s, [12, 2])\n"
+                                      "    w = coil.mul(v, constant)\n"
+                                      "    return (w,)\n"));
+  expect_same_results(original, g, random_inputs(original));
+}
+
+TEST(PassManager, JointGraphGroup) {
+  const char* before =
+      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", g: \"f32[4, 6][6, 1]cpu\"):\n"
+      "    s = coil.sin(x)\n"
+      "    c1 = coil.cos(x)\n"
+      "    c2 = coil.cos(x)\n"
+      "    gc = coil.mul(g, c1)\n"
+      "    d = coil.mul(gc, 1.0)\n"
+      "    unused = coil.mul(c2, 2)\n"
+      "    return (s, d)\n";
+  Graph original = parse_graph(before), g = parse_graph(before);
+  EXPECT_TRUE(run_pass_group(g, "joint_graph", joint_graph_passes(), ""));
+  EXPECT_EQ(print_graph(g), canonical("def forward(self, x: \"f32[4, 6][6, 1]cpu\", g: "
+                                      "\"f32[4, 6][6, 1]cpu\"):\n"
+                                      "    s = coil.sin(x)\n"
+                                      "    c1 = coil.cos(x)\n"
+                                      "    gc = coil.mul(g, c1)\n"
+                                      "    return (s, gc)\n"));
+  expect_same_results(original, g, random_inputs(original));
+}
+
+// A linear layer as the decompositions leave it: the bias add and the relu end in the GEMM.
+TEST(PassManager, PostGradGroup) {
+  const char* before =
+      "def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: \"f32[32, 16][16, 1]cpu\", "
+      "b: \"f32[32][1]cpu\"):\n"
+      "    wt = coil.transpose(w, 0, 1)\n"
+      "    m = coil.mm(x, wt)\n"
+      "    wt2 = coil.t(w)\n"
+      "    m2 = coil.mm(x, wt2)\n"
+      "    a = coil.add(b, m2)\n"
+      "    r = coil.relu(a)\n"
+      "    v = coil.view(r, [8, 32])\n"
+      "    return (v, m)\n";
+  Graph original = parse_graph(before), g = parse_graph(before);
+  EXPECT_TRUE(run_pass_group(g, "post_grad", post_grad_passes(), ""));
+  // After CSE the product has two users, so the bias add stays a pointwise kernel.
+  EXPECT_EQ(print_graph(g), canonical("def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: "
+                                      "\"f32[32, 16][16, 1]cpu\", b: \"f32[32][1]cpu\"):\n"
+                                      "    permute = coil.permute(w, [1, 0])\n"
+                                      "    m = coil.mm(x, permute)\n"
+                                      "    a = coil.add(b, m)\n"
+                                      "    r = coil.relu(a)\n"
+                                      "    return (r, m)\n"));
+  expect_same_results(original, g, random_inputs(original));
+
+  const char* single =
+      "def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: \"f32[32, 16][16, 1]cpu\", "
+      "b: \"f32[32][1]cpu\"):\n"
+      "    wt = coil.transpose(w, 0, 1)\n"
+      "    m = coil.mm(x, wt)\n"
+      "    a = coil.add(b, m)\n"
+      "    r = coil.relu(a)\n"
+      "    return (r,)\n";
+  Graph original2 = parse_graph(single), g2 = parse_graph(single);
+  EXPECT_TRUE(run_pass_group(g2, "post_grad", post_grad_passes(), ""));
+  EXPECT_EQ(print_graph(g2), canonical("def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: "
+                                       "\"f32[32, 16][16, 1]cpu\", b: \"f32[32][1]cpu\"):\n"
+                                       "    permute = coil.permute(w, [1, 0])\n"
+                                       "    addmm_relu = coil.addmm_relu(b, x, permute)\n"
+                                       "    return (addmm_relu,)\n"));
+  expect_same_results(original2, g2, random_inputs(original2));
+}
+
+}  // namespace
