@@ -25,13 +25,34 @@ std::vector<TensorMeta> view_metas(const Node& n, const TensorMeta& input) {
   return run_meta(n.op(), args);
 }
 
+// Whether the elements lie in row-major order without gaps (size-1 dims aside).
+bool dense_row_major(const ir::Layout& l) {
+  int64_t expected = 1;
+  for (size_t k = l.sizes.size(); k-- > 0;) {
+    if (l.sizes[k] == 1) continue;
+    if (l.strides[k] != expected) return false;
+    expected *= l.sizes[k];
+  }
+  return true;
+}
+
+// The reshape family returns a view when the strides allow one and a copy otherwise; the meta
+// tells them apart unless the result happens to be contiguous, which a copy always is.
+bool is_view_of(const Node& n, const ir::Layout& input, const TensorMeta& result) {
+  if (!is_reshape(n.op()) || n.op() == OpId::view || dense_row_major(input)) return true;
+  return result.strides != contiguous_strides(result.sizes);
+}
+
 Result lower_view(Context& cx, const Node& n, std::string*) {
   const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
-  if (in.storage && (!is_reshape(n.op()) || in.storage->view.strides ==
-                                                contiguous_strides(in.storage->view.sizes))) {
+  std::vector<TensorMeta> strided;
+  if (in.storage) {
     const ir::Layout& v = in.storage->view;
+    strided = view_metas(n, TensorMeta{v.dtype, v.sizes, v.strides, v.offset, kCPU});
+  }
+  if (in.storage && is_view_of(n, in.storage->view, strided[0])) {
     std::vector<TensorBox> out;
-    for (const TensorMeta& m : view_metas(n, TensorMeta{v.dtype, v.sizes, v.strides, v.offset, kCPU}))
+    for (const TensorMeta& m : strided)
       out.push_back(cx.from_storage(
           ir::TensorRef{in.storage->buffer, ir::Layout{m.dtype, m.sizes, m.strides, m.offset}}));
     return out;

@@ -51,3 +51,83 @@ TEST_F(Inductor, LayerNormGeluIsOneKernel) {
   expect_matches(cf(x, w, b), f(x, w, b));
   EXPECT_EQ(count("generated_kernels"), 1);
 }
+
+TEST_F(Inductor, BatchNormReluIsOneKernel) {
+  auto f = [](const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& w,
+              const Tensor& b) { return relu(batch_norm(x, w, b, mean, var, false)); };
+  auto cf = compile(f);
+  Tensor x = random({2, 8, 5, 7}), mean = random({8}), var = random({8}, kFloat32, 0.5, 2),
+         w = random({8}), b = random({8});
+  expect_matches(cf(x, mean, var, w, b), f(x, mean, var, w, b));
+  EXPECT_EQ(count("generated_kernels"), 1);
+}
+
+TEST_F(Inductor, InstanceNormIsAtMostTwoKernels) {
+  auto f = [](const Tensor& x) {
+    return (x - mean(x, {2, 3}, true)) / sqrt(var(x, {2, 3}, 1.0, true) + 1e-5);
+  };
+  auto cf = compile(f);
+  Tensor x = random({2, 3, 9, 11});
+  expect_matches(cf(x), f(x));
+  EXPECT_LE(count("generated_kernels"), 2);
+}
+
+TEST_F(Inductor, MlpIsTwoLibraryCallsAndOneKernel) {
+  auto f = [](const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
+              const Tensor& b2) { return linear(gelu(linear(x, w1, b1)), w2, b2); };
+  auto cf = compile(f);
+  Tensor x = random({16, 32}), w1 = random({64, 32}), b1 = random({64}), w2 = random({32, 64}),
+         b2 = random({32});
+  expect_matches(cf(x, w1, b1, w2, b2), f(x, w1, b1, w2, b2), 1e-4, 1e-4);
+  EXPECT_EQ(count("extern_calls"), 2);
+  EXPECT_LE(count("generated_kernels"), 2);
+}
+
+TEST_F(Inductor, AttentionMatchesEager) {
+  auto f = [](const Tensor& q, const Tensor& k, const Tensor& v) {
+    return matmul(softmax(matmul(q, k.transpose(-2, -1)) * 0.125, -1), v);
+  };
+  auto cf = compile(f);
+  Tensor q = random({2, 4, 16, 8}), k = random({2, 4, 16, 8}), v = random({2, 4, 16, 8});
+  expect_matches(cf(q, k, v), f(q, k, v), 1e-4, 1e-5);
+  EXPECT_EQ(count("generated_kernels"), 1);  // the softmax, with its scaling fused in
+}
+
+// Every float dtype through a program with views, broadcasting and reductions; 16-bit types
+// compute in float32 between load and store, as Inductor does, so they match to their precision.
+TEST_F(Inductor, FloatDtypesMatchEager) {
+  auto f = [](const Tensor& x, const Tensor& y) {
+    Tensor z = (x.transpose(0, 1) * y).sigmoid();
+    return softmax(z, 1) + sum(z, {0}, true);
+  };
+  for (DType t : kFloatTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    auto cf = compile(f);
+    Tensor x = random({33, 17}, t), y = random({33}, t);
+    Tol tol = tol_for(t);
+    expect_matches(cf(x, y), f(x, y), tol.rtol * 4, tol.atol * 4);
+  }
+}
+
+// Integer and bool programs are exact.
+TEST_F(Inductor, IntegerProgramsAreExact) {
+  auto f = [](const Tensor& a, const Tensor& b) {
+    Tensor s = sum(a * b + 3, {1});
+    return where(a > b, s.unsqueeze(1), a - b);
+  };
+  for (DType t : {kInt32, kInt64, kInt8}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto cf = compile(f);
+    Tensor a = random({6, 9}, kFloat32, -20, 20).to(t), b = random({6, 9}, kFloat32, -20, 20).to(t);
+    Tensor got = cf(a, b), want = f(a, b);
+    EXPECT_EQ(values(got), values(want));
+  }
+}
+
+TEST_F(Inductor, LargeInputsUseEveryPath) {
+  // Big enough for the parallel loops and vector bodies with scalar remainders.
+  auto f = [](const Tensor& x) { return softmax(x, -1) * sigmoid(x) + mean(x, {0}); };
+  auto cf = compile(f);
+  Tensor x = random({301, 517});
+  expect_matches(cf(x), f(x), 1e-5, 1e-5);
+}
