@@ -1,0 +1,243 @@
+// coil-bench: the workloads of TARGETS.md, eager and compiled, next to the machine's own
+// ceilings (copy bandwidth, BLAS rate) measured at start-up. Prints a table and writes JSON.
+//
+//   coil-bench [--size cpu|gpu] [--threads N] [--filter NAME] [--json FILE] [--reps N]
+//
+// Times are medians after warm-up, with inputs rotated across several copies so that small
+// workloads do not run from a warm cache. Every run checks the compiled result against eager;
+// a mismatch fails the run. The first call is timed with an empty compile cache, and again in
+// a new process that finds the cache warm.
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "workloads.h"
+
+using namespace coil;
+using namespace coil::bench;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Options {
+  bool gpu = false;
+  int threads = 0;
+  std::string filter, json, probe;
+  int reps = 0;  // 0: as many as fit in about half a second
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "coil-bench: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--size") o.gpu = next() == "gpu";
+    else if (a == "--threads") o.threads = std::stoi(next());
+    else if (a == "--filter") o.filter = next();
+    else if (a == "--json") o.json = next();
+    else if (a == "--reps") o.reps = std::stoi(next());
+    else if (a == "--probe") o.probe = next();
+    else {
+      std::cerr << "usage: coil-bench [--size cpu|gpu] [--threads N] [--filter NAME] [--json FILE] [--reps N]\n";
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+// Bytes read + written by a large parallel copy, per second.
+double copy_bandwidth() {
+  const int64_t n = 32 << 20;
+  std::vector<float> a(static_cast<size_t>(n), 1.0f), b(static_cast<size_t>(n));
+  std::vector<double> t;
+  for (int r = 0; r < 7; ++r) {
+    auto t0 = Clock::now();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) b[static_cast<size_t>(i)] = a[static_cast<size_t>(i)];
+    t.push_back(ms_since(t0));
+  }
+  return 2.0 * n * sizeof(float) / (median(t) * 1e-3);
+}
+
+double blas_rate() {
+  const int64_t n = 2048;
+  Tensor a = randn({n, n}), b = randn({n, n});
+  mm(a, b);
+  std::vector<double> t;
+  for (int r = 0; r < 5; ++r) {
+    auto t0 = Clock::now();
+    mm(a, b);
+    t.push_back(ms_since(t0));
+  }
+  return 2.0 * n * n * n / (median(t) * 1e-3);
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+// Median per-call time of f over rotated input sets.
+double time_ms(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+               const std::vector<std::vector<Tensor>>& sets, int reps) {
+  for (int w = 0; w < 3; ++w) f(sets[static_cast<size_t>(w) % sets.size()]);
+  std::vector<double> t;
+  auto start = Clock::now();
+  for (int r = 0; reps ? r < reps : (r < 5 || (ms_since(start) < 500 && r < 1000)); ++r) {
+    auto t0 = Clock::now();
+    f(sets[static_cast<size_t>(r) % sets.size()]);
+    t.push_back(ms_since(t0));
+  }
+  return median(t);
+}
+
+double bytes_of(const std::vector<Tensor>& in, const Tensor& out) {
+  double b = static_cast<double>(out.numel() * out.element_size());
+  for (const Tensor& t : in) b += static_cast<double>(t.numel() * t.element_size());
+  return b;
+}
+
+// max |got - want| relative to max |want|.
+double mismatch(const Tensor& got, const Tensor& want) {
+  if (got.sizes() != want.sizes()) return INFINITY;
+  std::vector<double> g = got.to_vector_double(), w = want.to_vector_double();
+  double err = 0, scale = 1e-30;
+  for (size_t i = 0; i < g.size(); ++i) {
+    err = std::max(err, std::fabs(g[i] - w[i]));
+    scale = std::max(scale, std::fabs(w[i]));
+  }
+  return err / scale;
+}
+
+// A new process that only makes the first call: the warm-cache compile time.
+double warm_first_call_ms(const std::string& name, const Options& o) {
+  std::string cmd = "'/proc/" + std::to_string(getpid()) + "/exe' --probe " + name +
+                    " --size " + (o.gpu ? "gpu" : "cpu") +
+                    (o.threads ? " --threads " + std::to_string(o.threads) : "");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return NAN;
+  double ms = NAN;
+  if (std::fscanf(p, "%lf", &ms) != 1) ms = NAN;
+  pclose(p);
+  return ms;
+}
+
+const Workload* find(const std::vector<Workload>& ws, const std::string& name) {
+  for (const Workload& w : ws)
+    if (w.name == name) return &w;
+  return nullptr;
+}
+
+int probe(const Options& o) {
+  std::vector<Workload> ws = workloads();
+  const Workload* w = find(ws, o.probe);
+  if (!w) return 2;
+  std::vector<Tensor> in = w->inputs(o.gpu);
+  auto cf = compile(w->fn, {.name = w->name});
+  auto t0 = Clock::now();
+  cf(in);
+  std::printf("%.3f\n", ms_since(t0));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  if (o.threads) omp_set_num_threads(o.threads);
+  if (!o.probe.empty()) return probe(o);
+
+  // An empty compile cache of our own, so that first calls compile.
+  char dir[] = "/tmp/coil-bench-cache-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  setenv("COIL_CACHE_DIR", dir, 1);
+
+  double bw = copy_bandwidth(), blas = blas_rate();
+  std::printf("coil-bench: %s, %d cores, %d threads; copy %.1f GB/s, BLAS %.1f GFLOP/s (sgemm 2048)\n",
+              cpu_model().c_str(), omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9);
+  std::printf("%-15s %10s %10s %8s %10s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
+              "coil ms", "speedup", "roofline", "of roof", "kernels", "first cold", "first warm",
+              "check");
+  nlohmann::json report = {{"cpu", cpu_model()},
+                           {"threads", omp_get_max_threads()},
+                           {"copy_gbps", bw / 1e9},
+                           {"blas_gflops", blas / 1e9},
+                           {"size", o.gpu ? "gpu" : "cpu"},
+                           {"workloads", nlohmann::json::array()}};
+  bool ok = true;
+  for (const Workload& w : workloads()) {
+    if (!o.filter.empty() && w.name.find(o.filter) == std::string::npos) continue;
+    std::vector<Tensor> first = w.inputs(o.gpu);
+    Tensor want = w.fn(first);
+    double bytes = bytes_of(first, want);
+    // Enough copies of the inputs that the set rotated through exceeds the last-level cache.
+    size_t copies = static_cast<size_t>(std::clamp(std::ceil(64e6 / bytes), 1.0, 8.0));
+    std::vector<std::vector<Tensor>> sets = {first};
+    while (sets.size() < copies) sets.push_back(w.inputs(o.gpu));
+
+    auto cf = compile(w.fn, {.name = w.name});
+    auto before = counters();
+    auto t0 = Clock::now();
+    Tensor got = cf(first);
+    double cold = ms_since(t0);
+    int64_t kernels = counters()["generated_kernels"] - before["generated_kernels"];
+    double err = mismatch(got, want);
+    bool good = err <= 1e-3;
+    ok = ok && good;
+
+    double eager = time_ms(w.fn, sets, o.reps);
+    double compiled = time_ms([&](const std::vector<Tensor>& in) { return cf(in); }, sets, o.reps);
+    double flops = workload_flops(w.name, first);
+    double roof = (w.matmul_bound ? flops / blas : bytes / bw) * 1e3;
+    double warm = warm_first_call_ms(w.name, o);
+    std::printf("%-15s %10.3f %10.3f %7.2fx %10.3f %6.0f%% %7lld %9.1fms %9.1fms %6s\n",
+                w.name.c_str(), eager, compiled, eager / compiled, roof, 100 * roof / compiled,
+                static_cast<long long>(kernels), cold, warm, good ? "ok" : "FAIL");
+    report["workloads"].push_back({{"name", w.name},
+                                   {"program", w.program},
+                                   {"eager_ms", eager},
+                                   {"compiled_ms", compiled},
+                                   {"speedup", eager / compiled},
+                                   {"roofline_ms", roof},
+                                   {"roofline_fraction", roof / compiled},
+                                   {"bound", w.matmul_bound ? "blas" : "memory"},
+                                   {"kernels", kernels},
+                                   {"first_call_cold_ms", cold},
+                                   {"first_call_warm_new_process_ms", warm},
+                                   {"max_rel_error", err},
+                                   {"ok", good}});
+  }
+  if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
+  std::filesystem::remove_all(dir);
+  if (!ok) std::fprintf(stderr, "coil-bench: a compiled result differs from eager\n");
+  return ok ? 0 : 1;
+}

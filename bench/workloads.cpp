@@ -1,0 +1,96 @@
+#include "workloads.h"
+
+#include <cmath>
+
+namespace coil::bench {
+
+namespace {
+
+std::vector<Tensor> randn_all(const std::vector<Shape>& shapes) {
+  std::vector<Tensor> out;
+  for (const Shape& s : shapes) out.push_back(randn(s));
+  return out;
+}
+
+double mm_flops(double m, double n, double k) { return 2 * m * n * k; }
+
+}  // namespace
+
+std::vector<Workload> workloads() {
+  std::vector<Workload> w;
+  w.push_back({"sincos", "sin(x)**2 + cos(x)**2",
+               [](bool gpu) { return randn_all({{gpu ? 16 << 20 : 4 << 20}}); },
+               [](const std::vector<Tensor>& a) { return sin(a[0]).pow(2) + cos(a[0]).pow(2); }});
+  w.push_back({"softmax", "softmax(x, dim=-1)",
+               [](bool gpu) { return randn_all({gpu ? Shape{8192, 4096} : Shape{2048, 2048}}); },
+               [](const std::vector<Tensor>& a) { return softmax(a[0], -1); }});
+  w.push_back({"mm_softmax", "softmax(a @ b, dim=1)",
+               [](bool gpu) {
+                 int64_t n = gpu ? 2048 : 512;
+                 return randn_all({{n, n}, {n, n}});
+               },
+               [](const std::vector<Tensor>& a) { return softmax(matmul(a[0], a[1]), 1); }});
+  w.back().matmul_bound = true;
+  w.push_back({"layernorm_gelu", "gelu(layer_norm(x, [D], w, b))",
+               [](bool gpu) {
+                 int64_t n = gpu ? 8192 : 2048, d = gpu ? 1024 : 512;
+                 return randn_all({{n, d}, {d}, {d}});
+               },
+               [](const std::vector<Tensor>& a) {
+                 return gelu(layer_norm(a[0], {a[0].size(1)}, a[1], a[2]));
+               }});
+  w.push_back({"mlp", "linear(gelu(linear(x, w1, b1)), w2, b2), hidden 4*D",
+               [](bool gpu) {
+                 int64_t n = gpu ? 8192 : 2048, d = gpu ? 1024 : 512;
+                 return randn_all({{n, d}, {4 * d, d}, {4 * d}, {d, 4 * d}, {d}});
+               },
+               [](const std::vector<Tensor>& a) {
+                 return linear(gelu(linear(a[0], a[1], a[2])), a[3], a[4]);
+               }});
+  w.back().matmul_bound = true;
+  w.push_back({"attention", "softmax(q @ k^T * d^-1/2) @ v",
+               [](bool gpu) {
+                 Shape s = gpu ? Shape{8, 12, 1024, 64} : Shape{2, 4, 256, 64};
+                 return randn_all({s, s, s});
+               },
+               [](const std::vector<Tensor>& a) {
+                 double scale = 1.0 / std::sqrt(static_cast<double>(a[0].size(-1)));
+                 return matmul(softmax(matmul(a[0], a[1].transpose(-2, -1)) * scale, -1), a[2]);
+               }});
+  w.back().matmul_bound = true;
+  w.push_back({"bn_relu", "relu(batch_norm(x, mean, var, w, b)) (inference)",
+               [](bool gpu) {
+                 Shape s = gpu ? Shape{32, 64, 56, 56} : Shape{8, 32, 56, 56};
+                 std::vector<Tensor> in = randn_all({s, {s[1]}});
+                 in.push_back(rand({s[1]}) + 0.5);
+                 for (int i = 0; i < 2; ++i) in.push_back(randn({s[1]}));
+                 return in;
+               },
+               [](const std::vector<Tensor>& a) {
+                 return relu(batch_norm(a[0], a[3], a[4], a[1], a[2], false));
+               }});
+  w.push_back({"instance_norm", "(x - mean(x,(2,3))) / sqrt(var(x,(2,3)) + 1e-5)",
+               [](bool gpu) {
+                 return randn_all({gpu ? Shape{32, 64, 56, 56} : Shape{8, 32, 56, 56}});
+               },
+               [](const std::vector<Tensor>& a) {
+                 return (a[0] - mean(a[0], {2, 3}, true)) / sqrt(var(a[0], {2, 3}, 1.0, true) + 1e-5);
+               }});
+  return w;
+}
+
+// Flops of the matmul-bound workloads, from their inputs.
+double workload_flops(const std::string& name, const std::vector<Tensor>& in) {
+  if (name == "mm_softmax") return mm_flops(in[0].size(0), in[1].size(1), in[0].size(1));
+  if (name == "mlp") {
+    double n = in[0].size(0), d = in[0].size(1), h = in[1].size(0);
+    return mm_flops(n, h, d) + mm_flops(n, d, h);
+  }
+  if (name == "attention") {
+    double b = in[0].size(0) * in[0].size(1), s = in[0].size(2), d = in[0].size(3);
+    return b * (mm_flops(s, s, d) + mm_flops(s, d, s));
+  }
+  return 0;
+}
+
+}  // namespace coil::bench
