@@ -17,7 +17,7 @@ const std::vector<Artifact>& artifacts() {
       {"guards", "the guards a captured graph holds for"},
       {"recompiles", "why a call did not match any cached graph and recompiled"},
       {"graph_breaks", "each graph break: the operation that needed a value and its source line"},
-      {"cache", "compiled-graph cache hits and misses"},
+      {"cache", "compiled-graph and compiled-code (jit) cache hits and misses"},
       {"timeline", "a one-line summary of each compile's stage times"},
       {"passes", "each graph pass: whether it changed the graph, and its time"},
       {"passes_graphs", "the graph after each pass that changed it"},
