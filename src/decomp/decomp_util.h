@@ -10,10 +10,13 @@
 namespace coil::decomp {
 
 // Every decomposition, by op name: decompose_<op> lives in the family file.
-#define COIL_DECOMPOSITIONS(X)                                                           \
-  X(mean) X(std) X(logsumexp) X(softmax) X(log_softmax) X(layer_norm) X(rms_norm)        \
-  X(batch_norm) X(group_norm) X(gelu) X(silu) X(linear) X(matmul) X(dropout)            \
-  X(cross_entropy) X(nll_loss) X(mse_loss) X(scaled_dot_product_attention) X(stack)
+// clang-format off
+#define COIL_DECOMPOSITIONS(X)                                                         \
+  X(mean) X(std) X(logsumexp) X(softmax) X(log_softmax)                                \
+  X(layer_norm) X(rms_norm) X(batch_norm) X(group_norm) X(gelu) X(silu)                \
+  X(linear) X(matmul) X(dropout) X(cross_entropy) X(nll_loss) X(mse_loss)              \
+  X(scaled_dot_product_attention) X(stack)
+// clang-format on
 
 #define COIL_DECLARE_DECOMPOSITION(op) Node* decompose_##op(Graph& g, Node* node);
 COIL_DECOMPOSITIONS(COIL_DECLARE_DECOMPOSITION)

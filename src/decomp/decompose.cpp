@@ -2,6 +2,7 @@
 #include <array>
 
 #include "decomp/decomp_util.h"
+#include "graph/printer.h"
 
 namespace coil {
 
@@ -37,7 +38,13 @@ bool decompose(Graph& g) {
     for (Node* n : g.nodes()) {
       if (n->kind() != NodeKind::Call) continue;
       const Decomposition* d = find_decomposition(n->op());
-      Node* replacement = d ? (*d)(g, n) : nullptr;
+      if (!d) continue;
+      Node* replacement = nullptr;
+      try {
+        replacement = (*d)(g, n);
+      } catch (const Error& e) {  // the node was valid, so the decomposition is wrong
+        COIL_ASSERT(false, "decomposing ", print_node(*n), ": ", e.what());
+      }
       if (!replacement) continue;
       g.replace_all_uses_with(n, replacement);
       g.erase(n);

@@ -17,11 +17,6 @@ int64_t product(Shape::const_iterator begin, Shape::const_iterator end) {
   return p;
 }
 
-Shape concat(Shape a, const Shape& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // Whether `from` broadcasts to `to` without adding dims to it.
 bool broadcasts_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
@@ -47,7 +42,8 @@ Node* reshaped(const Emit& e, Node* t, const Shape& shape) {
 // A [..., r, c] operand expanded to `batch` and folded into the [B, r, c] that bmm takes.
 Node* as_batch(const Emit& e, Node* t, const Shape& batch) {
   const int64_t r = sizes(t)[sizes(t).size() - 2], c = sizes(t).back();
-  Shape full = concat(batch, {r, c});
+  Shape full = batch;
+  full.insert(full.end(), {r, c});
   if (sizes(t) != full) t = e(OpId::expand, {t, full});
   return reshaped(e, t, {product(batch.begin(), batch.end()), r, c});
 }
@@ -61,7 +57,8 @@ Node* reduce_loss(const Emit& e, Node* terms, const std::string& reduction, Node
   if (reduction == "none") return terms;
   Node* sum = e(OpId::sum, {terms});
   if (reduction == "sum") return sum;
-  return e(OpId::div, {sum, valid ? NodeArg{e(OpId::sum, {valid})} : NodeArg{Scalar(numel(terms))}});
+  return e(OpId::div,
+           {sum, valid ? NodeArg{e(OpId::sum, {valid})} : NodeArg{Scalar(numel(terms))}});
 }
 
 }  // namespace
@@ -122,8 +119,7 @@ Node* decompose_nll_loss(Graph& g, Node* node) {
   Node* picked = e(OpId::squeeze, {e(OpId::gather, {x, cd, index}), Shape{cd}});
   Node* nll = e(OpId::neg, {e.to(picked, compute_type(dtype(node)))});
   Node* terms = e(OpId::where, {valid, nll, Scalar(0.0)});
-  return e.to(reduce_loss(e, terms, arg<std::string>(node, 2), valid),
-              dtype(node));
+  return e.to(reduce_loss(e, terms, arg<std::string>(node, 2), valid), dtype(node));
 }
 
 // cross_entropy = nll_loss(log_softmax(x)) for class indices. Label smoothing eps mixes in the
@@ -143,14 +139,13 @@ Node* decompose_cross_entropy(Graph& g, Node* node) {
     Node* terms = e(OpId::neg, {e(OpId::sum, {e(OpId::mul, {logp, q}), Shape{cd}})});
     return e.to(reduce_loss(e, terms, reduction, nullptr), t);
   }
-  if (eps == 0)
-    return e.to(e(OpId::nll_loss, {logp, target, reduction, ignore_index}), t);
+  if (eps == 0) return e.to(e(OpId::nll_loss, {logp, target, reduction, ignore_index}), t);
   Node* nll = e(OpId::nll_loss, {logp, target, std::string("none"), ignore_index});
   Node* valid = e(OpId::ne, {target, Scalar(ignore_index)});
   Node* smooth = e(OpId::neg, {e(OpId::sum, {logp, Shape{cd}})});
-  Node* terms = e(OpId::add, {e(OpId::mul, {nll, Scalar(1 - eps)}),
-                              e(OpId::where, {valid, e(OpId::mul, {smooth, Scalar(uniform)}),
-                                              Scalar(0.0)})});
+  Node* terms =
+      e(OpId::add, {e(OpId::mul, {nll, Scalar(1 - eps)}),
+                    e(OpId::where, {valid, e(OpId::mul, {smooth, Scalar(uniform)}), Scalar(0.0)})});
   return e.to(reduce_loss(e, terms, reduction, valid), t);
 }
 
@@ -172,14 +167,14 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   const DType t = dtype(node), ct = compute_type(t);
   Node *q = e.to(input(node, 0), ct), *k = e.to(input(node, 1), ct), *v = e.to(input(node, 2), ct);
   Node* mask = input(node, 3);
-  const double scale = opt_arg<double>(node, 6).value_or(
-      1 / std::sqrt(static_cast<double>(sizes(q).back())));
+  const double scale =
+      opt_arg<double>(node, 6).value_or(1 / std::sqrt(static_cast<double>(sizes(q).back())));
   Node* kt = e(OpId::transpose, {k, int64_t{-2}, int64_t{-1}});
   Node* scores = e(OpId::mul, {e(OpId::matmul, {q, kt}), Scalar(scale)});
   const Shape& ss = sizes(scores);
   if (arg<bool>(node, 5)) {
-    Node* ones = e(OpId::full, {Shape{ss[ss.size() - 2], ss.back()}, Scalar(true), kBool,
-                                meta(node).device});
+    Node* ones = e(OpId::full,
+                   {Shape{ss[ss.size() - 2], ss.back()}, Scalar(true), kBool, meta(node).device});
     mask = e(OpId::tril, {ones});
   }
   if (mask && dtype(mask) == kBool) {

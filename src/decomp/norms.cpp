@@ -47,11 +47,11 @@ Node* per_channel(const Emit& e, Node* p, const Node* x) {
   return e(OpId::reshape, {e.to(p, promote_types(dtype(p), dtype(x))), shape});
 }
 
-Node* softmax(Graph& g, Node* node, bool log) {
+Node* softmax_of(Graph& g, Node* node, bool log) {
   Emit e{g, node};
   const Shape dim{arg<int64_t>(node, 1)};
   Node* x = e.to(input(node, 0), compute_type(dtype(node)));
-  if (reduced_numel(x, dim) == 0) return e.full_like(node, 0);  // nothing to normalise
+  if (reduced_numel(x, dim) == 0) return e.full_like(node, 0);       // nothing to normalise
   Node* shifted = e(OpId::sub, {x, e(OpId::amax, {x, dim, true})});  // keeps exp in range
   Node* ex = e(OpId::exp, {shifted});
   Node* sum = e(OpId::sum, {ex, dim, true});
@@ -87,7 +87,8 @@ Node* decompose_logsumexp(Graph& g, Node* node) {
   Emit e{g, node};
   const Shape dims = arg<Shape>(node, 1);
   Node* x = e.to(input(node, 0), compute_type(dtype(node)));  // integers compute in float32
-  if (reduced_numel(x, dims) == 0) return e.full_like(node, -std::numeric_limits<double>::infinity());
+  if (reduced_numel(x, dims) == 0)
+    return e.full_like(node, -std::numeric_limits<double>::infinity());
   Node* max = e(OpId::amax, {x, dims, true});
   Node* shift = e(OpId::where, {e(OpId::isinf, {max}), Scalar(0.0), max});
   Node* sum = e(OpId::sum, {e(OpId::exp, {e(OpId::sub, {x, shift})}), dims, true});
@@ -96,8 +97,8 @@ Node* decompose_logsumexp(Graph& g, Node* node) {
   return e.to(y, dtype(node));
 }
 
-Node* decompose_softmax(Graph& g, Node* node) { return softmax(g, node, false); }
-Node* decompose_log_softmax(Graph& g, Node* node) { return softmax(g, node, true); }
+Node* decompose_softmax(Graph& g, Node* node) { return softmax_of(g, node, false); }
+Node* decompose_log_softmax(Graph& g, Node* node) { return softmax_of(g, node, true); }
 
 // layer_norm(x, normalized_shape, weight?, bias?, eps): standardize over the trailing dims.
 Node* decompose_layer_norm(Graph& g, Node* node) {
@@ -112,9 +113,9 @@ Node* decompose_layer_norm(Graph& g, Node* node) {
 Node* decompose_rms_norm(Graph& g, Node* node) {
   Emit e{g, node};
   DType t = dtype(node);
-  double eps = opt_arg<double>(node, 3).value_or(t == kFloat64
-                                                     ? std::numeric_limits<double>::epsilon()
-                                                     : std::numeric_limits<float>::epsilon());
+  double eps =
+      opt_arg<double>(node, 3).value_or(t == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                                      : std::numeric_limits<float>::epsilon());
   Node* x = e.to(input(node, 0), compute_type(t));
   Shape dims = trailing_dims(arg<Shape>(node, 1).size());
   Node* ms = e(OpId::mean, {e(OpId::mul, {x, x}), dims, true});

@@ -20,8 +20,8 @@ std::vector<Tensor> eager_addmm_relu(const Args& a, const std::vector<TensorMeta
                       T* row = p + off[0];
                       for (int64_t i = 0; i < n; ++i) {
                         T& v = row[i * step[0]];
-                        // As relu: NaN and -0.0 become +0.
-                        if (!(static_cast<acc_type<T>>(v) > acc_type<T>(0))) v = T(0);
+                        // As relu: NaN and -0.0 pass through.
+                        if (static_cast<acc_type<T>>(v) < acc_type<T>(0)) v = T(0);
                       }
                     });
   });

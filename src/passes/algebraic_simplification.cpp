@@ -47,8 +47,7 @@ Node* simplify_mul(Graph& g, Node* n) {
 // neg(neg(x)) -> x, when x may stand in for the outer neg.
 bool remove_double_neg(Graph& g, Node* n) {
   Node* inner = node_arg(n->args()[0]);
-  if (inner == nullptr || inner->kind() != NodeKind::Call || inner->op() != OpId::neg)
-    return false;
+  if (inner == nullptr || inner->kind() != NodeKind::Call || inner->op() != OpId::neg) return false;
   Node* x = node_arg(inner->args()[0]);
   return x != nullptr && detail_passes::replace_with_existing(g, n, x);
 }

@@ -18,9 +18,7 @@ bool is_call(const Node* n, OpId op) {
 }
 
 // A dim as the op read it (negative counts from the end); the meta function checked range.
-int64_t wrap(int64_t dim, size_t ndim) {
-  return dim < 0 ? dim + static_cast<int64_t>(ndim) : dim;
-}
+int64_t wrap(int64_t dim, size_t ndim) { return dim < 0 ? dim + static_cast<int64_t>(ndim) : dim; }
 
 Shape identity(size_t ndim) {
   Shape p(ndim);

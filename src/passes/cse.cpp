@@ -90,6 +90,9 @@ bool run_cse(Graph& g) {
       bucket.push_back(n);
       continue;
     }
+    // Two results the program returned as distinct tensors stay distinct: a caller writing
+    // to one must not change the other.
+    if (detail_passes::reaches_output(n) && detail_passes::reaches_output(earlier)) continue;
     g.replace_all_uses_with(n, earlier);
     g.erase(n);
     changed = true;

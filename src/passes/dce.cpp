@@ -10,6 +10,8 @@ namespace {
 bool removable(const Node& n) {
   switch (n.kind()) {
     case NodeKind::Call:
+      // An unused random call goes too, though later draws then get the numbers it would
+      // have drawn: no program can rely on which numbers a draw gets.
       return !detail_passes::has_side_effects(n);
     case NodeKind::GetItem:
     case NodeKind::Constant:

@@ -24,7 +24,9 @@ const Node* storage_root(const Node* n) {
   for (;;) {
     const Node* call = n->kind() == NodeKind::GetItem ? n->source() : n;
     if (call->kind() != NodeKind::Call || !view_like(*call)) return n;
-    n = node_arg(call->args().at(0));
+    Node* in = node_arg(call->args().at(0));
+    if (in == nullptr) return n;  // contiguous(2.0): a plain number has no storage to share
+    n = in;
   }
 }
 

@@ -15,37 +15,40 @@ constexpr int kMaxSweeps = 100;
 
 bool commutes(OpId op) { return op == OpId::add || op == OpId::mul; }
 
-bool match_expr(const PatternNode& p, Node* n, bool commutative, Match& m);
-
-// Matches the call's arguments to the op pattern's inputs, in the order `order` gives.
-bool match_inputs(const PatternNode& p, Node* n, const std::vector<size_t>& order, bool commutative,
-                  Match& m) {
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    Node* arg = detail_passes::node_arg(n->args()[order[i]]);
-    if (arg == nullptr || !match_expr(*p.inputs[i], arg, commutative, m)) return false;
-  }
-  return true;
-}
+// The rest of a match, once a subpattern has matched: matching is depth-first with
+// backtracking, so a choice made early (which operand of a commutative op comes first) is
+// undone when something later, the predicate included, rejects it.
+using Continuation = std::function<bool(Match&)>;
 
 bool bind(const std::string& name, Node* n, Match& m) {
   auto [it, inserted] = m.bound.emplace(name, n);
   return inserted || it->second == n;
 }
 
-bool match_expr(const PatternNode& p, Node* n, bool commutative, Match& m) {
-  if (p.kind == PatternNode::Kind::Any) return bind(p.name, n, m);
+bool match_expr(const PatternNode& p, Node* n, bool commutative, Match m, const Continuation& k);
+
+// Matches args[i...] to the op pattern's inputs i..., then continues with `k`.
+bool match_args(const PatternNode& p, const std::vector<Node*>& args, size_t i, bool commutative,
+                Match m, const Continuation& k) {
+  if (i == args.size()) return k(m);
+  if (args[i] == nullptr) return false;  // a plain number: no pattern input matches it
+  return match_expr(*p.inputs[i], args[i], commutative, std::move(m),
+                    [&](Match& next) { return match_args(p, args, i + 1, commutative, next, k); });
+}
+
+bool match_expr(const PatternNode& p, Node* n, bool commutative, Match m, const Continuation& k) {
+  if (p.kind == PatternNode::Kind::Any) return bind(p.name, n, m) && k(m);
   if (n->kind() != NodeKind::Call || n->op() != p.op || n->is_multi_output()) return false;
   if (n->args().size() < p.inputs.size()) return false;
   if (!p.name.empty() && !bind(p.name, n, m)) return false;
   m.matched_ops.push_back(n);
-  std::vector<size_t> order(p.inputs.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  Match saved = m;
-  if (match_inputs(p, n, order, commutative, m)) return true;
-  if (!commutative || !commutes(p.op) || order.size() != 2) return false;
-  m = std::move(saved);  // undo the first order's bindings before trying the other
-  std::swap(order[0], order[1]);
-  return match_inputs(p, n, order, commutative, m);
+  std::vector<Node*> args;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    args.push_back(detail_passes::node_arg(n->args()[i]));
+  if (match_args(p, args, 0, commutative, m, k)) return true;
+  if (!commutative || !commutes(p.op) || args.size() != 2) return false;
+  std::swap(args[0], args[1]);
+  return match_args(p, args, 0, commutative, std::move(m), k);
 }
 
 // Replaces the match's root by `fresh` and erases the matched ops nothing else uses any more.
@@ -89,10 +92,13 @@ Node* Match::operator[](const std::string& name) const {
 bool match_pattern(const Pattern& p, Node* n, Match& m) {
   COIL_ASSERT(p.expr && p.expr->kind == PatternNode::Kind::Op, "pattern '", p.name,
               "' must have an op at its root");
-  m = Match{};
-  m.root = n;
-  if (!match_expr(*p.expr, n, p.commutative, m)) return false;
-  return !p.predicate || p.predicate(m);
+  Match start;
+  start.root = n;
+  return match_expr(*p.expr, n, p.commutative, std::move(start), [&](Match& done) {
+    if (p.predicate && !p.predicate(done)) return false;
+    m = done;
+    return true;
+  });
 }
 
 bool apply_patterns(Graph& g, const std::vector<Pattern>& patterns) {
@@ -117,7 +123,7 @@ bool apply_patterns(Graph& g, const std::vector<Pattern>& patterns) {
     changed = true;
   }
   COIL_ASSERT(false, "the patterns still match after ", kMaxSweeps,
-                     " sweeps: a replacement is matched again by some pattern");
+              " sweeps: a replacement is matched again by some pattern");
   return changed;
 }
 

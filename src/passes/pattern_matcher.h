@@ -51,7 +51,8 @@ struct Pattern {
   PatternExpr expr;
   // Whether add and mul nodes of `expr` also match with their two operands swapped.
   bool commutative = false;
-  // When set, a match counts only where this returns true.
+  // When set, a match counts only where this returns true (another way of matching the same
+  // node, with commutative operands swapped, is then tried).
   std::function<bool(const Match&)> predicate;
   // Builds the nodes that compute the root's value, inserted before the root, and returns the
   // one that takes the root's place: the same dtype and sizes.

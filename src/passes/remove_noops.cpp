@@ -21,8 +21,8 @@ Node* unchanged_input(const Node& n) {
   const std::vector<NodeArg>& a = n.args();
   switch (n.op()) {
     case OpId::add:
-      // x + 0 turns -0.0 into +0.0; like Inductor we accept that difference: the two compare
-      // equal, and only ops such as 1/x and atan2 tell them apart.
+      // x + 0 turns -0.0 into +0.0 (x + -0.0 is exact); this rule accepts that difference:
+      // the two compare equal, and only ops such as 1/x and atan2 tell them apart.
       if (is(a[1], 0)) return node_arg(a[0]);
       if (is(a[0], 0)) return node_arg(a[1]);
       return nullptr;
@@ -33,8 +33,7 @@ Node* unchanged_input(const Node& n) {
       if (is(a[0], 1)) return node_arg(a[1]);
       return nullptr;
     case OpId::div:  // true division only: x / 1 with a rounding mode rounds x
-      return std::holds_alternative<std::monostate>(a[2]) && is(a[1], 1) ? node_arg(a[0])
-                                                                          : nullptr;
+      return std::holds_alternative<std::monostate>(a[2]) && is(a[1], 1) ? node_arg(a[0]) : nullptr;
     case OpId::pow:
       return is(a[1], 1) ? node_arg(a[0]) : nullptr;
     case OpId::to_dtype:  // the dtype check in replace_with_existing keeps real casts

@@ -142,6 +142,7 @@ Expr from_sum(Sum s) {
 }  // namespace detail
 
 Expr add(Expr a, Expr b) {
+  COIL_ASSERT(a && b, "sym::add of a null expression");
   if (a->is_const() && b->is_const()) return constant(detail::checked_add(a->value(), b->value()));
   if (b->is_const(0)) return a;
   if (a->is_const(0)) return b;

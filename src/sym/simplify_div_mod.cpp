@@ -36,6 +36,7 @@ Expr divided(Sum s, int64_t g) {
 }  // namespace
 
 Expr floordiv(Expr e, int64_t d) {
+  COIL_ASSERT(e, "sym::floordiv of a null expression");
   COIL_ASSERT(d > 0, "floordiv of ", to_string(e), " by ", d, ": divisors are positive");
   if (d == 1) return e;
   int64_t q = floor_div(e->range().lo, d);
@@ -60,6 +61,7 @@ Expr floordiv(Expr e, int64_t d) {
 }
 
 Expr mod(Expr e, int64_t d) {
+  COIL_ASSERT(e, "sym::mod of a null expression");
   COIL_ASSERT(d > 0, "mod of ", to_string(e), " by ", d, ": divisors are positive");
   if (d == 1) return constant(0);
   int64_t q = floor_div(e->range().lo, d);

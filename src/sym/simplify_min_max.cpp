@@ -4,6 +4,7 @@
 // min(b, a) are one node.
 #include <algorithm>
 
+#include "coil/error.h"
 #include "sym/intern.h"
 
 namespace coil::sym {
@@ -15,6 +16,7 @@ bool never_above(Expr a, Expr b) {
 }
 
 Expr min_or_max(Kind kind, Expr a, Expr b) {
+  COIL_ASSERT(a && b, "sym::min/max of a null expression");
   if (a == b) return a;
   bool a_first = kind == Kind::Min;  // min keeps the smaller operand, max the larger
   if (never_above(a, b)) return a_first ? a : b;

@@ -38,6 +38,7 @@ Expr scale(Expr core, int64_t coef) {
 
 Expr mul(Expr a, Expr b) {
   using namespace detail;
+  COIL_ASSERT(a && b, "sym::mul of a null expression");
   if (a->is_const() && b->is_const()) return constant(checked_mul(a->value(), b->value()));
   // Order the operands: an Add first (to distribute over), else a constant second.
   if (b->kind() == Kind::Add || a->is_const()) std::swap(a, b);

@@ -1,6 +1,7 @@
 // The check every decomposition test makes: one call of an op on concrete arguments becomes a
 // graph (each tensor a placeholder with its own layout), is decomposed, verified, searched for
-// leftover composite ops, interpreted, and compared with run_eager of the call itself.
+// leftover composite ops and dead nodes, interpreted, and compared with run_eager of the call
+// itself.
 #pragma once
 
 #include <string>
@@ -76,6 +77,7 @@ inline void check_decomposition(OpId op, std::vector<Arg> args, bool declines = 
   for (const Node* n : g.nodes()) {
     if (n->kind() != NodeKind::Call) continue;
     EXPECT_EQ(find_decomposition(n->op()), nullptr) << "left over: " << print_node(*n);
+    EXPECT_FALSE(n->users().empty()) << "dead: " << print_node(*n);
   }
   Tensor want = run_eager(op, args).at(0);
   std::vector<Tensor> got = interpret(g, inputs);

@@ -68,8 +68,8 @@ TEST(DecomposeLosses, NllLoss) {
       check_decomposition(OpId::nll_loss, {x, targets({4}, 6, -100), Str(reduction)});
       check_decomposition(OpId::nll_loss, {x, targets({4}, 6, 2), Str(reduction), I(2)});
     }
-    check_decomposition(OpId::nll_loss, {rnd({2, 5, 3, 2}), targets({2, 3, 2}, 5, 7), Str(reduction),
-                                         I(7)});
+    check_decomposition(OpId::nll_loss,
+                        {rnd({2, 5, 3, 2}), targets({2, 3, 2}, 5, 7), Str(reduction), I(7)});
     check_decomposition(OpId::nll_loss, {rnd({5}), targets({}, 5, 1), Str(reduction)});  // [C]
   }
   // Every target ignored: the mean is 0 / 0.
@@ -87,8 +87,8 @@ TEST(DecomposeLosses, CrossEntropyClassIndices) {
         check_decomposition(OpId::cross_entropy,
                             {x, targets({4}, 6, -100), Str(reduction), I(-100), F(eps)});
       }
-      check_decomposition(OpId::cross_entropy, {rnd({2, 5, 3}), targets({2, 3}, 5, 4),
-                                                Str(reduction), I(4), F(eps)});
+      check_decomposition(OpId::cross_entropy,
+                          {rnd({2, 5, 3}), targets({2, 3}, 5, 4), Str(reduction), I(4), F(eps)});
       check_decomposition(OpId::cross_entropy,
                           {rnd({5}), targets({}, 5, 9), Str(reduction), I(9), F(eps)});
     }
@@ -154,13 +154,13 @@ TEST(DecomposeAttention, BroadcastBatches) {
 TEST(DecomposeShape, Stack) {
   for (int64_t dim : {0, 1, 2, -1, -3}) {
     SCOPED_TRACE(dim);
-    check_decomposition(OpId::stack,
-                        {std::vector<Tensor>{rnd({3, 4}), rnd({3, 4}, kFloat32, true), rnd({3, 4})},
-                         I(dim)});
+    check_decomposition(
+        OpId::stack,
+        {std::vector<Tensor>{rnd({3, 4}), rnd({3, 4}, kFloat32, true), rnd({3, 4})}, I(dim)});
   }
   check_decomposition(OpId::stack, {std::vector<Tensor>{rnd({}), rnd({})}});
-  check_decomposition(OpId::stack,
-                      {std::vector<Tensor>{rnd({2}, kInt32), rnd({2}, kFloat16), rnd({2}, kInt64)}});
+  check_decomposition(
+      OpId::stack, {std::vector<Tensor>{rnd({2}, kInt32), rnd({2}, kFloat16), rnd({2}, kInt64)}});
   check_decomposition(OpId::stack, {std::vector<Tensor>{rnd({0}), rnd({0})}, I(1)});
 }
 

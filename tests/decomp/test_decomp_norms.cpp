@@ -103,7 +103,8 @@ TEST(DecomposeNorms, BatchNormTrainingWithoutRunningStats) {
   Tensor c = rnd({3});
   for (DType t : kFloatTypes) {
     SCOPED_TRACE(dtype_name(t));
-    check_decomposition(OpId::batch_norm, {rnd({2, 3, 4, 5}, t, true), c, c, None(), None(), B(true)});
+    check_decomposition(OpId::batch_norm,
+                        {rnd({2, 3, 4, 5}, t, true), c, c, None(), None(), B(true)});
     check_decomposition(OpId::batch_norm, {rnd({5, 3}, t), None(), c, None(), None(), B(true)});
   }
 }

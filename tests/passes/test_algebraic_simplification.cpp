@@ -22,11 +22,11 @@ TEST(AlgebraicSimplification, RewritesPowers) {
                   "    reciprocal = coil.reciprocal(y)\n"
                   "    return (mul, sqrt, reciprocal)\n");
   expect_pass(run_algebraic_simplification,
-              "def forward(self, i: \"i32[5][1]cpu\"):\n"
-              "    two: \"i32[1][1]cpu\" = coil.constant([2])\n"
+              "def forward(self, i: \"i64[5][1]cpu\"):\n"
+              "    two: \"i64[1][1]cpu\" = coil.constant([2])\n"
               "    a = coil.pow(i, two)\n"
               "    return (a,)\n",
-              "def forward(self, i: \"i32[5][1]cpu\"):\n"
+              "def forward(self, i: \"i64[5][1]cpu\"):\n"
               "    mul = coil.mul(i, i)\n"
               "    return (mul,)\n");
 }
@@ -53,21 +53,20 @@ TEST(AlgebraicSimplification, KeepsRewritesThatWouldChangeDtypeOrSizes) {
                    "\"f32[6][1]cpu\"):\n"
                    "    twos: \"f32[2, 6][6, 1]cpu\" = coil.constant([2.0, 2.0, 2.0, 2.0, 2.0, "
                    "2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])\n"
-                   "    a = coil.pow(i, 2.0)\n"      // a float exponent makes it float32
-                   "    c = coil.pow(i, 0.5)\n"      // likewise
-                   "    d = coil.mul(b, -1)\n"       // bool * int is int64
-                   "    e = coil.pow(y, twos)\n"     // the exponent broadcasts y to [2, 6]
-                   "    f = coil.pow(i, 3)\n"        // no rule for 3
+                   "    a = coil.pow(i, 2.0)\n"   // a float exponent makes it float32
+                   "    c = coil.pow(i, 0.5)\n"   // likewise
+                   "    d = coil.mul(b, -1)\n"    // bool * int is int64
+                   "    e = coil.pow(y, twos)\n"  // the exponent broadcasts y to [2, 6]
+                   "    f = coil.pow(i, 3)\n"     // no rule for 3
                    "    return (a, c, d, e, f)\n");
 }
 
 // neg(neg(x)) would return the program's input itself.
 TEST(AlgebraicSimplification, NeverMakesAResultAliasAnInput) {
-  expect_no_change(run_algebraic_simplification,
-                   std::string(kHead) +
-                       "    a = coil.neg(y)\n"
-                       "    b = coil.neg(a)\n"
-                       "    return (b,)\n");
+  expect_no_change(run_algebraic_simplification, std::string(kHead) +
+                                                     "    a = coil.neg(y)\n"
+                                                     "    b = coil.neg(a)\n"
+                                                     "    return (b,)\n");
 }
 
 // No rule may change a NaN, an infinity or the sign of a zero. (x ** 0.5 at -0.0 and -inf

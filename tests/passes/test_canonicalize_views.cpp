@@ -58,13 +58,12 @@ TEST(CanonicalizeViews, MergesReshapeChainsOfContiguousTensors) {
 
 // A chain over a non-contiguous tensor may copy somewhere in the middle: left as it is.
 TEST(CanonicalizeViews, KeepsReshapeChainsOfNonContiguousTensors) {
-  expect_no_change(run_canonicalize_views,
-                   std::string(kHead) +
-                       "    s = coil.sin(x)\n"
-                       "    p = coil.permute(s, [2, 0, 1])\n"
-                       "    a = coil.reshape(p, [4, 6])\n"
-                       "    b = coil.unsqueeze(a, 0)\n"
-                       "    return (b,)\n");
+  expect_no_change(run_canonicalize_views, std::string(kHead) +
+                                               "    s = coil.sin(x)\n"
+                                               "    p = coil.permute(s, [2, 0, 1])\n"
+                                               "    a = coil.reshape(p, [4, 6])\n"
+                                               "    b = coil.unsqueeze(a, 0)\n"
+                                               "    return (b,)\n");
 }
 
 TEST(CanonicalizeViews, RemovesUnsqueezeUndoneBySqueeze) {

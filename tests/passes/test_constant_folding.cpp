@@ -19,8 +19,8 @@ TEST(ConstantFolding, FoldsChainsOfCallsOnConstants) {
                   "    a = coil.add(x, m)\n"
                   "    return (a,)\n",
               std::string(kHead) +
-                  "    constant: \"f32[2][1]cpu\" = coil.constant([0.5, 0.5])\n"
-                  "    a = coil.add(x, constant)\n"
+                  "    constant_1: \"f32[2][1]cpu\" = coil.constant([0.5, 0.5])\n"
+                  "    a = coil.add(x, constant_1)\n"
                   "    return (a,)\n");
 }
 
@@ -38,24 +38,23 @@ TEST(ConstantFolding, FoldsViewsAndMultiOutputCalls) {
                   "    b = coil.sub(a, v1)\n"
                   "    return (b,)\n",
               std::string(kHead) +
-                  "    constant_2: \"i64[2][1]cpu\" = coil.constant([1, 2])\n"
-                  "    constant_3: \"i64[2][1]cpu\" = coil.constant([3, 4])\n"
-                  "    a = coil.mul(x, constant_2)\n"
-                  "    b = coil.sub(a, constant_3)\n"
+                  "    constant_3: \"i64[2][1]cpu\" = coil.constant([1, 3])\n"
+                  "    constant_4: \"i64[2][1]cpu\" = coil.constant([2, 4])\n"
+                  "    a = coil.mul(x, constant_3)\n"
+                  "    b = coil.sub(a, constant_4)\n"
                   "    return (b,)\n");
 }
 
 TEST(ConstantFolding, LeavesFactoriesAndRandomCalls) {
-  expect_no_change(run_constant_folding,
-                   std::string(kHead) +
-                       "    f = coil.full([2], 3.0)\n"
-                       "    r = coil.arange(0, 2)\n"
-                       "    c: \"f32[2][1]cpu\" = coil.constant([1.0, 4.0])\n"
-                       "    d = coil.dropout(c, 0.5, True)\n"
-                       "    a = coil.add(x, f)\n"
-                       "    b = coil.add(a, r)\n"
-                       "    e = coil.add(b, d)\n"
-                       "    return (e,)\n");
+  expect_no_change(run_constant_folding, std::string(kHead) +
+                                             "    f = coil.full([2], 3.0)\n"
+                                             "    r = coil.arange(0, 2)\n"
+                                             "    c: \"f32[2][1]cpu\" = coil.constant([1.0, 4.0])\n"
+                                             "    d = coil.dropout(c, 0.5, True)\n"
+                                             "    a = coil.add(x, f)\n"
+                                             "    b = coil.add(a, r)\n"
+                                             "    e = coil.add(b, d)\n"
+                                             "    return (e,)\n");
 }
 
 TEST(ConstantFolding, LeavesCallsOnParametersAndInputs) {

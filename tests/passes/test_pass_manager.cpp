@@ -1,5 +1,10 @@
 // The pass manager: groups repeat until a fixpoint, report whether they changed anything and
 // refuse to loop forever; the pipeline's groups on small graphs.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "debug/log.h"
 #include "pass_testing.h"
 #include "passes/pass.h"
 
@@ -19,13 +24,12 @@ TEST(PassManager, RepeatsTheGroupUntilNothingChanges) {
                         "    m2 = coil.mul(x, y)\n"
                         "    s = coil.sub(m1, m2)\n"
                         "    return (s,)\n");
-  std::vector<Pass> group = {{"cse", run_cse}, {"remove_noops", run_remove_noops},
-                             {"dce", run_dce}};
+  std::vector<Pass> group = {
+      {"cse", run_cse}, {"remove_noops", run_remove_noops}, {"dce", run_dce}};
   EXPECT_TRUE(run_pass_group(g, "test", group, "[test]"));
-  EXPECT_EQ(print_graph(g), canonical(std::string(kHead) +
-                                      "    m1 = coil.mul(x, y)\n"
-                                      "    s = coil.sub(m1, m1)\n"
-                                      "    return (s,)\n"));
+  EXPECT_EQ(print_graph(g), canonical(std::string(kHead) + "    m1 = coil.mul(x, y)\n"
+                                                           "    s = coil.sub(m1, m1)\n"
+                                                           "    return (s,)\n"));
   EXPECT_FALSE(run_pass_group(g, "test", group, "[test]"));
 }
 
@@ -41,6 +45,64 @@ TEST(PassManager, AGroupThatNeverSettlesIsABug) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("always_changes"), std::string::npos) << e.what();
   }
+}
+
+// Sets COIL_LOGS and COIL_LOG_FILE for one test, and puts back what was there.
+class ScopedLogs {
+ public:
+  ScopedLogs(const char* artifacts, const std::string& file) {
+    for (const char* name : {"COIL_LOGS", "COIL_LOG_FILE"})
+      if (const char* v = std::getenv(name)) saved_.emplace_back(name, v);
+    setenv("COIL_LOGS", artifacts, 1);
+    setenv("COIL_LOG_FILE", file.c_str(), 1);
+    debug::reload_log_settings();
+  }
+  ~ScopedLogs() {
+    unsetenv("COIL_LOGS");
+    unsetenv("COIL_LOG_FILE");
+    for (const auto& [name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+    debug::reload_log_settings();  // closes the file
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+TEST(PassManager, LogsEveryPassEveryRewriteAndTheChangedGraphs) {
+  std::string path = ::testing::TempDir() + "coil_test_passes.log";
+  std::remove(path.c_str());
+  const char* kMm =
+      "def forward(self, a: \"f32[4, 6][6, 1]cpu\", b: \"f32[6, 5][5, 1]cpu\", "
+      "bias: \"f32[5][1]cpu\"):\n";
+  {
+    ScopedLogs logs("passes,passes_graphs", path);
+    Graph g = parse_graph(std::string(kMm) +
+                          "    m = coil.mm(a, b)\n"
+                          "    z = coil.add(m, 0)\n"
+                          "    s = coil.add(z, bias)\n"
+                          "    return (s,)\n");
+    run_pass_group(
+        g, "test",
+        {{"remove_noops", run_remove_noops}, {"post_grad_patterns", run_post_grad_patterns}},
+        "[fn]");
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  for (const char* line :
+       {"[passes] [fn] test round 1: remove_noops changed the graph (",
+        "[passes_graphs] [fn] test after remove_noops:\n"
+        "[passes_graphs] [fn] def forward(self, a: \"f32[4, 6][6, 1]cpu\"",
+        "[passes_graphs] [fn]     s: \"f32[4, 5][5, 1]cpu\" = coil.add(m, bias)\n",
+        "[passes] pattern add(mm(a, b), bias) -> addmm(bias, a, b): s -> addmm\n",
+        "[passes] [fn] test round 1: post_grad_patterns changed the graph (",
+        "[passes_graphs] [fn]     addmm: \"f32[4, 5][5, 1]cpu\" = coil.addmm(bias, a, b)\n",
+        "[passes] [fn] test round 2: remove_noops no change (",
+        "[passes] [fn] test round 2: post_grad_patterns no change (",
+        "[passes] [fn] test: fixpoint after 2 round(s)\n"})
+    EXPECT_NE(log.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << log;
+  std::remove(path.c_str());
 }
 
 // The groups of the pipeline, end to end on one graph each.
@@ -65,9 +127,9 @@ TEST(PassManager, PreGradGroup) {
   EXPECT_EQ(print_graph(g), canonical("def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: "
                                       "\"f32[6][1]cpu\"):\n"
                                       "    constant: \"f32[2][1]cpu\" = coil.constant([2.0, 3.0])\n"
-                                      "    q = coil.mul(x, x)\n"
-                                      "    n = coil.neg(q)\n"
-                                      "    s = coil.add(q, n)\n"
+                                      "    mul = coil.mul(x, x)\n"
+                                      "    n = coil.neg(mul)\n"
+                                      "    s = coil.add(mul, n)\n"
                                       "    v = coil.view(s, [12, 2])\n"
                                       "    w = coil.mul(v, constant)\n"
                                       "    return (w,)\n"));

@@ -135,9 +135,9 @@ inline void mark_vars(const Tree& t, bool* used) {
   if (t.b) mark_vars(*t.b, used);
 }
 
-// Random trees of depth <= 4 shaped like index arithmetic: products have a leaf operand (so
-// values stay small), constants are often multiples of the divisors, and some subtrees are
-// written as a split c*d*(t // d) + c*(t % d) for the recombination rule to find.
+// Random trees of at most the given depth, shaped like index arithmetic: products have a leaf
+// operand (so values stay small), constants are often multiples of the divisors, and some
+// subtrees are written as a split c*d*(t // d) + c*(t % d) for the recombination rule to find.
 class Generator {
  public:
   explicit Generator(uint64_t seed) : rng_(seed) {}
@@ -201,8 +201,7 @@ inline void for_each_point(const bool* used, const std::function<void(const int6
   }
 }
 
-// Evaluates `e` node by node with the test's own arithmetic, recording the first node whose
-
+// The assignment `env` as evaluate() takes it.
 inline std::unordered_map<Expr, int64_t> bindings_of(const int64_t* env) {
   std::unordered_map<Expr, int64_t> m;
   for (int i = 0; i < kNumVars; ++i) m[sym_var(i)] = env[i];

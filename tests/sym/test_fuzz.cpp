@@ -122,13 +122,15 @@ TEST(SymFuzz, SimplifiedAgreesWithReferenceAndStaysInRange) {
 }
 
 TEST(SymFuzz, CanonicalFormIsAFixpoint) {
-  Generator gen(2000);
-  for (int n = 0; n < kExpressions; ++n) {
-    TreeP t = gen.tree(4);
-    Expr e = build(*t);
-    ASSERT_EQ(build(*t), e) << "interning: " << show(*t);
-    Expr again = rebuild(e);
-    ASSERT_EQ(again, e) << show(*t) << " -> " << to_string(e) << " -> " << to_string(again);
+  for (int round = 0; round < rounds(); ++round) {
+    Generator gen(2000 + round);
+    for (int n = 0; n < kExpressions; ++n) {
+      TreeP t = gen.tree(4);
+      Expr e = build(*t);
+      ASSERT_EQ(build(*t), e) << "interning: " << show(*t);
+      Expr again = rebuild(e);
+      ASSERT_EQ(again, e) << show(*t) << " -> " << to_string(e) << " -> " << to_string(again);
+    }
   }
 }
 

@@ -156,9 +156,11 @@ TEST(SymSimplify, RangesByIntervalArithmetic) {
   EXPECT_EQ(r(big * 2 - var("big2", {0, INT64_MAX}) * 2), (Range{INT64_MIN, INT64_MAX}));
 }
 
-TEST(SymSimplify, BadDivisorsAndOverflowAreInternalErrors) {
+TEST(SymSimplify, MisuseIsAnInternalError) {
   EXPECT_THROW(floordiv(x, 0), coil::InternalError);
   EXPECT_THROW(mod(x, -8), coil::InternalError);
   EXPECT_THROW(constant(INT64_MAX) + constant(1), coil::InternalError);
   EXPECT_THROW(var("v", {3, 2}), coil::InternalError);
+  EXPECT_THROW(x + Expr(), coil::InternalError);
+  EXPECT_THROW(floordiv(nullptr, 2), coil::InternalError);
 }

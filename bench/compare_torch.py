@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Side by side: coil (eager and compiled) against PyTorch eager and torch.compile (Inductor).
+
+Runs coil-bench for coil's numbers, then the same workloads at the same sizes with PyTorch on
+the same machine, in one run, and prints the ratios. Times are medians after warm-up; the
+first call of torch.compile is timed with an empty Inductor cache (a fresh
+TORCHINDUCTOR_CACHE_DIR).
+
+    python3 bench/compare_torch.py --coil-bench build/bench/coil-bench [--threads N]
+        [--size cpu] [--filter NAME] [--json FILE]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def workloads(torch, F, gpu):
+    """The programs of TARGETS.md, as coil-bench runs them (same sizes, same inputs' shapes)."""
+    r = torch.randn
+    def bn_inputs(s):
+        return [r(*s), r(s[1]), torch.rand(s[1]) + 0.5, r(s[1]), r(s[1])]
+    n, d = (8192, 1024) if gpu else (2048, 512)
+    att = (8, 12, 1024, 64) if gpu else (2, 4, 256, 64)
+    img = (32, 64, 56, 56) if gpu else (8, 32, 56, 56)
+    mm = 2048 if gpu else 512
+    return {
+        "sincos": (lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2,
+                   lambda: [r((16 if gpu else 4) << 20)]),
+        "softmax": (lambda x: torch.softmax(x, -1),
+                    lambda: [r(8192, 4096) if gpu else r(2048, 2048)]),
+        "mm_softmax": (lambda a, b: torch.softmax(a @ b, 1), lambda: [r(mm, mm), r(mm, mm)]),
+        "layernorm_gelu": (lambda x, w, b: F.gelu(F.layer_norm(x, [x.shape[1]], w, b)),
+                           lambda: [r(n, d), r(d), r(d)]),
+        "mlp": (lambda x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2),
+                lambda: [r(n, d), r(4 * d, d), r(4 * d), r(d, 4 * d), r(d)]),
+        "attention": (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, -1) @ v,
+                      lambda: [r(*att), r(*att), r(*att)]),
+        "bn_relu": (lambda x, m, v, w, b: torch.relu(F.batch_norm(x, m, v, w, b, False)),
+                    lambda: bn_inputs(img)),
+        "instance_norm": (lambda x: (x - x.mean((2, 3), keepdim=True)) /
+                          torch.sqrt(x.var((2, 3), keepdim=True) + 1e-5),
+                          lambda: [r(*img)]),
+    }
+
+
+def median_ms(fn, sets, min_reps=5, budget_s=0.5):
+    for i in range(3):
+        fn(*sets[i % len(sets)])
+    times, start, i = [], time.perf_counter(), 0
+    while i < min_reps or (time.perf_counter() - start < budget_s and i < 1000):
+        t0 = time.perf_counter()
+        fn(*sets[i % len(sets)])
+        times.append((time.perf_counter() - t0) * 1e3)
+        i += 1
+    return statistics.median(times)
+
+
+def run_torch(names, gpu, threads):
+    import torch
+    import torch.nn.functional as F
+    if threads:
+        torch.set_num_threads(threads)
+    out = {}
+    for name, (fn, make) in workloads(torch, F, gpu).items():
+        if name not in names:
+            continue
+        with torch.no_grad():
+            first = make()
+            nbytes = sum(t.numel() * t.element_size() for t in first)
+            sets = [first] + [make() for _ in range(max(0, min(7, int(64e6 // max(nbytes, 1)))))]
+            eager = median_ms(fn, sets)
+            torch._dynamo.reset()
+            compiled = torch.compile(fn)
+            t0 = time.perf_counter()
+            compiled(*first)
+            first_ms = (time.perf_counter() - t0) * 1e3
+            inductor = median_ms(compiled, sets)
+        out[name] = {"torch_eager_ms": eager, "inductor_ms": inductor, "inductor_first_ms": first_ms}
+        print(f"  torch {name}: eager {eager:.3f} ms, inductor {inductor:.3f} ms, first {first_ms:.0f} ms",
+              flush=True)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--coil-bench", required=True)
+    p.add_argument("--size", default="cpu", choices=["cpu", "gpu"])
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--filter", default="")
+    p.add_argument("--json", default="")
+    a = p.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        coil_json = os.path.join(tmp, "coil.json")
+        cmd = [a.coil_bench, "--size", a.size, "--json", coil_json]
+        if a.threads:
+            cmd += ["--threads", str(a.threads)]
+        if a.filter:
+            cmd += ["--filter", a.filter]
+        print("$", " ".join(cmd), flush=True)
+        rc = subprocess.call(cmd)
+        coil = json.load(open(coil_json))
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
+        names = [w["name"] for w in coil["workloads"]]
+        torch_results = run_torch(names, a.size == "gpu", a.threads)
+
+    print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
+          f"BLAS {coil['blas_gflops']:.0f} GFLOP/s")
+    head = ("workload", "torch eager", "inductor", "coil", "coil/ind", "roof %",
+            "ind first", "coil first", "coil warm")
+    print("%-15s %11s %10s %10s %9s %7s %10s %10s %10s" % head)
+    rows = []
+    for w in coil["workloads"]:
+        t = torch_results[w["name"]]
+        speed = t["inductor_ms"] / w["compiled_ms"]
+        print("%-15s %9.3fms %8.3fms %8.3fms %8.2fx %6.0f%% %8.0fms %8.0fms %8.1fms" % (
+            w["name"], t["torch_eager_ms"], t["inductor_ms"], w["compiled_ms"], speed,
+            100 * w["roofline_fraction"], t["inductor_first_ms"], w["first_call_cold_ms"],
+            w["first_call_warm_new_process_ms"]))
+        rows.append({**w, **t, "speedup_vs_inductor": speed})
+    if a.json:
+        json.dump({"machine": {k: coil[k] for k in ("cpu", "threads", "copy_gbps", "blas_gflops")},
+                   "workloads": rows}, open(a.json, "w"), indent=2)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
