@@ -257,8 +257,9 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
     case Op::Sqrt: e = sleef("sqrt", "_u05"); break;
     case Op::Rsqrt: e = "(1.0f / " + sleef("sqrt", "_u05") + ")"; break;
     case Op::Reciprocal: e = "(1.0f / " + a + ")"; break;
-    case Op::Sin: e = temp("vf32x2", sleef("sincos", "_u10"), true).text + ".x"; break;
-    case Op::Cos: e = temp("vf32x2", sleef("sincos", "_u10"), true).text + ".y"; break;
+    // One call gives both (sin^2 + cos^2 needs one); 3.5 ulp is far inside float32 tolerances.
+    case Op::Sin: e = temp("vf32x2", sleef("sincos", "_u35"), true).text + ".x"; break;
+    case Op::Cos: e = temp("vf32x2", sleef("sincos", "_u35"), true).text + ".y"; break;
     case Op::Tan: e = sleef("tan", "_u10"); break;
     case Op::Tanh: e = sleef("tanh", "_u10"); break;
     case Op::Sigmoid: e = "(1.0f / (1.0f + COIL_SLEEF(exp, _u10)(-" + a + ")))"; break;
@@ -274,7 +275,11 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
     case Op::Add: e = mask ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")"; break;
     case Op::Sub: e = "(" + a + " - " + b + ")"; break;
     case Op::Mul: e = mask ? "(" + a + " & " + b + ")" : "(" + a + " * " + b + ")"; break;
-    case Op::Div: e = "(" + a + " / " + b + ")"; break;
+    case Op::Div:
+      // By a value shared by every lane (a row's sum, a count): one reciprocal, then multiplies.
+      e = args[1].varying ? "(" + a + " / " + b + ")"
+                          : "(" + a + " * vsplat(1.0f / " + args[1].text + "))";
+      break;
     case Op::Pow: e = sleef("pow", "_u10"); break;
     case Op::Maximum: e = "vmax(" + a + ", " + b + ")"; break;
     case Op::Minimum: e = "vmin(" + a + ", " + b + ")"; break;

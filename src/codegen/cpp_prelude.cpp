@@ -25,8 +25,7 @@ extern "C" {
 vf32 COIL_SLEEF(exp, _u10)(vf32); vf32 COIL_SLEEF(exp2, _u10)(vf32);
 vf32 COIL_SLEEF(expm1, _u10)(vf32); vf32 COIL_SLEEF(log, _u10)(vf32);
 vf32 COIL_SLEEF(log2, _u10)(vf32); vf32 COIL_SLEEF(log1p, _u10)(vf32);
-vf32 COIL_SLEEF(sin, _u10)(vf32); vf32 COIL_SLEEF(cos, _u10)(vf32);
-vf32x2 COIL_SLEEF(sincos, _u10)(vf32); vf32 COIL_SLEEF(tan, _u10)(vf32);
+vf32x2 COIL_SLEEF(sincos, _u35)(vf32); vf32 COIL_SLEEF(tan, _u10)(vf32);
 vf32 COIL_SLEEF(tanh, _u10)(vf32); vf32 COIL_SLEEF(erf, _u10)(vf32);
 vf32 COIL_SLEEF(sqrt, _u05)(vf32); vf32 COIL_SLEEF(pow, _u10)(vf32, vf32);
 vf32 COIL_SLEEF(atan2, _u10)(vf32, vf32); vf32 COIL_SLEEF(floor, )(vf32);
@@ -97,14 +96,17 @@ template <typename T> static inline welford<T> welford_combine(welford<T> a, wel
   r.mean = a.mean + d * (b.n / r.n); r.m2 = a.m2 + b.m2 + d * d * (a.n * b.n / r.n);
   return r;
 }
+// Per-lane Welford states that all hold the same count: one division per vector step, and
+// lanes of equal weight merge without divisions (m2 = sum of m2 + n * sum of squared offsets).
 struct vwelford { vf32 mean = {}, m2 = {}; float n = 0; };
 static inline void vwelford_update(vwelford& w, vf32 x) {
-  w.n += 1; vf32 d = x - w.mean; w.mean += d / w.n; w.m2 += d * (x - w.mean);
+  w.n += 1; vf32 d = x - w.mean; w.mean += d * (1.0f / w.n); w.m2 += d * (x - w.mean);
 }
 static inline welford<float> vwelford_reduce(const vwelford& w) {
-  welford<float> r;
-  for (int k = 0; k < COIL_VEC; ++k) r = welford_combine(r, welford<float>{w.mean[k], w.m2[k], w.n});
-  return r;
+  if (w.n == 0) return welford<float>{};
+  float mean = hsum(w.mean) * (1.0f / COIL_VEC);
+  vf32 off = w.mean - mean;
+  return welford<float>{mean, hsum(w.m2) + w.n * hsum(off * off), w.n * COIL_VEC};
 }
 )";
   return text;

@@ -348,7 +348,9 @@ std::vector<Tensor> eager_remainder(const Args& a, const std::vector<TensorMeta>
 
 std::vector<TensorMeta> meta_pow(const Args& a) {
   BinaryPlan p = binary_plan(a, "pow", BinaryOut::Common);
-  if (!is_floating(p.compute) && p.compute != kBool) {
+  // A data-less exponent (a capture proxy, a parsed graph's input) is checked when it runs.
+  bool has_data = !a.is_tensor(1) || a.tensor(1).has_storage();
+  if (!is_floating(p.compute) && p.compute != kBool && has_data) {
     Tensor e = operand(a, 1, kInt64);
     if (e.has_storage())
       for (double v : e.to_vector_double())
@@ -363,7 +365,8 @@ std::vector<Tensor> eager_pow(const Args& a, const std::vector<TensorMeta>& out)
   return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {
-      return std::pow(x, y);
+      // As PyTorch: x ** 0.5 is sqrt(x), which differs from std::pow at -0 and -inf.
+      return y == C(0.5) ? std::sqrt(x) : std::pow(x, y);
     } else if constexpr (std::is_same_v<C, bool>) {
       return C(x || !y);
     } else {
