@@ -182,8 +182,11 @@ int main(int argc, char** argv) {
   setenv("COIL_CACHE_DIR", dir, 1);
 
   double bw = copy_bandwidth(), blas = blas_rate();
-  std::printf("coil-bench: %s, %d cores, %d threads; copy %.1f GB/s, BLAS %.1f GFLOP/s (sgemm 2048)\n",
-              cpu_model().c_str(), omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9);
+  const char* core = std::getenv("OPENBLAS_CORETYPE");  // coil sets it on AVX-512 machines
+  std::printf("coil-bench: %s, %d cores, %d threads; copy %.1f GB/s, BLAS %.1f GFLOP/s "
+              "(sgemm 2048, OpenBLAS kernels: %s)\n",
+              cpu_model().c_str(), omp_get_num_procs(), omp_get_max_threads(), bw / 1e9,
+              blas / 1e9, core ? core : "auto");
   std::printf("%-15s %10s %10s %8s %10s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
               "coil ms", "speedup", "roofline", "of roof", "kernels", "first cold", "first warm",
               "check");

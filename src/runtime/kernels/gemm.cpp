@@ -1,6 +1,5 @@
 #include "runtime/kernels/gemm.h"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <climits>
@@ -10,6 +9,7 @@
 #include <coil/error.h>
 
 #include "runtime/dispatch_dtype.h"
+#include "runtime/kernels/blas.h"
 
 namespace coil {
 
@@ -67,12 +67,12 @@ void check_blas_dims(int64_t m, int64_t n, int64_t k, int64_t ldc) {
 
 void blas_call(int64_t m, int64_t n, int64_t k, BlasLayout la, const float* a, BlasLayout lb,
                const float* b, float* c, int64_t ldc, bool accumulate) {
-  cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(k), 1.0f, a, int(la.ld), b,
+  blas().sgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(k), 1.0f, a, int(la.ld), b,
               int(lb.ld), accumulate ? 1.0f : 0.0f, c, int(ldc));
 }
 void blas_call(int64_t m, int64_t n, int64_t k, BlasLayout la, const double* a, BlasLayout lb,
                const double* b, double* c, int64_t ldc, bool accumulate) {
-  cblas_dgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(k), 1.0, a, int(la.ld), b,
+  blas().dgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(k), 1.0, a, int(la.ld), b,
               int(lb.ld), accumulate ? 1.0 : 0.0, c, int(ldc));
 }
 

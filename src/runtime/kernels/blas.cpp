@@ -1,0 +1,40 @@
+#include "runtime/kernels/blas.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <coil/error.h>
+
+namespace coil {
+
+namespace {
+
+template <typename F>
+F resolve(void* lib, const char* name) {
+  void* f = dlsym(lib, name);
+  COIL_CHECK(f, "OpenBLAS (", COIL_BLAS_PATH, ") has no symbol ", name,
+             "; install Debian's libopenblas0-openmp");
+  return reinterpret_cast<F>(f);
+}
+
+Blas load() {
+  if (!std::getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx512f"))
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  void* lib = dlopen(COIL_BLAS_PATH, RTLD_NOW | RTLD_GLOBAL);
+  COIL_CHECK(lib, "cannot load OpenBLAS from ", COIL_BLAS_PATH, ": ", dlerror(),
+             "; install Debian's libopenblas0-openmp");
+  auto corename = resolve<char* (*)()>(lib, "openblas_get_corename");
+  return Blas{resolve<decltype(&cblas_sgemm)>(lib, "cblas_sgemm"),
+              resolve<decltype(&cblas_dgemm)>(lib, "cblas_dgemm"), corename()};
+}
+
+}  // namespace
+
+const Blas& blas() {
+  static const Blas b = load();
+  return b;
+}
+
+}  // namespace coil
