@@ -264,7 +264,7 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
     case Op::Tanh: e = sleef("tanh", "_u10"); break;
     case Op::Sigmoid: e = "(1.0f / (1.0f + COIL_SLEEF(exp, _u10)(-" + a + ")))"; break;
     case Op::Relu: e = "vselect(" + a + " < 0, vsplat(0.0f), " + a + ")"; break;
-    case Op::Erf: e = sleef("erf", "_u10"); break;
+    case Op::Erf: e = "verf(" + a + ")"; break;
     case Op::Floor: e = sleef("floor", ""); break;
     case Op::Ceil: e = sleef("ceil", ""); break;
     case Op::Round: e = sleef("rint", ""); break;

@@ -26,7 +26,7 @@ vf32 COIL_SLEEF(exp, _u10)(vf32); vf32 COIL_SLEEF(exp2, _u10)(vf32);
 vf32 COIL_SLEEF(expm1, _u10)(vf32); vf32 COIL_SLEEF(log, _u10)(vf32);
 vf32 COIL_SLEEF(log2, _u10)(vf32); vf32 COIL_SLEEF(log1p, _u10)(vf32);
 vf32x2 COIL_SLEEF(sincos, _u35)(vf32); vf32 COIL_SLEEF(tan, _u10)(vf32);
-vf32 COIL_SLEEF(tanh, _u10)(vf32); vf32 COIL_SLEEF(erf, _u10)(vf32);
+vf32 COIL_SLEEF(tanh, _u10)(vf32);
 vf32 COIL_SLEEF(sqrt, _u05)(vf32); vf32 COIL_SLEEF(pow, _u10)(vf32, vf32);
 vf32 COIL_SLEEF(atan2, _u10)(vf32, vf32); vf32 COIL_SLEEF(floor, )(vf32);
 vf32 COIL_SLEEF(ceil, )(vf32); vf32 COIL_SLEEF(trunc, )(vf32); vf32 COIL_SLEEF(rint, )(vf32);
@@ -83,6 +83,24 @@ template <typename T> static inline T coil_remainder_float(T x, T y) {
   T m = coil_fmod(x, y);
   if (m != T(0) && ((m < T(0)) != (y < T(0)))) m += y;
   return m;
+}
+// erf in float32 to 3 ulp, about 4x faster than SLEEF's 1-ulp erff: x * P(x^2) below 1, and
+// 1 - exp(-x^2) * R(|x|) above, where R approximates erfc(x) * exp(x^2) on [1, 4] (beyond,
+// float32's erf is 1). Coefficients: Chebyshev fits made with mpmath for coil.
+static inline vf32 verf(vf32 x) {
+  vf32 u = x * x, a = vabs(x);
+  vf32 p = vsplat(7.875875063e-05f);
+  p = p * u - 0.0008016864287f; p = p * u + 0.005189087423f; p = p * u - 0.02685421201f;
+  p = p * u + 0.1128359472f; p = p * u - 0.3761262667f; p = p * u + 1.128379166f;
+  vf32 r = vsplat(1.611890749e-06f);
+  r = r * a - 4.667513099e-05f; r = r * a + 0.0006115357311f; r = r * a - 0.004804732597f;
+  r = r * a + 0.0253149492f; r = r * a - 0.09487424081f; r = r * a + 0.2622201731f;
+  r = r * a - 0.5477019461f; r = r * a + 0.87850058f; r = r * a - 1.084357461f;
+  r = r * a + 0.9927197291f;
+  vf32 big = 1.0f - COIL_SLEEF(exp, _u10)(-u) * r;
+  big = a >= 4.0f ? vsplat(1.0f) : big;
+  big = x < 0 ? -big : big;
+  return a < 1.0f ? x * p : big;
 }
 // Welford's running mean and sum of squared deviations; combine() merges two partial states.
 template <typename T> struct welford { T mean = 0, m2 = 0, n = 0; };
