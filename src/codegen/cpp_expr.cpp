@@ -104,9 +104,22 @@ std::string BodyEmitter::varying(const Emitted& e, DType dtype) {
 
 Emitted BodyEmitter::emit(const ir::Value& v) {
   if (auto it = memo_.find(v.get()); it != memo_.end()) return it->second;
+  auto kept_at = kept_.empty() || v->dtype() != kFloat32 ? kept_.end() : kept_.find(to_string(v));
+  if (kept_at != kept_.end() && !kept_at->second.defines) {
+    const Kept& k = kept_at->second;
+    Emitted e = lane_ ? temp("vf32", "vload(" + k.array + " + " + k.index + ")", true)
+                      : temp("float", k.array + "[" + k.index + "]", false);
+    memo_.emplace(v.get(), e);
+    return e;
+  }
   std::vector<Emitted> args;
   for (const ir::Value& a : v->args()) args.push_back(emit(a));
   Emitted e = emit_node(*v, args);
+  if (kept_at != kept_.end()) {
+    const Kept& k = kept_at->second;
+    line(lane_ ? "vstore(" + k.array + " + " + k.index + ", " + varying(e, kFloat32) + ");"
+               : k.array + "[" + k.index + "] = " + e.text + ";");
+  }
   memo_.emplace(v.get(), e);
   return e;
 }
@@ -248,7 +261,7 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
     case Op::Neg: e = "(-" + a + ")"; break;
     case Op::Abs: e = "vabs(" + a + ")"; break;
     case Op::Sign: e = "(vfrommask(" + a + " > 0) - vfrommask(" + a + " < 0))"; break;
-    case Op::Exp: e = sleef("exp", "_u10"); break;
+    case Op::Exp: e = "vexp(" + a + ")"; break;
     case Op::Exp2: e = sleef("exp2", "_u10"); break;
     case Op::Expm1: e = sleef("expm1", "_u10"); break;
     case Op::Log: e = sleef("log", "_u10"); break;
@@ -262,7 +275,7 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
     case Op::Cos: e = temp("vf32x2", sleef("sincos", "_u35"), true).text + ".y"; break;
     case Op::Tan: e = sleef("tan", "_u10"); break;
     case Op::Tanh: e = sleef("tanh", "_u10"); break;
-    case Op::Sigmoid: e = "(1.0f / (1.0f + COIL_SLEEF(exp, _u10)(-" + a + ")))"; break;
+    case Op::Sigmoid: e = "(1.0f / (1.0f + vexp(-" + a + ")))"; break;
     case Op::Relu: e = "vselect(" + a + " < 0, vsplat(0.0f), " + a + ")"; break;
     case Op::Erf: e = "verf(" + a + ")"; break;
     case Op::Floor: e = sleef("floor", ""); break;

@@ -44,6 +44,12 @@ class BodyEmitter {
   // For buffers computed in this kernel but not stored and not forwarded here: their body
   // (recomputed).
   std::function<std::optional<ir::Value>(const std::string&)> recompute;
+  // The value whose text is `key` lives in `array[index]` (a float32 row array): the body that
+  // `defines` it computes and stores it there, other bodies load it instead of recomputing.
+  void keep(const std::string& key, const std::string& array, const std::string& index,
+            bool defines) {
+    kept_[key] = Kept{array, index, defines};
+  }
   // Appends a statement.
   void line(const std::string& s) { out_ += indent_ + s + "\n"; }
   sym::Expr lane() const { return lane_; }
@@ -58,7 +64,13 @@ class BodyEmitter {
   std::string& out_;
   std::string indent_;
   sym::Expr lane_;
+  struct Kept {
+    std::string array, index;
+    bool defines;
+  };
+
   std::map<std::string, Emitted> forwarded_;
+  std::map<std::string, Kept> kept_;
   std::unordered_map<const ir::ValueNode*, Emitted> memo_;
   std::unordered_map<std::string, Emitted> cse_;
   int& counter_;

@@ -19,6 +19,18 @@ using ir::ReduceKind;
 constexpr int64_t kParallelMin = 1 << 15;
 // A single loop is cut into chunks of this many points for the threads to share.
 constexpr int64_t kChunk = 1 << 13;
+// Rows up to this many floats (32 KiB, about L1) may keep recomputed values in a stack array.
+constexpr int64_t kMaxScratch = 1 << 13;
+
+bool is_expensive(ir::Op op) {
+  using ir::Op;
+  switch (op) {
+    case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log2: case Op::Log1p:
+    case Op::Sin: case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Erf:
+    case Op::Pow: case Op::Atan2: return true;
+    default: return false;
+  }
+}
 
 std::string loop(sym::Expr var, const std::string& lo, const std::string& hi) {
   std::string v = sym::to_string(var);
@@ -117,6 +129,11 @@ class KernelWriter {
     BodyEmitter em(out, indent, vector ? lane_ : nullptr, counter_);
     for (const auto& [buffer, e] : outer_values_) em.forward(buffer, e);
     em.recompute = [this](const std::string& b) { return recompute(b); };
+    if (!scratch_.empty()) {
+      std::string row = sym::to_c(ir::ravel(k_.inner_vars, k_.inner));
+      for (const auto& [key, name] : scratch_)
+        em.keep(key, name, row, scratch_owner_.at(key) == current_block_);
+    }
     return em;
   }
 
@@ -307,7 +324,57 @@ class KernelWriter {
     }
   }
 
+  // The kernel's statements in order: passes of the inner loops ("sections", each ending where
+  // a node needs a reduction computed in it) and, between them, nodes run once per outer point.
+  struct Block {
+    std::vector<const KernelNode*> section;  // empty for an outer node
+    const KernelNode* outer = nullptr;
+  };
+  std::vector<Block> blocks() const {
+    std::vector<Block> out;
+    std::set<std::string> reduced_here;
+    for (const KernelNode& n : k_.nodes) {
+      bool needs_result = false;
+      ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
+        needs_result |= reduced_here.count(l.buffer()) > 0;
+      });
+      if (!n.inner || needs_result || out.empty() || out.back().outer) {
+        out.push_back(Block{});
+        reduced_here.clear();
+      }
+      if (!n.inner) {
+        out.back().outer = &n;
+        continue;
+      }
+      out.back().section.push_back(&n);
+      if (n.reduce) reduced_here.insert(n.buffer);
+    }
+    return out;
+  }
+
+  // Transcendental values that a later pass over the same row computes again (softmax's exp:
+  // once for the sum, once for the output) are kept in a row-sized array on the stack instead.
+  void plan_scratch(const std::vector<Block>& bs) {
+    if (numel_of(k_.inner) > kMaxScratch) return;
+    std::map<std::string, size_t> first_section;
+    for (size_t b = 0; b < bs.size(); ++b) {
+      for (const KernelNode* n : bs[b].section) {
+        ir::any_node(n->body, [&](const ir::ValueNode& v) {
+          if (!is_expensive(v.op())) return false;
+          std::string key = ir::to_string(v);
+          auto [it, fresh] = first_section.emplace(key, b);
+          if (!fresh && it->second != b && !scratch_.count(key))
+            scratch_[key] = "scratch" + std::to_string(scratch_.size());
+          return false;
+        });
+      }
+    }
+    for (auto& [key, name] : scratch_) scratch_owner_[key] = first_section.at(key);
+  }
+
   std::string reduction_kernel() {
+    std::vector<Block> bs = blocks();
+    plan_scratch(bs);
     std::string out, indent = "  ";
     size_t depth = k_.outer.size();
     if (parallel_)
@@ -318,31 +385,20 @@ class KernelWriter {
       indent += "  ";
     }
     out += indent.substr(2) + "{\n";
-    std::vector<const KernelNode*> section;
-    std::set<std::string> reduced_here;
-    auto flush = [&] {
-      if (!section.empty()) emit_section(out, indent, section);
-      section.clear();
-      reduced_here.clear();
-    };
-    for (const KernelNode& n : k_.nodes) {
-      if (!n.inner) {
-        flush();
-        BodyEmitter em = emitter(out, indent, false);
-        Emitted v = em.emit(n.body);
-        if (n.store) em.line(store_stmt(n, sym::to_c(n.store_index), v.text));
-        outer_values_[n.buffer] = v;
+    for (const auto& [key, name] : scratch_)
+      out += indent + "float " + name + "[" + std::to_string(numel_of(k_.inner)) + "];\n";
+    for (size_t b = 0; b < bs.size(); ++b) {
+      current_block_ = b;
+      if (!bs[b].outer) {
+        emit_section(out, indent, bs[b].section);
         continue;
       }
-      bool needs_result = false;
-      ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
-        needs_result |= reduced_here.count(l.buffer()) > 0;
-      });
-      if (needs_result) flush();
-      section.push_back(&n);
-      if (n.reduce) reduced_here.insert(n.buffer);
+      const KernelNode& n = *bs[b].outer;
+      BodyEmitter em = emitter(out, indent, false);
+      Emitted v = em.emit(n.body);
+      if (n.store) em.line(store_stmt(n, sym::to_c(n.store_index), v.text));
+      outer_values_[n.buffer] = v;
     }
-    flush();
     out += indent.substr(2) + "}\n";
     return out;
   }
@@ -351,6 +407,9 @@ class KernelWriter {
   const ir::Program& p_;
   std::map<std::string, const KernelNode*> nodes_;
   std::map<std::string, Emitted> outer_values_;
+  std::map<std::string, std::string> scratch_;       // value (as text) -> its row array
+  std::map<std::string, size_t> scratch_owner_;      // value -> the block that computes it
+  size_t current_block_ = 0;
   sym::Expr lane_ = nullptr;
   bool vector_ = false;
   bool parallel_ = false;

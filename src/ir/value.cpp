@@ -155,23 +155,21 @@ bool any_node(const Value& v, const std::function<bool(const ValueNode&)>& pred)
   return found;
 }
 
-std::string to_string(const Value& v) {
-  switch (v->op()) {
+std::string to_string(const ValueNode& v) {
+  switch (v.op()) {
     case Op::Load:
-      return "load(" + v->buffer() + ", " + sym::to_string(v->index()) + ")";
+      return "load(" + v.buffer() + ", " + sym::to_string(v.index()) + ")";
     case Op::Constant:
-      return v->constant().str() + dtype_short_name(v->dtype());
+      return v.constant().str() + dtype_short_name(v.dtype());
     case Op::Index:
-      return "index(" + sym::to_string(v->index()) + ")";
+      return "index(" + sym::to_string(v.index()) + ")";
     case Op::Cast:
-      return std::string("to_") + dtype_short_name(v->dtype()) + "(" + to_string(v->args()[0]) +
-             ")";
+      return std::string("to_") + dtype_short_name(v.dtype()) + "(" + to_string(v.args()[0]) + ")";
     default: {
-      std::string s = v->op() == Op::Where ? "where" : op_name(v->op());
+      std::string s = v.op() == Op::Where ? "where" : op_name(v.op());
       s[0] = static_cast<char>(std::tolower(s[0]));
       s += "(";
-      for (size_t i = 0; i < v->args().size(); ++i)
-        s += (i ? ", " : "") + to_string(v->args()[i]);
+      for (size_t i = 0; i < v.args().size(); ++i) s += (i ? ", " : "") + to_string(v.args()[i]);
       return s + ")";
     }
   }

@@ -99,6 +99,7 @@ void for_each_load(const Value& v, const std::function<void(const ValueNode&)>& 
 // Whether any node of `v` satisfies `pred`.
 bool any_node(const Value& v, const std::function<bool(const ValueNode&)>& pred);
 // "add(load(buf0, i0 + 8*i1), 1.0f)" — the form the loop-IR printer and logs use.
-std::string to_string(const Value& v);
+std::string to_string(const ValueNode& v);
+inline std::string to_string(const Value& v) { return to_string(*v); }
 
 }  // namespace coil::ir
