@@ -12,8 +12,9 @@ ln -sf /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 /usr/lib/x86_6
 ldconfig
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_BUILD_TESTS=OFF \
   -DCOIL_BUILD_EXAMPLES=OFF > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
-ninja -C build-device coil-bench > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+ninja -C build-device coil-bench coil-micro > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 [ "${PROBE_ONLY:-0}" = 1 ] && exec bash bench/device_blas_probe.sh
+[ "${MICRO_ONLY:-0}" = 1 ] && exec build-device/bench/coil-micro --threads "${THREADS:-16}"
 export PYTHONUNBUFFERED=1
 python3 bench/compare_torch.py --coil-bench build-device/bench/coil-bench --threads "${THREADS:-16}" \
   --json "$OUT/compare_cpu.json" "$@" 2>&1 | tee "$OUT/compare_cpu.txt"

@@ -1,0 +1,72 @@
+// coil-micro: the pieces of the matmul-bound workloads timed one by one (BLAS calls at the
+// workloads' shapes, the fused softmax, the whole compiled program), to find where time goes.
+//   coil-micro [--threads N]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <coil/coil.h>
+
+using namespace coil;
+
+namespace {
+
+template <typename F>
+double median_ms(F f) {
+  f();
+  f();
+  std::vector<double> v;
+  for (int i = 0; i < 30; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    v.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void row(const char* what, double ms, double flops = 0) {
+  if (flops > 0)
+    std::printf("  %-44s %9.3f ms  %7.1f GFLOP/s\n", what, ms, flops / (ms * 1e6));
+  else
+    std::printf("  %-44s %9.3f ms\n", what, ms);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--threads") omp_set_num_threads(std::atoi(argv[2]));
+  std::printf("coil-micro: %d threads\n", omp_get_max_threads());
+
+  std::printf("attention (2x4x256x64):\n");
+  Tensor q = randn({8, 256, 64}), k = randn({8, 256, 64}), v = randn({8, 256, 64});
+  Tensor s = randn({8, 256, 256}), kt = k.transpose(1, 2);
+  double f1 = 2.0 * 8 * 256 * 256 * 64;
+  row("bmm q @ k^T [8,256,64]x[8,64,256]", median_ms([&] { return bmm(q, kt); }), f1);
+  row("bmm p @ v [8,256,256]x[8,256,64]", median_ms([&] { return bmm(s, v); }), f1);
+  auto sm = compile([](const Tensor& x) { return softmax(x * 0.125, -1); });
+  row("compiled softmax(s * 0.125) [8,256,256]", median_ms([&] { return sm(s); }));
+  auto att = compile([](const Tensor& q, const Tensor& k, const Tensor& v) {
+    return matmul(softmax(matmul(q, k.transpose(-2, -1)) * 0.125, -1), v);
+  });
+  Tensor q4 = q.reshape({2, 4, 256, 64}), k4 = k.reshape({2, 4, 256, 64}), v4 = v.reshape({2, 4, 256, 64});
+  row("compiled attention", median_ms([&] { return att(q4, k4, v4); }), 2 * f1);
+
+  std::printf("mlp (2048x512, hidden 2048):\n");
+  Tensor x = randn({2048, 512}), w1 = randn({2048, 512}), b1 = randn({2048}), w2 = randn({512, 2048}),
+         b2 = randn({512}), h = randn({2048, 2048});
+  double f2 = 2.0 * 2048 * 2048 * 512;
+  row("mm x @ w1^T", median_ms([&] { return mm(x, w1.t()); }), f2);
+  row("addmm b1 + x @ w1^T", median_ms([&] { return addmm(b1, x, w1.t()); }), f2);
+  row("addmm b2 + h @ w2^T", median_ms([&] { return addmm(b2, h, w2.t()); }), f2);
+  auto g = compile([](const Tensor& t) { return gelu(t); });
+  row("compiled gelu [2048,2048]", median_ms([&] { return g(h); }));
+  auto mlp = compile([](const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                        const Tensor& b2) { return linear(gelu(linear(x, w1, b1)), w2, b2); });
+  row("compiled mlp", median_ms([&] { return mlp(x, w1, b1, w2, b2); }), 2 * f2);
+}
