@@ -2,6 +2,8 @@
 // routes them through the op registry; nothing here knows about graphs.
 #include "runtime/tensor_impl.h"
 
+#include "runtime/allocator.h"
+
 #include <cstdlib>
 #include <sstream>
 
@@ -37,14 +39,6 @@ bool TensorMeta::is_contiguous() const {
   return true;
 }
 
-void* aligned_alloc64(size_t nbytes) {
-  size_t rounded = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw Error("out of memory: could not allocate " + std::to_string(nbytes) + " bytes");
-  return p;
-}
-void aligned_free64(void* p) { std::free(p); }
-
 void check_cpu(const Device& device, const char* op) {
   COIL_CHECK(device.is_cpu(), op, ": tensors on ", device.str(),
              " cannot run yet (coil's eager kernels are CPU-only; the CUDA backend runs compiled "
@@ -69,8 +63,8 @@ Tensor empty_from_meta(const TensorMeta& meta) {
   }
   auto storage = std::make_shared<Storage>();
   storage->nbytes = static_cast<size_t>(meta.offset + extent) * itemsize(meta.dtype);
-  storage->data = aligned_alloc64(storage->nbytes);
-  storage->deleter = aligned_free64;
+  storage->data = allocate_host(storage->nbytes);
+  storage->deleter = [n = storage->nbytes](void* p) { free_host(p, n); };
   storage->device = meta.device;
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);

@@ -78,8 +78,4 @@ TensorMeta meta_of(const Tensor& t);
 // Throws coil::Error unless the device can run kernels today.
 void check_cpu(const Device& device, const char* op);
 
-// 64-byte-aligned host memory (cache lines and AVX-512 vectors).
-void* aligned_alloc64(size_t nbytes);
-void aligned_free64(void* p);
-
 }  // namespace coil
