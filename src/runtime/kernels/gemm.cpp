@@ -1,6 +1,5 @@
 #include "runtime/kernels/gemm.h"
 
-
 #include <algorithm>
 #include <climits>
 #include <optional>
@@ -10,6 +9,7 @@
 
 #include "runtime/dispatch_dtype.h"
 #include "runtime/kernels/blas.h"
+#include "runtime/kernels/onednn_matmul.h"
 
 namespace coil {
 
@@ -20,6 +20,9 @@ namespace {
 constexpr int64_t kSmallProduct = int64_t{1} << 21;
 // Below this many multiply-adds in all, a parallel region costs more than it saves.
 constexpr int64_t kParallelWork = int64_t{1} << 16;
+// From this many multiply-adds on, float32 products go to oneDNN (onednn_matmul.h says why);
+// below, calling a library costs more than the product.
+constexpr int64_t kOnednnWork = int64_t{1} << 15;
 
 // How BLAS reads a row-major operand: A itself (NoTrans, element (i, j) at i * ld + j) or the
 // transpose of a stored matrix (Trans, element (i, j) at j * ld + i).
@@ -68,12 +71,12 @@ void check_blas_dims(int64_t m, int64_t n, int64_t k, int64_t ldc) {
 void blas_call(int64_t m, int64_t n, int64_t k, BlasLayout la, const float* a, BlasLayout lb,
                const float* b, float* c, int64_t ldc, bool accumulate) {
   blas().sgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(k), 1.0f, a, int(la.ld), b,
-              int(lb.ld), accumulate ? 1.0f : 0.0f, c, int(ldc));
+               int(lb.ld), accumulate ? 1.0f : 0.0f, c, int(ldc));
 }
 void blas_call(int64_t m, int64_t n, int64_t k, BlasLayout la, const double* a, BlasLayout lb,
                const double* b, double* c, int64_t ldc, bool accumulate) {
   blas().dgemm(CblasRowMajor, la.trans, lb.trans, int(m), int(n), int(k), 1.0, a, int(la.ld), b,
-              int(lb.ld), accumulate ? 1.0 : 0.0, c, int(ldc));
+               int(lb.ld), accumulate ? 1.0 : 0.0, c, int(ldc));
 }
 
 // float/double: BLAS straight on the operands where their strides allow, else on a packed copy.
@@ -139,6 +142,12 @@ void gemm_integer(int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, T* c, int
   }
 }
 
+bool evenly_spaced(const std::vector<int64_t>& v) {
+  for (size_t i = 2; i < v.size(); ++i)
+    if (v[i] - v[i - 1] != v[1] - v[0]) return false;
+  return v.size() >= 2;
+}
+
 }  // namespace
 
 void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void* c, int64_t ldc,
@@ -155,6 +164,12 @@ void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void
       if (!accumulate)
         for (int64_t i = 0; i < m; ++i) std::fill(pc + i * ldc, pc + i * ldc + n, T(0.0f));
     } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if constexpr (std::is_same_v<T, float>) {
+        StridedMats sa{static_cast<const float*>(a.data), 0, a.row_stride, a.col_stride};
+        StridedMats sb{static_cast<const float*>(b.data), 0, b.row_stride, b.col_stride};
+        if (m * n * k >= kOnednnWork && onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate))
+          return;
+      }
       gemm_blas<T>(m, n, k, a, b, pc, ldc, accumulate);
     } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       gemm_reduced<T>(m, n, k, a, b, pc, ldc, accumulate);
@@ -179,6 +194,18 @@ void gemm_batched(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a,
     gemm(dtype, m, n, k, ai, bi, static_cast<char*>(c) + i * c_batch_stride * item, ldc,
          accumulate);
   };
+  // A batch with constant strides is one oneDNN call, which spreads it over every core.
+  if (dtype == kFloat32 && batch > 1 && batch * m * n * k >= kOnednnWork &&
+      evenly_spaced(a_offsets) && evenly_spaced(b_offsets)) {
+    auto f = [](const void* p, const std::vector<int64_t>& off) {
+      return static_cast<const float*>(p) + off[0];
+    };
+    StridedMats sa{f(a.data, a_offsets), a_offsets[1] - a_offsets[0], a.row_stride, a.col_stride};
+    StridedMats sb{f(b.data, b_offsets), b_offsets[1] - b_offsets[0], b.row_stride, b.col_stride};
+    if (onednn_matmul(batch, m, n, k, sa, sb, static_cast<float*>(c), c_batch_stride, ldc,
+                      accumulate))
+      return;
+  }
   // Inside a parallel region OpenBLAS runs single-threaded, so the two levels do not nest.
   if (batch > 1 && m * n * k < kSmallProduct && batch * m * n * k >= kParallelWork) {
 #pragma omp parallel for schedule(static)

@@ -1,0 +1,86 @@
+#include "runtime/kernels/onednn_matmul.h"
+
+#include <dnnl.hpp>
+
+#include <array>
+#include <map>
+#include <mutex>
+
+namespace coil {
+
+namespace {
+
+using Dims = dnnl::memory::dims;
+
+// Creating a primitive costs far more than running a small one: each geometry is made once.
+struct Key {
+  std::array<int64_t, 14> v;
+  bool operator<(const Key& o) const { return v < o.v; }
+};
+
+struct Prepared {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+};
+
+struct Cache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex mu;
+  std::map<Key, Prepared> primitives;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, Dims strides) {
+  return dnnl::memory::desc(Dims{batch, rows, cols}, dnnl::memory::data_type::f32, strides);
+}
+
+}  // namespace
+
+bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
+                   float* c, int64_t c_batch, int64_t ldc, bool accumulate) {
+  // oneDNN wants positive strides; a broadcast batch (stride 0) is described as one matrix
+  // only when the batch has one.
+  for (int64_t s : {a.row, a.col, b.row, b.col})
+    if (s <= 0) return false;
+  if (batch > 1 && (a.batch <= 0 || b.batch <= 0)) return false;
+  Key key{{batch, m, n, k, a.batch, a.row, a.col, b.batch, b.row, b.col, c_batch, ldc,
+           accumulate ? 1 : 0, 0}};
+  Cache& cc = cache();
+  Prepared prepared;
+  {
+    std::lock_guard<std::mutex> lock(cc.mu);
+    auto it = cc.primitives.find(key);
+    if (it == cc.primitives.end()) {
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops ops;
+        ops.append_sum(1.0f);
+        attr.set_post_ops(ops);
+      }
+      try {
+        dnnl::matmul::desc d(desc(batch, m, k, {std::max<int64_t>(a.batch, 1), a.row, a.col}),
+                             desc(batch, k, n, {std::max<int64_t>(b.batch, 1), b.row, b.col}),
+                             desc(batch, m, n, {std::max<int64_t>(c_batch, 1), ldc, 1}));
+        dnnl::matmul::primitive_desc pd(d, attr, cc.engine);
+        it = cc.primitives.emplace(key, Prepared{pd, dnnl::matmul(pd)}).first;
+      } catch (const dnnl::error&) {
+        return false;  // a geometry oneDNN has no kernel for
+      }
+    }
+    prepared = it->second;
+  }
+  dnnl::stream stream(cc.engine);
+  const dnnl::matmul::primitive_desc& pd = prepared.pd;
+  dnnl::memory ma(pd.src_desc(), cc.engine, const_cast<float*>(a.data));
+  dnnl::memory mb(pd.weights_desc(), cc.engine, const_cast<float*>(b.data));
+  dnnl::memory mc(pd.dst_desc(), cc.engine, c);
+  prepared.prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  stream.wait();
+  return true;
+}
+
+}  // namespace coil
