@@ -110,7 +110,7 @@ def main():
         torch_results = run_torch(names, a.size == "gpu", a.threads)
 
     print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
-          f"BLAS {coil['blas_gflops']:.0f} GFLOP/s")
+          f"matmul {coil['blas_gflops']:.0f} GFLOP/s")
     head = ("workload", "torch eager", "inductor", "coil", "coil/ind", "roof %",
             "ind first", "coil first", "coil warm")
     print("%-15s %11s %10s %10s %9s %7s %10s %10s %10s" % head)

@@ -24,7 +24,8 @@ double median_ms(F f) {
   for (int i = 0; i < 30; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     f();
-    v.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    v.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -54,12 +55,13 @@ int main(int argc, char** argv) {
   auto att = compile([](const Tensor& q, const Tensor& k, const Tensor& v) {
     return matmul(softmax(matmul(q, k.transpose(-2, -1)) * 0.125, -1), v);
   });
-  Tensor q4 = q.reshape({2, 4, 256, 64}), k4 = k.reshape({2, 4, 256, 64}), v4 = v.reshape({2, 4, 256, 64});
+  Tensor q4 = q.reshape({2, 4, 256, 64}), k4 = k.reshape({2, 4, 256, 64}),
+         v4 = v.reshape({2, 4, 256, 64});
   row("compiled attention", median_ms([&] { return att(q4, k4, v4); }), 2 * f1);
 
   std::printf("mlp (2048x512, hidden 2048):\n");
-  Tensor x = randn({2048, 512}), w1 = randn({2048, 512}), b1 = randn({2048}), w2 = randn({512, 2048}),
-         b2 = randn({512}), h = randn({2048, 2048});
+  Tensor x = randn({2048, 512}), w1 = randn({2048, 512}), b1 = randn({2048}),
+         w2 = randn({512, 2048}), b2 = randn({512}), h = randn({2048, 2048});
   double f2 = 2.0 * 2048 * 2048 * 512;
   row("mm x @ w1^T", median_ms([&] { return mm(x, w1.t()); }), f2);
   row("addmm b1 + x @ w1^T", median_ms([&] { return addmm(b1, x, w1.t()); }), f2);

@@ -22,7 +22,9 @@ std::vector<Workload> workloads() {
                [](bool gpu) { return randn_all({{gpu ? 16 << 20 : 4 << 20}}); },
                [](const std::vector<Tensor>& a) { return sin(a[0]).pow(2) + cos(a[0]).pow(2); }});
   w.push_back({"softmax", "softmax(x, dim=-1)",
-               [](bool gpu) { return randn_all({gpu ? Shape{8192, 4096} : Shape{2048, 2048}}); },
+               [](bool gpu) {
+                 return randn_all({gpu ? Shape{8192, 4096} : Shape{2048, 2048}});
+               },
                [](const std::vector<Tensor>& a) { return softmax(a[0], -1); }});
   w.push_back({"mm_softmax", "softmax(a @ b, dim=1)",
                [](bool gpu) {
@@ -69,13 +71,14 @@ std::vector<Workload> workloads() {
                [](const std::vector<Tensor>& a) {
                  return relu(batch_norm(a[0], a[3], a[4], a[1], a[2], false));
                }});
-  w.push_back({"instance_norm", "(x - mean(x,(2,3))) / sqrt(var(x,(2,3)) + 1e-5)",
-               [](bool gpu) {
-                 return randn_all({gpu ? Shape{32, 64, 56, 56} : Shape{8, 32, 56, 56}});
-               },
-               [](const std::vector<Tensor>& a) {
-                 return (a[0] - mean(a[0], {2, 3}, true)) / sqrt(var(a[0], {2, 3}, 1.0, true) + 1e-5);
-               }});
+  w.push_back(
+      {"instance_norm", "(x - mean(x,(2,3))) / sqrt(var(x,(2,3)) + 1e-5)",
+       [](bool gpu) {
+         return randn_all({gpu ? Shape{32, 64, 56, 56} : Shape{8, 32, 56, 56}});
+       },
+       [](const std::vector<Tensor>& a) {
+         return (a[0] - mean(a[0], {2, 3}, true)) / sqrt(var(a[0], {2, 3}, 1.0, true) + 1e-5);
+       }});
   return w;
 }
 

@@ -14,7 +14,7 @@ using Program = std::function<Tensor(const std::vector<Tensor>&)>;
 
 struct Workload {
   std::string name;
-  std::string program;                          // as TARGETS.md writes it
+  std::string program;  // as TARGETS.md writes it
   std::function<std::vector<Tensor>(bool gpu)> inputs;
   Program fn;
   bool matmul_bound = false;  // the roofline is the BLAS rate, not the copy bandwidth

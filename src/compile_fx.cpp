@@ -39,9 +39,7 @@ class Timeline {
     } record{this, name, t0};
     return f();
   }
-  void finish(const std::string& what) {
-    debug::log("timeline", prefix_, what + ": " + summary_);
-  }
+  void finish(const std::string& what) { debug::log("timeline", prefix_, what + ": " + summary_); }
 
  private:
   std::string prefix_;
@@ -69,7 +67,8 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   if (options.backend == "eager") return interpreted(captured);
 
   auto g = std::make_shared<Graph>(captured->clone());
-  t.stage("pre_grad passes", [&] { return run_pass_group(*g, "pre_grad", pre_grad_passes(), log_prefix); });
+  t.stage("pre_grad passes",
+          [&] { return run_pass_group(*g, "pre_grad", pre_grad_passes(), log_prefix); });
   // Autograd's joint graph and partitioner slot in here (training, its own issue).
   t.stage("decompositions", [&] { return decompose(*g); });
   debug::log("decompositions", log_prefix, "after decompositions:\n" + print_graph(*g));
@@ -80,13 +79,15 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
     return interpreted(g);
   }
 
-  auto program = std::make_shared<ir::Program>(t.stage("lowering", [&] { return lower::lower_graph(*g); }));
+  auto program =
+      std::make_shared<ir::Program>(t.stage("lowering", [&] { return lower::lower_graph(*g); }));
   debug::log("ir_pre_fusion", log_prefix, "loop IR:\n" + ir::to_string(*program));
   schedule::Schedule sched = t.stage("scheduling", [&] { return schedule::schedule(*program); });
   for (const std::string& d : sched.decisions) debug::log("fusion", log_prefix, d);
   std::vector<codegen::KernelSource> kernels = t.stage("codegen", [&] {
     std::vector<codegen::KernelSource> ks;
-    for (const schedule::Kernel& k : sched.kernels) ks.push_back(codegen::generate_kernel(k, *program));
+    for (const schedule::Kernel& k : sched.kernels)
+      ks.push_back(codegen::generate_kernel(k, *program));
     return ks;
   });
   if (debug::log_enabled("ir_post_fusion"))

@@ -11,9 +11,9 @@ namespace coil::codegen {
 
 namespace {
 
+using ir::ReduceKind;
 using schedule::Kernel;
 using schedule::KernelNode;
-using ir::ReduceKind;
 
 // Below this many points a kernel runs on one thread: waking the team costs more.
 constexpr int64_t kParallelMin = 1 << 15;
@@ -25,10 +25,23 @@ constexpr int64_t kMaxScratch = 1 << 13;
 bool is_expensive(ir::Op op) {
   using ir::Op;
   switch (op) {
-    case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log2: case Op::Log1p:
-    case Op::Sin: case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Erf:
-    case Op::Pow: case Op::Atan2: return true;
-    default: return false;
+    case Op::Exp:
+    case Op::Exp2:
+    case Op::Expm1:
+    case Op::Log:
+    case Op::Log2:
+    case Op::Log1p:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tan:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Erf:
+    case Op::Pow:
+    case Op::Atan2:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -44,13 +57,20 @@ std::string store_stmt(const KernelNode& n, const std::string& index, const std:
 }
 
 std::string extreme(DType t, bool lowest) {
-  if (is_floating(t)) return std::string(lowest ? "-" : "") + (t == kFloat64 ? "__builtin_inf()" : "__builtin_inff()");
+  if (is_floating(t))
+    return std::string(lowest ? "-" : "") +
+           (t == kFloat64 ? "__builtin_inf()" : "__builtin_inff()");
   switch (t) {
-    case DType::Bool: return lowest ? "false" : "true";
-    case DType::UInt8: return lowest ? "0" : "255";
-    case DType::Int8: return lowest ? "-128" : "127";
-    case DType::Int32: return lowest ? "(-2147483647 - 1)" : "2147483647";
-    default: return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+    case DType::Bool:
+      return lowest ? "false" : "true";
+    case DType::UInt8:
+      return lowest ? "0" : "255";
+    case DType::Int8:
+      return lowest ? "-128" : "127";
+    case DType::Int32:
+      return lowest ? "(-2147483647 - 1)" : "2147483647";
+    default:
+      return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
   }
 }
 
@@ -151,7 +171,8 @@ class KernelWriter {
       if (!n->store) continue;
       int64_t stride = 0;
       if (!vector || !sym::depends_on(n->store_index, lane_)) {
-        em.line(store_stmt(*n, sym::to_c(n->store_index), v.varying ? v.text + "[COIL_VEC - 1]" : v.text));
+        em.line(store_stmt(*n, sym::to_c(n->store_index),
+                           v.varying ? v.text + "[COIL_VEC - 1]" : v.text));
       } else if (sym::constant_stride(n->store_index, lane_, &stride) && stride == 1) {
         em.line("vstore(" + n->buffer + " + " + sym::to_c(n->store_index) + ", " +
                 em.varying(v, kFloat32) + ");");
@@ -259,10 +280,18 @@ class KernelWriter {
     std::string a = acc(n, vector);
     std::string x = vector ? em.varying(v, n.body->dtype()) : v.text;
     switch (*n.reduce) {
-      case ReduceKind::Sum: em.line(a + " += " + x + ";"); break;
-      case ReduceKind::Prod: em.line(a + " *= " + x + ";"); break;
-      case ReduceKind::Max: em.line(a + " = " + (vector ? "vmax(" : "smax(") + a + ", " + x + ");"); break;
-      case ReduceKind::Min: em.line(a + " = " + (vector ? "vmin(" : "smin(") + a + ", " + x + ");"); break;
+      case ReduceKind::Sum:
+        em.line(a + " += " + x + ";");
+        break;
+      case ReduceKind::Prod:
+        em.line(a + " *= " + x + ";");
+        break;
+      case ReduceKind::Max:
+        em.line(a + " = " + (vector ? "vmax(" : "smax(") + a + ", " + x + ");");
+        break;
+      case ReduceKind::Min:
+        em.line(a + " = " + (vector ? "vmin(" : "smin(") + a + ", " + x + ");");
+        break;
       case ReduceKind::ArgMax:
       case ReduceKind::ArgMin: {
         const char* cmp = *n.reduce == ReduceKind::ArgMax ? " > " : " < ";
@@ -274,24 +303,35 @@ class KernelWriter {
       case ReduceKind::WelfordM2:
         em.line(std::string(vector ? "vwelford_update(" : "welford_update(") + a + ", " + x + ");");
         break;
-      case ReduceKind::Any: em.line(a + (vector ? " |= " : " = " + a + " || ") + x + ";"); break;
-      case ReduceKind::All: em.line(a + (vector ? " &= " : " = " + a + " && ") + x + ";"); break;
+      case ReduceKind::Any:
+        em.line(a + (vector ? " |= " : " = " + a + " || ") + x + ";");
+        break;
+      case ReduceKind::All:
+        em.line(a + (vector ? " &= " : " = " + a + " && ") + x + ";");
+        break;
     }
   }
 
   std::string final_value(const KernelNode& n) const {
     std::string a = acc(n, false), va = acc(n, true);
     switch (*n.reduce) {
-      case ReduceKind::Sum: return vector_ ? a + " + hsum(" + va + ")" : a;
-      case ReduceKind::Prod: return vector_ ? a + " * hprod(" + va + ")" : a;
-      case ReduceKind::Max: return vector_ ? "smax(" + a + ", hmax(" + va + "))" : a;
-      case ReduceKind::Min: return vector_ ? "smin(" + a + ", hmin(" + va + "))" : a;
+      case ReduceKind::Sum:
+        return vector_ ? a + " + hsum(" + va + ")" : a;
+      case ReduceKind::Prod:
+        return vector_ ? a + " * hprod(" + va + ")" : a;
+      case ReduceKind::Max:
+        return vector_ ? "smax(" + a + ", hmax(" + va + "))" : a;
+      case ReduceKind::Min:
+        return vector_ ? "smin(" + a + ", hmin(" + va + "))" : a;
       case ReduceKind::ArgMax:
-      case ReduceKind::ArgMin: return a + "_index";
+      case ReduceKind::ArgMin:
+        return a + "_index";
       case ReduceKind::WelfordM2:
         return vector_ ? "welford_combine(vwelford_reduce(" + va + "), " + a + ").m2" : a + ".m2";
-      case ReduceKind::Any: return vector_ ? "(" + a + " || hany(" + va + "))" : a;
-      case ReduceKind::All: return vector_ ? "(" + a + " && hall(" + va + "))" : a;
+      case ReduceKind::Any:
+        return vector_ ? "(" + a + " || hany(" + va + "))" : a;
+      case ReduceKind::All:
+        return vector_ ? "(" + a + " && hall(" + va + "))" : a;
     }
     return a;
   }
@@ -314,10 +354,11 @@ class KernelWriter {
     for (const KernelNode* n : section) {
       if (!n->reduce) continue;
       std::string var = "red_" + n->buffer;
-      out += indent + std::string(compute_type(n->reduce == ReduceKind::ArgMax ||
-                                                       n->reduce == ReduceKind::ArgMin
-                                                   ? kInt64
-                                                   : n->body->dtype())) +
+      out += indent +
+             std::string(
+                 compute_type(n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin
+                                  ? kInt64
+                                  : n->body->dtype())) +
              " " + var + " = " + final_value(*n) + ";\n";
       if (n->store) out += indent + store_stmt(*n, sym::to_c(n->store_index), var) + "\n";
       outer_values_[n->buffer] = Emitted{var, false};
@@ -407,8 +448,8 @@ class KernelWriter {
   const ir::Program& p_;
   std::map<std::string, const KernelNode*> nodes_;
   std::map<std::string, Emitted> outer_values_;
-  std::map<std::string, std::string> scratch_;       // value (as text) -> its row array
-  std::map<std::string, size_t> scratch_owner_;      // value -> the block that computes it
+  std::map<std::string, std::string> scratch_;   // value (as text) -> its row array
+  std::map<std::string, size_t> scratch_owner_;  // value -> the block that computes it
   size_t current_block_ = 0;
   sym::Expr lane_ = nullptr;
   bool vector_ = false;

@@ -13,8 +13,8 @@ namespace coil::codegen {
 
 struct KernelSource {
   std::string name;
-  std::string code;                // `extern "C" void name(void* const* args) {...}`
-  std::vector<std::string> args;   // the buffers args[i] points to, in order
+  std::string code;               // `extern "C" void name(void* const* args) {...}`
+  std::vector<std::string> args;  // the buffers args[i] points to, in order
   bool vectorized = false;
   bool parallel = false;
 };

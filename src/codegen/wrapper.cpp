@@ -58,10 +58,12 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
     for (const std::string& r : reads[i]) last_use[r] = static_cast<int>(i);
   }
   for (const ir::TensorRef& o : program.outputs) last_use[o.buffer] = kForever;
-  // An extern's result may alias its arguments (eager ops may return views): they live as long.
+  // A view op's result aliases its argument (as_strided runs as an extern): they live as long.
   for (size_t i = schedule.steps.size(); i-- > 0;) {
     if (schedule.steps[i].kernel >= 0) continue;
-    int out_last = last_use.count(schedule.steps[i].buffer) ? last_use[schedule.steps[i].buffer] : 0;
+    if (op_info(program.buffer(schedule.steps[i].buffer).call->op).kind != OpKind::View) continue;
+    int out_last =
+        last_use.count(schedule.steps[i].buffer) ? last_use[schedule.steps[i].buffer] : 0;
     for (const std::string& r : reads[i]) last_use[r] = std::max(last_use[r], out_last);
   }
 
@@ -78,7 +80,8 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
         if (it != free_slots.end()) {
           a.reuse = it->second;
           free_slots.erase(it);
-          text_ += "    " + w + " = reuse(" + buffers_[a.reuse]->name + ")  # " + b.layout.str() + "\n";
+          text_ +=
+              "    " + w + " = reuse(" + buffers_[a.reuse]->name + ")  # " + b.layout.str() + "\n";
         } else {
           text_ += "    " + w + " = empty(" + b.layout.str() + ")\n";
         }
@@ -96,7 +99,8 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
       const ir::Buffer& b = program.buffer(st.buffer);
       plan.extern_buffer = &b;
       plan.extern_slot = slot_of_.at(b.name);
-      text_ += "    " + b.name + " = extern " + op_name(b.call->op) + "(...)  # " + b.call->reason + "\n";
+      text_ += "    " + b.name + " = extern " + op_name(b.call->op) + "(...)  # " + b.call->reason +
+               "\n";
     }
     // Buffers whose last reader is this step die here; computed ones give their memory back.
     for (const auto& [name, last] : last_use) {

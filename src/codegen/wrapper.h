@@ -37,8 +37,8 @@ class Wrapper {
     std::vector<int> args;  // slots, for a kernel
     const ir::Buffer* extern_buffer = nullptr;
     int extern_slot = -1;
-    std::vector<Alloc> allocs;   // before the step
-    std::vector<int> releases;   // after it
+    std::vector<Alloc> allocs;  // before the step
+    std::vector<int> releases;  // after it
   };
   struct OutputPlan {
     int slot;

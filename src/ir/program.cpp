@@ -8,13 +8,11 @@ namespace coil::ir {
 
 int64_t Layout::numel() const { return numel_of(sizes); }
 
-bool Layout::is_contiguous() const {
-  return offset == 0 && strides == contiguous_strides(sizes);
-}
+bool Layout::is_contiguous() const { return offset == 0 && strides == contiguous_strides(sizes); }
 
 sym::Expr Layout::address(const std::vector<sym::Expr>& index) const {
-  COIL_ASSERT(index.size() == sizes.size(), "Layout::address: ", index.size(),
-              " indices for a ", sizes.size(), "-d layout");
+  COIL_ASSERT(index.size() == sizes.size(), "Layout::address: ", index.size(), " indices for a ",
+              sizes.size(), "-d layout");
   sym::Expr e = sym::constant(offset);
   for (size_t k = 0; k < index.size(); ++k)
     if (sizes[k] != 1) e = e + index[k] * strides[k];
@@ -41,15 +39,24 @@ Layout Layout::contiguous(DType dtype, Shape sizes) {
 
 const char* reduce_kind_name(ReduceKind k) {
   switch (k) {
-    case ReduceKind::Sum: return "sum";
-    case ReduceKind::Prod: return "prod";
-    case ReduceKind::Max: return "max";
-    case ReduceKind::Min: return "min";
-    case ReduceKind::ArgMax: return "argmax";
-    case ReduceKind::ArgMin: return "argmin";
-    case ReduceKind::WelfordM2: return "welford_m2";
-    case ReduceKind::Any: return "any";
-    case ReduceKind::All: return "all";
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Prod:
+      return "prod";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
+    case ReduceKind::ArgMax:
+      return "argmax";
+    case ReduceKind::ArgMin:
+      return "argmin";
+    case ReduceKind::WelfordM2:
+      return "welford_m2";
+    case ReduceKind::Any:
+      return "any";
+    case ReduceKind::All:
+      return "all";
   }
   return "?";
 }
@@ -63,14 +70,12 @@ const Buffer& Program::buffer(const std::string& name) const {
 std::string to_string(const Computation& c) {
   std::string vars;
   for (size_t i = 0; i < c.vars.size(); ++i) vars += (i ? ", " : "") + sym::to_string(c.vars[i]);
-  if (!c.is_reduction()) return "pointwise" + shape_str(c.ranges) + "(" + vars + ": " +
-                                to_string(c.body) + ")";
+  if (!c.is_reduction())
+    return "pointwise" + shape_str(c.ranges) + "(" + vars + ": " + to_string(c.body) + ")";
   std::string rvars;
-  for (size_t i = 0; i < c.rvars.size(); ++i)
-    rvars += (i ? ", " : "") + sym::to_string(c.rvars[i]);
+  for (size_t i = 0; i < c.rvars.size(); ++i) rvars += (i ? ", " : "") + sym::to_string(c.rvars[i]);
   return std::string("reduce_") + reduce_kind_name(*c.reduce) + shape_str(c.ranges) +
-         shape_str(c.reduction_ranges) + "(" + vars + "; " + rvars + ": " + to_string(c.body) +
-         ")";
+         shape_str(c.reduction_ranges) + "(" + vars + "; " + rvars + ": " + to_string(c.body) + ")";
 }
 
 std::string to_string(const Program& p) {
@@ -78,16 +83,23 @@ std::string to_string(const Program& p) {
   for (const Buffer& b : p.buffers) {
     out += b.name + ": " + b.layout.str() + " = ";
     switch (b.kind) {
-      case BufferKind::Input: out += "input " + std::to_string(b.input_index); break;
-      case BufferKind::Constant: out += "constant"; break;
-      case BufferKind::Computed: out += to_string(*b.compute); break;
+      case BufferKind::Input:
+        out += "input " + std::to_string(b.input_index);
+        break;
+      case BufferKind::Constant:
+        out += "constant";
+        break;
+      case BufferKind::Computed:
+        out += to_string(*b.compute);
+        break;
       case BufferKind::Extern: {
         out += std::string("extern ") + op_name(b.call->op) + "(";
         bool first = true;
         for (const ExternArg& a : b.call->args) {
           if (!first) out += ", ";
           first = false;
-          if (auto* r = std::get_if<TensorRef>(&a)) out += r->buffer + r->view.str();
+          if (auto* r = std::get_if<TensorRef>(&a))
+            out += r->buffer + r->view.str();
           else if (auto* rs = std::get_if<std::vector<TensorRef>>(&a)) {
             out += "[";
             for (size_t i = 0; i < rs->size(); ++i) out += (i ? ", " : "") + (*rs)[i].buffer;

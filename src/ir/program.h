@@ -87,10 +87,10 @@ struct Buffer {
   std::string name;
   BufferKind kind{};
   Layout layout;
-  int64_t input_index = -1;             // Input
-  Tensor value;                         // Constant
-  std::optional<Computation> compute;   // Computed
-  std::optional<ExternCall> call;       // Extern
+  int64_t input_index = -1;            // Input
+  Tensor value;                        // Constant
+  std::optional<Computation> compute;  // Computed
+  std::optional<ExternCall> call;      // Extern
 };
 
 // A lowered graph: its buffers in execution order (inputs and constants first) and its

@@ -8,13 +8,19 @@ namespace coil::ir {
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::Load: return "load";
-    case Op::Constant: return "constant";
-    case Op::Index: return "index";
-    case Op::Cast: return "cast";
-    case Op::Where: return "where";
+    case Op::Load:
+      return "load";
+    case Op::Constant:
+      return "constant";
+    case Op::Index:
+      return "index";
+    case Op::Cast:
+      return "cast";
+    case Op::Where:
+      return "where";
 #define COIL_X(name) \
-  case Op::name: return #name;
+  case Op::name:     \
+    return #name;
       COIL_IR_UNARY_OPS(COIL_X) COIL_IR_BINARY_OPS(COIL_X)
 #undef COIL_X
   }

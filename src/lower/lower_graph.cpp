@@ -31,9 +31,7 @@ TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t ind
   return cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout});
 }
 
-ir::TensorRef storage_of(Context& cx, const Node* n) {
-  return *cx.realize(cx.box(n)).storage;
-}
+ir::TensorRef storage_of(Context& cx, const Node* n) { return *cx.realize(cx.box(n)).storage; }
 
 // The eager kernel of `n`, called from the compiled graph with realized arguments.
 std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reason) {
@@ -86,7 +84,7 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
     }
   } else {
     why = op_info(n.op()).kind == OpKind::Extern ? "library kernel"
-                                                  : "no lowering: runs the eager kernel";
+                                                 : "no lowering: runs the eager kernel";
   }
   return lower_extern(cx, n, why);
 }

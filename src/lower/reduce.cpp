@@ -64,8 +64,8 @@ DType acc_dtype(DType t) { return is_reduced_float(t) ? kFloat32 : t; }
 // sum, prod, amax, amin, any, all: (self, dim, keepdim, ...).
 Result lower_simple(Context& cx, const Node& n, std::string*) {
   static const std::unordered_map<OpId, ReduceKind> kinds = {
-      {OpId::sum, ReduceKind::Sum}, {OpId::prod, ReduceKind::Prod}, {OpId::amax, ReduceKind::Max},
-      {OpId::amin, ReduceKind::Min}, {OpId::any, ReduceKind::Any},  {OpId::all, ReduceKind::All}};
+      {OpId::sum, ReduceKind::Sum},  {OpId::prod, ReduceKind::Prod}, {OpId::amax, ReduceKind::Max},
+      {OpId::amin, ReduceKind::Min}, {OpId::any, ReduceKind::Any},   {OpId::all, ReduceKind::All}};
   ReduceKind kind = kinds.at(n.op());
   DType out = n.tensor_meta().dtype;
   DType acc = acc_dtype(out);
@@ -85,8 +85,8 @@ Result lower_arg_reduce(Context& cx, const Node& n, std::string*) {
   ReduceKind kind = n.op() == OpId::argmax ? ReduceKind::ArgMax : ReduceKind::ArgMin;
   DType in = acc_dtype(x->tensor_meta().dtype);
   Shape dims = dim ? Shape{*dim} : Shape{};
-  return std::vector<TensorBox>{reduce(cx, n, x, dims, keepdim, kind, kInt64,
-                                       [in](ir::Value v) { return V::cast(v, in); })};
+  return std::vector<TensorBox>{
+      reduce(cx, n, x, dims, keepdim, kind, kInt64, [in](ir::Value v) { return V::cast(v, in); })};
 }
 
 // var: Welford's sum of squared deviations, divided by (count - correction) afterwards.
@@ -107,9 +107,10 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   TensorBox m2 = reduce(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc,
                         [acc](ir::Value v) { return V::cast(v, acc); });
   double denom = std::max(0.0, static_cast<double>(count) - correction);
-  return std::vector<TensorBox>{Context::memoized(out, m2.sizes, [m2, acc, out, denom](const Index& i) {
-    return V::cast(V::binary(Op::Div, m2.load(i), V::make_constant(denom, acc)), out);
-  })};
+  return std::vector<TensorBox>{
+      Context::memoized(out, m2.sizes, [m2, acc, out, denom](const Index& i) {
+        return V::cast(V::binary(Op::Div, m2.load(i), V::make_constant(denom, acc)), out);
+      })};
 }
 
 }  // namespace

@@ -13,8 +13,8 @@ namespace {
 using Result = std::optional<std::vector<TensorBox>>;
 
 bool is_reshape(OpId op) {
-  return op == OpId::view || op == OpId::reshape || op == OpId::flatten ||
-         op == OpId::unflatten || op == OpId::squeeze || op == OpId::unsqueeze;
+  return op == OpId::view || op == OpId::reshape || op == OpId::flatten || op == OpId::unflatten ||
+         op == OpId::squeeze || op == OpId::unsqueeze;
 }
 
 // The op's meta on an input with the given geometry: the view's sizes, strides and offset.
@@ -76,12 +76,13 @@ Result lower_flip(Context& cx, const Node& n, std::string*) {
   int64_t nd = static_cast<int64_t>(in.sizes.size());
   std::vector<bool> flipped(in.sizes.size(), false);
   for (int64_t d : dims) flipped[static_cast<size_t>(d < 0 ? d + nd : d)] = true;
-  return std::vector<TensorBox>{Context::memoized(in.dtype, in.sizes, [in, flipped](const Index& i) {
-    Index j = i;
-    for (size_t k = 0; k < j.size(); ++k)
-      if (flipped[k]) j[k] = sym::constant(in.sizes[k] - 1) - i[k];
-    return in.load(j);
-  })};
+  return std::vector<TensorBox>{
+      Context::memoized(in.dtype, in.sizes, [in, flipped](const Index& i) {
+        Index j = i;
+        for (size_t k = 0; k < j.size(); ++k)
+          if (flipped[k]) j[k] = sym::constant(in.sizes[k] - 1) - i[k];
+        return in.load(j);
+      })};
 }
 
 Result lower_repeat(Context& cx, const Node& n, std::string*) {
@@ -100,10 +101,9 @@ Result lower_repeat(Context& cx, const Node& n, std::string*) {
 void register_views(std::unordered_map<OpId, Lowering>& t) {
   // as_strided is left to its eager kernel: its storage offset is absolute in the storage,
   // which a buffer's view does not know.
-  for (OpId op : {OpId::view, OpId::reshape, OpId::permute, OpId::transpose, OpId::t,
-                  OpId::expand, OpId::squeeze, OpId::unsqueeze, OpId::slice, OpId::narrow,
-                  OpId::select, OpId::flatten, OpId::unflatten, OpId::split,
-                  OpId::split_with_sizes, OpId::chunk})
+  for (OpId op : {OpId::view, OpId::reshape, OpId::permute, OpId::transpose, OpId::t, OpId::expand,
+                  OpId::squeeze, OpId::unsqueeze, OpId::slice, OpId::narrow, OpId::select,
+                  OpId::flatten, OpId::unflatten, OpId::split, OpId::split_with_sizes, OpId::chunk})
     t[op] = lower_view;
   t[OpId::flip] = lower_flip;
   t[OpId::repeat] = lower_repeat;

@@ -17,9 +17,9 @@ struct KernelNode {
   // pointwise nodes whose iteration space is outer x inner. Others run once per outer point.
   bool inner = false;
   std::optional<ir::ReduceKind> reduce;
-  ir::Value body;          // over the kernel's variables
-  sym::Expr store_index;   // element offset in the buffer, over the kernel's variables
-  DType dtype{};           // of the stored elements
+  ir::Value body;         // over the kernel's variables
+  sym::Expr store_index;  // element offset in the buffer, over the kernel's variables
+  DType dtype{};          // of the stored elements
   // Written to memory: read after this kernel, or a graph output. Otherwise the value only
   // lives in registers inside the kernel.
   bool store = true;

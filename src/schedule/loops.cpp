@@ -15,7 +15,8 @@ std::vector<sym::Expr> loop_vars(const Shape& sizes, const char* prefix) {
   return out;
 }
 
-sym::Bindings bindings_of(const std::vector<sym::Expr>& vars, const std::vector<sym::Expr>& values) {
+sym::Bindings bindings_of(const std::vector<sym::Expr>& vars,
+                          const std::vector<sym::Expr>& values) {
   sym::Bindings b;
   for (size_t k = 0; k < vars.size(); ++k) b.emplace(vars[k], values[k]);
   return b;
@@ -110,7 +111,8 @@ KernelNode translate(const ir::Buffer& b, const LoopNest& loops) {
   std::vector<sym::Expr> vars;
   if (c.is_reduction()) {
     vars = ir::unravel(outer_flat, c.ranges);
-    bindings = bindings_of(c.rvars, ir::unravel(ir::ravel(loops.rs, loops.inner), c.reduction_ranges));
+    bindings =
+        bindings_of(c.rvars, ir::unravel(ir::ravel(loops.rs, loops.inner), c.reduction_ranges));
     n.inner = true;
   } else if (reduction_kernel && numel_of(c.ranges) != numel_of(loops.outer)) {
     sym::Expr flat = outer_flat * numel_of(loops.inner) + ir::ravel(loops.rs, loops.inner);

@@ -56,8 +56,8 @@ FusionDecision fits(const Group& g, const ir::Buffer& b) {
   const ir::Computation& c = *b.compute;
   bool ka = a.is_reduction(), kc = c.is_reduction();
   int64_t ao = outer_numel(a), ai = inner_numel(a), co = outer_numel(c), ci = inner_numel(c);
-  std::string what = "kernel of " + sizes_str(ao, ai, ka) + " and " + b.name + " of " +
-                     sizes_str(co, ci, kc);
+  std::string what =
+      "kernel of " + sizes_str(ao, ai, ka) + " and " + b.name + " of " + sizes_str(co, ci, kc);
   if (!ka && !kc)
     return ao == co ? FusionDecision::yes("same iteration space: " + what)
                     : FusionDecision::no("different sizes: " + what);
@@ -69,7 +69,8 @@ FusionDecision fits(const Group& g, const ir::Buffer& b) {
     if (co == ao) return FusionDecision::yes("pointwise after the reduction: " + what);
     return FusionDecision::no("sizes do not divide into the reduction's loops: " + what);
   }
-  if (ao == co * ci) return FusionDecision::yes("pointwise producer inside the reduction loop: " + what);
+  if (ao == co * ci)
+    return FusionDecision::yes("pointwise producer inside the reduction loop: " + what);
   if (ao == co) return FusionDecision::yes("pointwise before the reduction: " + what);
   return FusionDecision::no("sizes do not divide into the reduction's loops: " + what);
 }
@@ -132,8 +133,8 @@ Schedule schedule(const ir::Program& program) {
         if (!e.ok) d = e;
       }
       std::string target = "kernel" + std::to_string(s.steps[i].kernel);
-      s.decisions.push_back((d.ok ? "fuse " : "do not fuse ") + b.name + " into " + target +
-                            ": " + d.reason);
+      s.decisions.push_back((d.ok ? "fuse " : "do not fuse ") + b.name + " into " + target + ": " +
+                            d.reason);
       if (d.ok) {
         chosen = i;
         break;

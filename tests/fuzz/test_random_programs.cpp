@@ -88,26 +88,41 @@ class ProgramGenerator {
   Node* random_op() {
     Node* a = any();
     int64_t rank = static_cast<int64_t>(a->tensor_meta().sizes.size());
-    auto dim = [&] { return static_cast<int64_t>(pick(0, static_cast<int>(std::max<int64_t>(rank, 1)) - 1)); };
+    auto dim = [&] {
+      return static_cast<int64_t>(pick(0, static_cast<int>(std::max<int64_t>(rank, 1)) - 1));
+    };
     switch (pick(0, 17)) {
-      case 0: return call(OpId::sin, {a});
-      case 1: return call(OpId::tanh, {a});
-      case 2: return call(OpId::relu, {a});
-      case 3: return call(OpId::sigmoid, {a});
-      case 4: return call(OpId::add, {a, any()});
-      case 5: return call(OpId::mul, {a, any()});
-      case 6: return call(OpId::sub, {a, Scalar(0.5)});
-      case 7: return call(OpId::maximum, {a, any()});
+      case 0:
+        return call(OpId::sin, {a});
+      case 1:
+        return call(OpId::tanh, {a});
+      case 2:
+        return call(OpId::relu, {a});
+      case 3:
+        return call(OpId::sigmoid, {a});
+      case 4:
+        return call(OpId::add, {a, any()});
+      case 5:
+        return call(OpId::mul, {a, any()});
+      case 6:
+        return call(OpId::sub, {a, Scalar(0.5)});
+      case 7:
+        return call(OpId::maximum, {a, any()});
       case 8: {
         Node* b = any();
         Node* c = call(OpId::gt, {a, b});
         return c ? call(OpId::where, {c, a, b}) : nullptr;
       }
-      case 9: return rank ? call(OpId::sum, {a, Shape{dim()}, pick(0, 1) == 1}) : nullptr;
-      case 10: return rank ? call(OpId::amax, {a, Shape{dim()}, pick(0, 1) == 1}) : nullptr;
-      case 11: return rank ? call(OpId::mean, {a, Shape{dim()}, true}) : nullptr;
-      case 12: return rank ? call(OpId::var, {a, Shape{dim()}, 1.0, pick(0, 1) == 1}) : nullptr;
-      case 13: return rank ? call(OpId::softmax, {a, dim()}) : nullptr;
+      case 9:
+        return rank ? call(OpId::sum, {a, Shape{dim()}, pick(0, 1) == 1}) : nullptr;
+      case 10:
+        return rank ? call(OpId::amax, {a, Shape{dim()}, pick(0, 1) == 1}) : nullptr;
+      case 11:
+        return rank ? call(OpId::mean, {a, Shape{dim()}, true}) : nullptr;
+      case 12:
+        return rank ? call(OpId::var, {a, Shape{dim()}, 1.0, pick(0, 1) == 1}) : nullptr;
+      case 13:
+        return rank ? call(OpId::softmax, {a, dim()}) : nullptr;
       case 14: {
         if (rank < 2) return call(OpId::unsqueeze, {a, int64_t{0}});
         Shape perm(static_cast<size_t>(rank));
@@ -115,7 +130,8 @@ class ProgramGenerator {
         std::shuffle(perm.begin(), perm.end(), rng_);
         return call(OpId::permute, {a, perm});
       }
-      case 15: return call(OpId::reshape, {a, Shape{-1}});
+      case 15:
+        return call(OpId::reshape, {a, Shape{-1}});
       case 16: {
         if (!rank) return nullptr;
         int64_t d = dim(), size = a->tensor_meta().sizes[static_cast<size_t>(d)];

@@ -1,0 +1,100 @@
+// Golden text for the compiler's stages on small graphs: a change in lowering, fusion or code
+// generation shows up here as a visible diff. (Update the expected text when a change is meant.)
+#include "codegen/cpp_kernel.h"
+#include "graph/parser.h"
+#include "lower/lower_graph.h"
+#include "schedule/scheduler.h"
+#include "testing.h"
+
+using namespace coil;
+
+namespace {
+
+struct Compiled {
+  ir::Program program;
+  schedule::Schedule schedule;
+};
+
+Compiled stages(const std::string& graph_text) {
+  Graph g = parse_graph(graph_text);
+  Compiled c{lower::lower_graph(g), {}};
+  c.schedule = schedule::schedule(c.program);
+  return c;
+}
+
+}  // namespace
+
+TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
+  Compiled c = stages(
+      "def forward(self, x: \"f32[4, 8][8, 1]cpu\"):\n"
+      "    amax: \"f32[4, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
+      "    sub: \"f32[4, 8][8, 1]cpu\" = coil.sub(x, amax)\n"
+      "    exp: \"f32[4, 8][8, 1]cpu\" = coil.exp(sub)\n"
+      "    sum_1: \"f32[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
+      "    div: \"f32[4, 8][8, 1]cpu\" = coil.div(exp, sum_1)\n"
+      "    return (div,)\n");
+  EXPECT_EQ(ir::to_string(c.program),
+            "in0: f32[4, 8][8, 1] = input 0\n"
+            "buf0: f32[4, 1][1, 1] = reduce_max[4, 1][8](i0, i1; j0: load(in0, 8*i0 + j0))\n"
+            "buf1: f32[4, 1][1, 1] = reduce_sum[4, 1][8](i0, i1; j0: exp(sub(load(in0, 8*i0 + j0), "
+            "load(buf0, i0))))\n"
+            "buf2: f32[4, 8][8, 1] = pointwise[4, 8](i0, i1: div(exp(sub(load(in0, 8*i0 + i1), "
+            "load(buf0, i0))), load(buf1, i0)))\n"
+            "return (buf2f32[4, 8][8, 1])\n");
+  ASSERT_EQ(c.schedule.kernels.size(), 1u);
+  EXPECT_EQ(schedule::to_string(c.schedule.kernels[0]),
+            "kernel0: for x0 < 4; reduce r0 < 8\n"
+            "    buf0 (register)[x0] = max load(in0, r0 + 8*x0)\n"
+            "    buf1 (register)[x0] = sum exp(sub(load(in0, r0 + 8*x0), load(buf0, x0)))\n"
+            "    buf2[r0 + 8*x0] = div(exp(sub(load(in0, r0 + 8*x0), load(buf0, x0))), load(buf1, "
+            "x0))  (inner)\n");
+}
+
+TEST(Golden, PointwiseKernelSource) {
+  Compiled c = stages(
+      "def forward(self, x: \"f32[40][1]cpu\", y: \"f32[40][1]cpu\"):\n"
+      "    mul: \"f32[40][1]cpu\" = coil.mul(x, y)\n"
+      "    exp: \"f32[40][1]cpu\" = coil.exp(mul)\n"
+      "    return (exp,)\n");
+  ASSERT_EQ(c.schedule.kernels.size(), 1u);
+  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  EXPECT_EQ(k.code,
+            "extern \"C\" void kernel0(void* const* args) {\n"
+            "  const float* __restrict in0 = (const float*)args[0];\n"
+            "  const float* __restrict in1 = (const float*)args[1];\n"
+            "  float* __restrict buf0 = (float*)args[2];\n"
+            "{\n"
+            "  i64 x0 = 0;\n"
+            "  for (; x0 + COIL_VEC <= 40; x0 += COIL_VEC) {\n"
+            "    vf32 t0 = vload(in0 + x0);\n"
+            "    vf32 t1 = vload(in1 + x0);\n"
+            "    vf32 t2 = (t0 * t1);\n"
+            "    vf32 t3 = vexp(t2);\n"
+            "    vstore(buf0 + x0, t3);\n"
+            "  }\n"
+            "  for (; x0 < 40; ++x0) {\n"
+            "    float t4 = in0[x0];\n"
+            "    float t5 = in1[x0];\n"
+            "    float t6 = (t4 * t5);\n"
+            "    float t7 = __builtin_expf(t6);\n"
+            "    buf0[x0] = (float)(t7);\n"
+            "  }\n"
+            "}\n"
+            "}\n");
+  EXPECT_TRUE(k.vectorized);
+  EXPECT_FALSE(k.parallel);
+}
+
+// The fusion log says why two kernels stay apart.
+TEST(Golden, FusionRefusalCarriesItsReason) {
+  Compiled c = stages(
+      "def forward(self, x: \"f32[6, 8][8, 1]cpu\"):\n"
+      "    sum_1: \"f32[6][1]cpu\" = coil.sum(x, [1])\n"
+      "    sum_2: \"f32[8][1]cpu\" = coil.sum(x, [0])\n"
+      "    return (sum_1, sum_2)\n");
+  EXPECT_EQ(c.schedule.kernels.size(), 2u);
+  bool found = false;
+  for (const std::string& d : c.schedule.decisions)
+    found |= d.find("do not fuse buf1 into kernel0: different reduction ranges") == 0;
+  EXPECT_TRUE(found);
+}
