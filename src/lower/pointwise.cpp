@@ -35,19 +35,20 @@ Op unary_op(OpId op) {
   case OpId::name:           \
     return Op::irop;
     COIL_MAP(neg, Neg)
-    COIL_MAP(abs, Abs) COIL_MAP(sign, Sign) COIL_MAP(exp, Exp) COIL_MAP(exp2, Exp2)
-        COIL_MAP(expm1, Expm1) COIL_MAP(log, Log) COIL_MAP(log2, Log2) COIL_MAP(log1p, Log1p)
-            COIL_MAP(sqrt, Sqrt) COIL_MAP(rsqrt, Rsqrt) COIL_MAP(reciprocal, Reciprocal)
-                COIL_MAP(sin, Sin) COIL_MAP(cos, Cos) COIL_MAP(tan, Tan) COIL_MAP(tanh, Tanh)
-                    COIL_MAP(sigmoid, Sigmoid) COIL_MAP(relu, Relu) COIL_MAP(erf, Erf)
-                        COIL_MAP(floor, Floor) COIL_MAP(ceil, Ceil) COIL_MAP(round, Round) COIL_MAP(
-                            trunc, Trunc) COIL_MAP(logical_not, LogicalNot) COIL_MAP(isnan, IsNan)
-                            COIL_MAP(isinf, IsInf) COIL_MAP(add, Add) COIL_MAP(sub, Sub)
-                                COIL_MAP(mul, Mul) COIL_MAP(pow, Pow) COIL_MAP(remainder, Remainder)
-                                    COIL_MAP(maximum, Maximum) COIL_MAP(minimum, Minimum)
-                                        COIL_MAP(atan2, Atan2) COIL_MAP(eq, Eq) COIL_MAP(ne, Ne)
-                                            COIL_MAP(lt, Lt) COIL_MAP(le, Le) COIL_MAP(gt, Gt)
-                                                COIL_MAP(ge, Ge) COIL_MAP(logical_and, LogicalAnd)
+    COIL_MAP(abs, Abs)
+    COIL_MAP(sign, Sign) COIL_MAP(exp, Exp) COIL_MAP(exp2, Exp2) COIL_MAP(expm1, Expm1)
+        COIL_MAP(log, Log) COIL_MAP(log2, Log2) COIL_MAP(log1p, Log1p) COIL_MAP(sqrt, Sqrt)
+            COIL_MAP(rsqrt, Rsqrt) COIL_MAP(reciprocal, Reciprocal) COIL_MAP(sin, Sin) COIL_MAP(
+                cos, Cos) COIL_MAP(tan, Tan) COIL_MAP(tanh, Tanh) COIL_MAP(sigmoid, Sigmoid)
+                COIL_MAP(relu, Relu) COIL_MAP(erf, Erf) COIL_MAP(floor, Floor) COIL_MAP(ceil, Ceil)
+                    COIL_MAP(round, Round) COIL_MAP(trunc, Trunc) COIL_MAP(logical_not, LogicalNot)
+                        COIL_MAP(isnan, IsNan) COIL_MAP(isinf, IsInf) COIL_MAP(add, Add)
+                            COIL_MAP(sub, Sub) COIL_MAP(mul, Mul) COIL_MAP(pow, Pow)
+                                COIL_MAP(remainder, Remainder) COIL_MAP(maximum, Maximum)
+                                    COIL_MAP(minimum, Minimum) COIL_MAP(atan2, Atan2)
+                                        COIL_MAP(eq, Eq) COIL_MAP(ne, Ne) COIL_MAP(lt, Lt)
+                                            COIL_MAP(le, Le) COIL_MAP(gt, Gt) COIL_MAP(ge, Ge)
+                                                COIL_MAP(logical_and, LogicalAnd)
                                                     COIL_MAP(logical_or, LogicalOr)
 #undef COIL_MAP
                                                         default
