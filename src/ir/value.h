@@ -21,20 +21,18 @@
 
 namespace coil::ir {
 
-#define COIL_IR_UNARY_OPS(X)                                                                    \
-  X(Neg)                                                                                        \
-  X(Abs)                                                                                        \
-  X(Sign) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log1p) X(Sqrt) X(Rsqrt) X(Reciprocal) X(Sin) \
-      X(Cos) X(Tan) X(Tanh) X(Sigmoid) X(Relu) X(Erf) X(Floor) X(Ceil) X(Round) X(Trunc)        \
-          X(LogicalNot) X(IsNan) X(IsInf)
+// clang-format off
+#define COIL_IR_UNARY_OPS(X)                                                                  \
+  X(Neg) X(Abs) X(Sign) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log1p) X(Sqrt) X(Rsqrt)      \
+  X(Reciprocal) X(Sin) X(Cos) X(Tan) X(Tanh) X(Sigmoid) X(Relu) X(Erf) X(Floor) X(Ceil)       \
+  X(Round) X(Trunc) X(LogicalNot) X(IsNan) X(IsInf)
 // Div is true division for floating dtypes and C's truncating division for integers; FloorDiv
 // and Remainder follow Python (floor, the remainder takes the divisor's sign). Maximum and
 // Minimum propagate NaN. Comparisons and logical ops yield bool.
-#define COIL_IR_BINARY_OPS(X)                                                                    \
-  X(Add)                                                                                         \
-  X(Sub)                                                                                         \
-  X(Mul) X(Div) X(FloorDiv) X(Remainder) X(Pow) X(Maximum) X(Minimum) X(Atan2) X(Eq) X(Ne) X(Lt) \
-      X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr)
+#define COIL_IR_BINARY_OPS(X)                                                                 \
+  X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(Remainder) X(Pow) X(Maximum) X(Minimum) X(Atan2)  \
+  X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr)
+// clang-format on
 
 enum class Op : uint8_t {
   Load,      // buffer[index]: buffer(), index()

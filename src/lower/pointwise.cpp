@@ -29,35 +29,57 @@ DType common_dtype(const Node& n, std::initializer_list<size_t> idx) {
   return ops::result_type(Args(args), idx);
 }
 
-Op unary_op(OpId op) {
-  switch (op) {
-#define COIL_MAP(name, irop) \
-  case OpId::name:           \
-    return Op::irop;
-    COIL_MAP(neg, Neg)
-    COIL_MAP(abs, Abs)
-    COIL_MAP(sign, Sign) COIL_MAP(exp, Exp) COIL_MAP(exp2, Exp2) COIL_MAP(expm1, Expm1)
-        COIL_MAP(log, Log) COIL_MAP(log2, Log2) COIL_MAP(log1p, Log1p) COIL_MAP(sqrt, Sqrt)
-            COIL_MAP(rsqrt, Rsqrt) COIL_MAP(reciprocal, Reciprocal) COIL_MAP(sin, Sin) COIL_MAP(
-                cos, Cos) COIL_MAP(tan, Tan) COIL_MAP(tanh, Tanh) COIL_MAP(sigmoid, Sigmoid)
-                COIL_MAP(relu, Relu) COIL_MAP(erf, Erf) COIL_MAP(floor, Floor) COIL_MAP(ceil, Ceil)
-                    COIL_MAP(round, Round) COIL_MAP(trunc, Trunc) COIL_MAP(logical_not, LogicalNot)
-                        COIL_MAP(isnan, IsNan) COIL_MAP(isinf, IsInf) COIL_MAP(add, Add)
-                            COIL_MAP(sub, Sub) COIL_MAP(mul, Mul) COIL_MAP(pow, Pow)
-                                COIL_MAP(remainder, Remainder) COIL_MAP(maximum, Maximum)
-                                    COIL_MAP(minimum, Minimum) COIL_MAP(atan2, Atan2)
-                                        COIL_MAP(eq, Eq) COIL_MAP(ne, Ne) COIL_MAP(lt, Lt)
-                                            COIL_MAP(le, Le) COIL_MAP(gt, Gt) COIL_MAP(ge, Ge)
-                                                COIL_MAP(logical_and, LogicalAnd)
-                                                    COIL_MAP(logical_or, LogicalOr)
-#undef COIL_MAP
-                                                        default
-        : throw InternalError(std::string("lowering: no IR op for ") + op_name(op));
-  }
+// The IR op of each pointwise graph op that maps one to one.
+const std::unordered_map<OpId, Op>& ir_ops() {
+  static const std::unordered_map<OpId, Op> table = {
+      {OpId::neg, Op::Neg},
+      {OpId::abs, Op::Abs},
+      {OpId::sign, Op::Sign},
+      {OpId::exp, Op::Exp},
+      {OpId::exp2, Op::Exp2},
+      {OpId::expm1, Op::Expm1},
+      {OpId::log, Op::Log},
+      {OpId::log2, Op::Log2},
+      {OpId::log1p, Op::Log1p},
+      {OpId::sqrt, Op::Sqrt},
+      {OpId::rsqrt, Op::Rsqrt},
+      {OpId::reciprocal, Op::Reciprocal},
+      {OpId::sin, Op::Sin},
+      {OpId::cos, Op::Cos},
+      {OpId::tan, Op::Tan},
+      {OpId::tanh, Op::Tanh},
+      {OpId::sigmoid, Op::Sigmoid},
+      {OpId::relu, Op::Relu},
+      {OpId::erf, Op::Erf},
+      {OpId::floor, Op::Floor},
+      {OpId::ceil, Op::Ceil},
+      {OpId::round, Op::Round},
+      {OpId::trunc, Op::Trunc},
+      {OpId::logical_not, Op::LogicalNot},
+      {OpId::isnan, Op::IsNan},
+      {OpId::isinf, Op::IsInf},
+      {OpId::add, Op::Add},
+      {OpId::sub, Op::Sub},
+      {OpId::mul, Op::Mul},
+      {OpId::pow, Op::Pow},
+      {OpId::remainder, Op::Remainder},
+      {OpId::maximum, Op::Maximum},
+      {OpId::minimum, Op::Minimum},
+      {OpId::atan2, Op::Atan2},
+      {OpId::eq, Op::Eq},
+      {OpId::ne, Op::Ne},
+      {OpId::lt, Op::Lt},
+      {OpId::le, Op::Le},
+      {OpId::gt, Op::Gt},
+      {OpId::ge, Op::Ge},
+      {OpId::logical_and, Op::LogicalAnd},
+      {OpId::logical_or, Op::LogicalOr},
+  };
+  return table;
 }
 
 Result lower_unary(Context& cx, const Node& n, std::string*) {
-  Op op = unary_op(n.op());
+  Op op = ir_ops().at(n.op());
   Node* x = std::get<Node*>(n.args()[0]);
   DType in = x->tensor_meta().dtype, out = out_meta(n).dtype;
   bool integral = !is_floating(in);
@@ -78,7 +100,7 @@ bool divides_ints_by_tensor(const Node& n, DType compute) {
 }
 
 Result lower_binary(Context& cx, const Node& n, std::string* why) {
-  Op op = unary_op(n.op());
+  Op op = ir_ops().at(n.op());
   const TensorMeta& m = out_meta(n);
   bool logical = op == Op::LogicalAnd || op == Op::LogicalOr;
   DType compute = logical ? kBool : ir::is_comparison(op) ? common_dtype(n, {0, 1}) : m.dtype;
@@ -161,17 +183,7 @@ Result lower_triangle(Context& cx, const Node& n, std::string*) {
 }  // namespace
 
 void register_pointwise(std::unordered_map<OpId, Lowering>& t) {
-  for (OpId op :
-       {OpId::neg,   OpId::abs,   OpId::sign,  OpId::exp,   OpId::exp2,    OpId::expm1,
-        OpId::log,   OpId::log2,  OpId::log1p, OpId::sqrt,  OpId::rsqrt,   OpId::reciprocal,
-        OpId::sin,   OpId::cos,   OpId::tan,   OpId::tanh,  OpId::sigmoid, OpId::relu,
-        OpId::erf,   OpId::floor, OpId::ceil,  OpId::round, OpId::trunc,   OpId::logical_not,
-        OpId::isnan, OpId::isinf})
-    t[op] = lower_unary;
-  for (OpId op : {OpId::add, OpId::sub, OpId::mul, OpId::pow, OpId::remainder, OpId::maximum,
-                  OpId::minimum, OpId::atan2, OpId::eq, OpId::ne, OpId::lt, OpId::le, OpId::gt,
-                  OpId::ge, OpId::logical_and, OpId::logical_or})
-    t[op] = lower_binary;
+  for (const auto& [op, ir] : ir_ops()) t[op] = ir::is_unary(ir) ? lower_unary : lower_binary;
   t[OpId::div] = lower_div;
   t[OpId::where] = lower_where;
   t[OpId::clamp] = lower_clamp;
