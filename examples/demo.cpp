@@ -1,6 +1,7 @@
 // The first program a newcomer runs: compile sin(x)^2 + cos(x)^2 and watch what happens when.
-// Run it with COIL_LOGS=graph_code,guards,recompiles,graph_breaks (scripts/demo.sh does) to
-// see each stage's output.
+// scripts/demo.sh runs it with COIL_LOGS set to show each stage's output: the captured graph,
+// the graph after decompositions, the fusion decisions, the fused kernel, the generated C++
+// and the wrapper that calls it, the compile timeline, guards and recompiles.
 #include <coil/coil.h>
 
 #include <iostream>
@@ -23,9 +24,12 @@ int main() {
   auto cf = coil::compile(f, {.name = "f", .arg_names = {"x"}});
   show_counters("after compile()");
 
-  std::cout << "2. The first call captures f's graph, compiles it, then runs it.\n";
+  std::cout << "2. The first call captures f's graph and compiles it: graph passes,\n"
+               "   decompositions, lowering to the loop IR, fusion into one kernel, C++ code,\n"
+               "   the system compiler (or the code cache); then it runs the kernel.\n";
   coil::Tensor x = coil::linspace(-3.0, 3.0, 8);
-  std::cout << "  cf(x) = " << cf(x) << "\n";
+  coil::Tensor y = cf(x);
+  std::cout << "  cf(x) = " << y << "\n";
   show_counters("after the first call");
 
   std::cout << "3. A call whose inputs satisfy the guards reuses the compiled graph.\n";

@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target coil_demo
-COIL_LOGS="${COIL_LOGS:-graph_code,guards,recompiles,graph_breaks}" ./build/examples/coil_demo
+COIL_LOGS="${COIL_LOGS:-graph_code,decompositions,fusion,ir_post_fusion,output_code,timeline,guards,recompiles,graph_breaks}" ./build/examples/coil_demo

@@ -98,7 +98,16 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   if (!kernels.empty())
     library = t.stage("jit", [&] { return jit::load_cpp(source, options.name); });
   auto wrapper = std::make_shared<codegen::Wrapper>(*program, sched, kernels, library);
-  debug::log("output_code", log_prefix, source + "\n" + wrapper->text());
+  if (debug::log_enabled("output_code")) {
+    // The kernels and the wrapper; the prelude every source starts with is in the file.
+    std::string code;
+    for (const codegen::KernelSource& k : kernels) code += k.code + "\n";
+    std::string path = library ? library->path() : "";
+    if (path.size() > 3) path = path.substr(0, path.size() - 3) + ".cpp";
+    debug::log(
+        "output_code", log_prefix,
+        (path.empty() ? "" : "// " + path + " (after its prelude):\n") + code + wrapper->text());
+  }
   capture::bump(capture::Counter::generated_kernels, static_cast<int64_t>(kernels.size()));
   capture::bump(capture::Counter::extern_calls,
                 static_cast<int64_t>(sched.steps.size() - sched.kernels.size()));

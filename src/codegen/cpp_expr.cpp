@@ -1,7 +1,9 @@
 #include "codegen/cpp_expr.h"
 
 #include <cmath>
+#include <cctype>
 #include <cstdio>
+#include <map>
 
 #include <coil/error.h>
 
@@ -180,328 +182,149 @@ Emitted BodyEmitter::emit_node(const ir::ValueNode& v, const std::vector<Emitted
 
 namespace {
 
-// The libm builtin of `name` for the compute type of `t`.
-std::string fn(const char* name, DType t) {
-  return std::string("__builtin_") + name + (t == kFloat64 ? "" : "f");
+// How each op prints, as a template over its operands $a, $b, $c. Scalar forms use libm
+// builtins, where $f is the suffix of the compute type ("f" for float, "" for double);
+// vector forms use operators on GCC vector types, coil's inline exp/erf and SLEEF. An empty
+// vector form means the op never runs in vector mode (vectorizable() keeps it out).
+struct Forms {
+  const char* scalar;
+  const char* vector;
+};
+
+const std::map<Op, Forms>& forms() {
+  static const std::map<Op, Forms> m = {
+      {Op::Where, {"($a ? $b : $c)", "vselect($a, $b, $c)"}},
+      {Op::Neg, {"(-$a)", "(-$a)"}},
+      {Op::Abs, {"__builtin_fabs$f($a)", "vabs($a)"}},
+      {Op::Sign, {"coil_sign($a)", "(vfrommask($a > 0) - vfrommask($a < 0))"}},
+      {Op::Exp, {"__builtin_exp$f($a)", "vexp($a)"}},
+      {Op::Exp2, {"__builtin_exp2$f($a)", "COIL_SLEEF(exp2, _u10)($a)"}},
+      {Op::Expm1, {"__builtin_expm1$f($a)", "COIL_SLEEF(expm1, _u10)($a)"}},
+      {Op::Log, {"__builtin_log$f($a)", "COIL_SLEEF(log, _u10)($a)"}},
+      {Op::Log2, {"__builtin_log2$f($a)", "COIL_SLEEF(log2, _u10)($a)"}},
+      {Op::Log1p, {"__builtin_log1p$f($a)", "COIL_SLEEF(log1p, _u10)($a)"}},
+      {Op::Sqrt, {"__builtin_sqrt$f($a)", "COIL_SLEEF(sqrt, _u05)($a)"}},
+      {Op::Rsqrt, {"($1 / __builtin_sqrt$f($a))", "(1.0f / COIL_SLEEF(sqrt, _u05)($a))"}},
+      {Op::Reciprocal, {"($1 / $a)", "(1.0f / $a)"}},
+      // One sincos call gives both (sin^2 + cos^2 needs one); 3.5 ulp is far inside float32
+      // tolerances.
+      {Op::Sin, {"__builtin_sin$f($a)", "$sincos.x"}},
+      {Op::Cos, {"__builtin_cos$f($a)", "$sincos.y"}},
+      {Op::Tan, {"__builtin_tan$f($a)", "COIL_SLEEF(tan, _u10)($a)"}},
+      {Op::Tanh, {"__builtin_tanh$f($a)", "COIL_SLEEF(tanh, _u10)($a)"}},
+      {Op::Sigmoid, {"($1 / ($1 + __builtin_exp$f(-$a)))", "(1.0f / (1.0f + vexp(-$a)))"}},
+      {Op::Relu, {"($a < $0 ? $0 : $a)", "vselect($a < 0, vsplat(0.0f), $a)"}},
+      {Op::Erf, {"__builtin_erf$f($a)", "verf($a)"}},
+      {Op::Floor, {"__builtin_floor$f($a)", "COIL_SLEEF(floor, )($a)"}},
+      {Op::Ceil, {"__builtin_ceil$f($a)", "COIL_SLEEF(ceil, )($a)"}},
+      {Op::Round, {"__builtin_nearbyint$f($a)", "COIL_SLEEF(rint, )($a)"}},
+      {Op::Trunc, {"__builtin_trunc$f($a)", "COIL_SLEEF(trunc, )($a)"}},
+      {Op::LogicalNot, {"(!$a)", "(~$a)"}},
+      {Op::IsNan, {"($a != $a)", "($a != $a)"}},
+      {Op::IsInf, {"__builtin_isinf($a)", "(vabs($a) == __builtin_inff())"}},
+      {Op::Add, {"($a + $b)", "($a + $b)"}},
+      {Op::Sub, {"($a - $b)", "($a - $b)"}},
+      {Op::Mul, {"($a * $b)", "($a * $b)"}},
+      {Op::Div, {"($a / $b)", "($a / $b)"}},
+      {Op::FloorDiv, {"coil_floordiv_float($a, $b)", ""}},
+      {Op::Remainder, {"coil_remainder_float($a, $b)", ""}},
+      {Op::Pow, {"__builtin_pow$f($a, $b)", "COIL_SLEEF(pow, _u10)($a, $b)"}},
+      {Op::Maximum, {"smax($a, $b)", "vmax($a, $b)"}},
+      {Op::Minimum, {"smin($a, $b)", "vmin($a, $b)"}},
+      {Op::Atan2, {"__builtin_atan2$f($a, $b)", "COIL_SLEEF(atan2, _u10)($a, $b)"}},
+      {Op::Eq, {"($a == $b)", "($a == $b)"}},
+      {Op::Ne, {"($a != $b)", "($a != $b)"}},
+      {Op::Lt, {"($a < $b)", "($a < $b)"}},
+      {Op::Le, {"($a <= $b)", "($a <= $b)"}},
+      {Op::Gt, {"($a > $b)", "($a > $b)"}},
+      {Op::Ge, {"($a >= $b)", "($a >= $b)"}},
+      {Op::LogicalAnd, {"($a && $b)", "($a & $b)"}},
+      {Op::LogicalOr, {"($a || $b)", "($a | $b)"}},
+  };
+  return m;
+}
+
+// The forms integers and bools need instead (their ops have no libm builtin, bool arithmetic
+// is logical); nullptr where the table's form serves.
+const char* integral_form(Op op, DType t) {
+  bool b = t == kBool;
+  switch (op) {
+    case Op::Abs:
+      return "($a < 0 ? -$a : $a)";
+    case Op::Add:
+      return b ? "($a | $b)" : nullptr;
+    case Op::Mul:
+      return b ? "($a & $b)" : nullptr;
+    case Op::FloorDiv:
+      return b ? "$a" : "coil_floordiv_int($a, $b)";
+    case Op::Remainder:
+      return b ? "false" : "coil_mod_int($a, $b)";
+    default:
+      return nullptr;
+  }
+}
+
+std::string expand(const char* form, const std::vector<std::string>& x,
+                   const std::map<char, std::string>& extra) {
+  std::string out;
+  for (const char* p = form; *p; ++p) {
+    if (*p != '$') {
+      out += *p;
+    } else if (p[1] >= 'a' && p[1] <= 'c') {
+      out += x.at(static_cast<size_t>(p[1] - 'a'));
+      ++p;
+    } else {
+      std::string key;
+      while (p[1] && std::isalnum(static_cast<unsigned char>(p[1]))) key += *++p;
+      out += extra.at(key.size() == 1 ? key[0] : 's');  // "$sincos" -> 's'
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
 Emitted BodyEmitter::emit_scalar_op(const ir::ValueNode& v, const std::vector<Emitted>& args) {
-  DType t = v.args().empty() ? v.dtype() : v.args()[0]->dtype();  // the operands' dtype
+  DType t = v.args()[0]->dtype();  // the operands' dtype
   std::string ct = compute_type(v.dtype());
-  std::string a = args.empty() ? "" : args[0].text;
-  std::string b = args.size() > 1 ? args[1].text : "";
-  bool fl = is_floating(t);
-  std::string one = c_literal(1, t), zero = c_literal(0, t);
-  std::string e;
-  switch (v.op()) {
-    case Op::Cast:
-      if (v.dtype() == kBool)
-        e = "(" + a + " != 0)";
-      else if (v.dtype() == kFloat16)
-        e = "(float)(_Float16)(" + a + ")";
-      else if (v.dtype() == kBFloat16)
-        e = "bf2f(f2bf((float)(" + a + ")))";
-      else
-        e = "(" + ct + ")(" + a + ")";
-      break;
-    case Op::Where:
-      e = "(" + a + " ? " + b + " : " + args[2].text + ")";
-      break;
-    case Op::Neg:
-      e = "(-" + a + ")";
-      break;
-    case Op::Abs:
-      e = fl ? fn("fabs", t) + "(" + a + ")" : "(" + a + " < 0 ? -" + a + " : " + a + ")";
-      break;
-    case Op::Sign:
-      e = "coil_sign(" + a + ")";
-      break;
-    case Op::Exp:
-      e = fn("exp", t) + "(" + a + ")";
-      break;
-    case Op::Exp2:
-      e = fn("exp2", t) + "(" + a + ")";
-      break;
-    case Op::Expm1:
-      e = fn("expm1", t) + "(" + a + ")";
-      break;
-    case Op::Log:
-      e = fn("log", t) + "(" + a + ")";
-      break;
-    case Op::Log2:
-      e = fn("log2", t) + "(" + a + ")";
-      break;
-    case Op::Log1p:
-      e = fn("log1p", t) + "(" + a + ")";
-      break;
-    case Op::Sqrt:
-      e = fn("sqrt", t) + "(" + a + ")";
-      break;
-    case Op::Rsqrt:
-      e = "(" + one + " / " + fn("sqrt", t) + "(" + a + "))";
-      break;
-    case Op::Reciprocal:
-      e = "(" + one + " / " + a + ")";
-      break;
-    case Op::Sin:
-      e = fn("sin", t) + "(" + a + ")";
-      break;
-    case Op::Cos:
-      e = fn("cos", t) + "(" + a + ")";
-      break;
-    case Op::Tan:
-      e = fn("tan", t) + "(" + a + ")";
-      break;
-    case Op::Tanh:
-      e = fn("tanh", t) + "(" + a + ")";
-      break;
-    case Op::Sigmoid:
-      e = "(" + one + " / (" + one + " + " + fn("exp", t) + "(-" + a + ")))";
-      break;
-    case Op::Relu:
-      e = "(" + a + " < " + zero + " ? " + zero + " : " + a + ")";
-      break;
-    case Op::Erf:
-      e = fn("erf", t) + "(" + a + ")";
-      break;
-    case Op::Floor:
-      e = fn("floor", t) + "(" + a + ")";
-      break;
-    case Op::Ceil:
-      e = fn("ceil", t) + "(" + a + ")";
-      break;
-    case Op::Round:
-      e = fn("nearbyint", t) + "(" + a + ")";
-      break;
-    case Op::Trunc:
-      e = fn("trunc", t) + "(" + a + ")";
-      break;
-    case Op::LogicalNot:
-      e = "(!" + a + ")";
-      break;
-    case Op::IsNan:
-      e = "(" + a + " != " + a + ")";
-      break;
-    case Op::IsInf:
-      e = "__builtin_isinf(" + a + ")";
-      break;
-    case Op::Add:
-      e = t == kBool ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")";
-      break;
-    case Op::Sub:
-      e = "(" + a + " - " + b + ")";
-      break;
-    case Op::Mul:
-      e = t == kBool ? "(" + a + " & " + b + ")" : "(" + a + " * " + b + ")";
-      break;
-    case Op::Div:
-      e = "(" + a + " / " + b + ")";
-      break;
-    case Op::FloorDiv:
-      e = fl           ? "coil_floordiv_float(" + a + ", " + b + ")"
-          : t == kBool ? a
-                       : "coil_floordiv_int(" + a + ", " + b + ")";
-      break;
-    case Op::Remainder:
-      e = fl           ? "coil_remainder_float(" + a + ", " + b + ")"
-          : t == kBool ? "false"
-                       : "coil_mod_int(" + a + ", " + b + ")";
-      break;
-    case Op::Pow:
-      e = fn("pow", t) + "(" + a + ", " + b + ")";
-      break;
-    case Op::Maximum:
-      e = "smax(" + a + ", " + b + ")";
-      break;
-    case Op::Minimum:
-      e = "smin(" + a + ", " + b + ")";
-      break;
-    case Op::Atan2:
-      e = fn("atan2", t) + "(" + a + ", " + b + ")";
-      break;
-    case Op::Eq:
-      e = "(" + a + " == " + b + ")";
-      break;
-    case Op::Ne:
-      e = "(" + a + " != " + b + ")";
-      break;
-    case Op::Lt:
-      e = "(" + a + " < " + b + ")";
-      break;
-    case Op::Le:
-      e = "(" + a + " <= " + b + ")";
-      break;
-    case Op::Gt:
-      e = "(" + a + " > " + b + ")";
-      break;
-    case Op::Ge:
-      e = "(" + a + " >= " + b + ")";
-      break;
-    case Op::LogicalAnd:
-      e = "(" + a + " && " + b + ")";
-      break;
-    case Op::LogicalOr:
-      e = "(" + a + " || " + b + ")";
-      break;
-    default:
-      throw InternalError(std::string("codegen: no scalar form of ") + ir::op_name(v.op()));
+  std::vector<std::string> x;
+  for (const Emitted& e : args) x.push_back(e.text);
+  if (v.op() == Op::Cast) {
+    const std::string& a = x[0];
+    if (v.dtype() == kBool) return temp(ct, "(" + a + " != 0)", false);
+    if (v.dtype() == kFloat16) return temp(ct, "(float)(_Float16)(" + a + ")", false);
+    if (v.dtype() == kBFloat16) return temp(ct, "bf2f(f2bf((float)(" + a + ")))", false);
+    return temp(ct, "(" + ct + ")(" + a + ")", false);
   }
-  return temp(ct, e, false);
+  auto it = forms().find(v.op());
+  COIL_ASSERT(it != forms().end(), "codegen: no form of ", ir::op_name(v.op()));
+  const char* form = is_floating(t) ? nullptr : integral_form(v.op(), t);
+  std::map<char, std::string> extra = {
+      {'f', t == kFloat64 ? "" : "f"}, {'0', c_literal(0, t)}, {'1', c_literal(1, t)}};
+  return temp(ct, expand(form ? form : it->second.scalar, x, extra), false);
 }
 
 Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Emitted>& args) {
   std::vector<std::string> x;
   for (size_t i = 0; i < args.size(); ++i) x.push_back(varying(args[i], v.args()[i]->dtype()));
-  std::string a = x.empty() ? "" : x[0], b = x.size() > 1 ? x[1] : "";
-  auto sleef = [&](const char* name, const char* acc) {
-    return std::string("COIL_SLEEF(") + name + ", " + acc + ")(" + a + (b.empty() ? "" : ", " + b) +
-           ")";
-  };
   bool mask = v.dtype() == kBool;
   std::string e;
-  switch (v.op()) {
-    case Op::Cast:
-      if (v.dtype() == kBool)
-        e = "(" + a + " != 0)";  // float -> mask
-      else
-        e = "vfrommask(" + a + ")";  // mask -> float
-      break;
-    case Op::Where:
-      e = "vselect(" + a + ", " + b + ", " + x[2] + ")";
-      break;
-    case Op::Neg:
-      e = "(-" + a + ")";
-      break;
-    case Op::Abs:
-      e = "vabs(" + a + ")";
-      break;
-    case Op::Sign:
-      e = "(vfrommask(" + a + " > 0) - vfrommask(" + a + " < 0))";
-      break;
-    case Op::Exp:
-      e = "vexp(" + a + ")";
-      break;
-    case Op::Exp2:
-      e = sleef("exp2", "_u10");
-      break;
-    case Op::Expm1:
-      e = sleef("expm1", "_u10");
-      break;
-    case Op::Log:
-      e = sleef("log", "_u10");
-      break;
-    case Op::Log2:
-      e = sleef("log2", "_u10");
-      break;
-    case Op::Log1p:
-      e = sleef("log1p", "_u10");
-      break;
-    case Op::Sqrt:
-      e = sleef("sqrt", "_u05");
-      break;
-    case Op::Rsqrt:
-      e = "(1.0f / " + sleef("sqrt", "_u05") + ")";
-      break;
-    case Op::Reciprocal:
-      e = "(1.0f / " + a + ")";
-      break;
-    // One call gives both (sin^2 + cos^2 needs one); 3.5 ulp is far inside float32 tolerances.
-    case Op::Sin:
-      e = temp("vf32x2", sleef("sincos", "_u35"), true).text + ".x";
-      break;
-    case Op::Cos:
-      e = temp("vf32x2", sleef("sincos", "_u35"), true).text + ".y";
-      break;
-    case Op::Tan:
-      e = sleef("tan", "_u10");
-      break;
-    case Op::Tanh:
-      e = sleef("tanh", "_u10");
-      break;
-    case Op::Sigmoid:
-      e = "(1.0f / (1.0f + vexp(-" + a + ")))";
-      break;
-    case Op::Relu:
-      e = "vselect(" + a + " < 0, vsplat(0.0f), " + a + ")";
-      break;
-    case Op::Erf:
-      e = "verf(" + a + ")";
-      break;
-    case Op::Floor:
-      e = sleef("floor", "");
-      break;
-    case Op::Ceil:
-      e = sleef("ceil", "");
-      break;
-    case Op::Round:
-      e = sleef("rint", "");
-      break;
-    case Op::Trunc:
-      e = sleef("trunc", "");
-      break;
-    case Op::LogicalNot:
-      e = "(~" + a + ")";
-      break;
-    case Op::IsNan:
-      e = "(" + a + " != " + a + ")";
-      break;
-    case Op::IsInf:
-      e = "(vabs(" + a + ") == __builtin_inff())";
-      break;
-    case Op::Add:
-      e = mask ? "(" + a + " | " + b + ")" : "(" + a + " + " + b + ")";
-      break;
-    case Op::Sub:
-      e = "(" + a + " - " + b + ")";
-      break;
-    case Op::Mul:
-      e = mask ? "(" + a + " & " + b + ")" : "(" + a + " * " + b + ")";
-      break;
-    case Op::Div:
-      // By a value shared by every lane (a row's sum, a count): one reciprocal, then multiplies.
-      e = args[1].varying ? "(" + a + " / " + b + ")"
-                          : "(" + a + " * vsplat(1.0f / " + args[1].text + "))";
-      break;
-    case Op::Pow:
-      e = sleef("pow", "_u10");
-      break;
-    case Op::Maximum:
-      e = "vmax(" + a + ", " + b + ")";
-      break;
-    case Op::Minimum:
-      e = "vmin(" + a + ", " + b + ")";
-      break;
-    case Op::Atan2:
-      e = sleef("atan2", "_u10");
-      break;
-    case Op::Eq:
-      e = "(" + a + " == " + b + ")";
-      break;
-    case Op::Ne:
-      e = "(" + a + " != " + b + ")";
-      break;
-    case Op::Lt:
-      e = "(" + a + " < " + b + ")";
-      break;
-    case Op::Le:
-      e = "(" + a + " <= " + b + ")";
-      break;
-    case Op::Gt:
-      e = "(" + a + " > " + b + ")";
-      break;
-    case Op::Ge:
-      e = "(" + a + " >= " + b + ")";
-      break;
-    case Op::LogicalAnd:
-      e = "(" + a + " & " + b + ")";
-      break;
-    case Op::LogicalOr:
-      e = "(" + a + " | " + b + ")";
-      break;
-    default:
-      throw InternalError(std::string("codegen: no vector form of ") + ir::op_name(v.op()));
+  if (v.op() == Op::Cast) {
+    e = mask ? "(" + x[0] + " != 0)" : "vfrommask(" + x[0] + ")";  // float <-> mask
+  } else if (v.op() == Op::Div && !args[1].varying) {
+    // By a value shared by every lane (a row's sum, a count): one reciprocal, then multiplies.
+    e = "(" + x[0] + " * vsplat(1.0f / " + args[1].text + "))";
+  } else {
+    auto it = forms().find(v.op());
+    COIL_ASSERT(it != forms().end() && *it->second.vector, "codegen: no vector form of ",
+                ir::op_name(v.op()));
+    const char* form = mask && (v.op() == Op::Add || v.op() == Op::Mul)
+                           ? (v.op() == Op::Add ? "($a | $b)" : "($a & $b)")
+                           : it->second.vector;
+    std::map<char, std::string> extra;
+    if (v.op() == Op::Sin || v.op() == Op::Cos)
+      extra['s'] = temp("vf32x2", "COIL_SLEEF(sincos, _u35)(" + x[0] + ")", true).text;
+    e = expand(form, x, extra);
   }
   return temp(mask ? "vi32" : "vf32", e, true);
 }

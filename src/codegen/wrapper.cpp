@@ -22,8 +22,6 @@ std::vector<std::string> extern_inputs(const ir::Buffer& b) {
   return out;
 }
 
-std::string view_str(const ir::Layout& l) { return l.str(); }
-
 }  // namespace
 
 std::string cpp_source(const std::vector<KernelSource>& kernels) {
@@ -120,7 +118,7 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
   std::string ret;
   for (const ir::TensorRef& o : program.outputs) {
     outputs_.push_back(OutputPlan{slot_of_.at(o.buffer), o.view});
-    ret += (ret.empty() ? "" : ", ") + o.buffer + view_str(o.view);
+    ret += (ret.empty() ? "" : ", ") + o.buffer + " " + o.view.str();
   }
   text_ += "    return (" + ret + ")\n";
 }

@@ -99,7 +99,7 @@ std::string to_string(const Program& p) {
           if (!first) out += ", ";
           first = false;
           if (auto* r = std::get_if<TensorRef>(&a))
-            out += r->buffer + r->view.str();
+            out += r->buffer + " " + r->view.str();
           else if (auto* rs = std::get_if<std::vector<TensorRef>>(&a)) {
             out += "[";
             for (size_t i = 0; i < rs->size(); ++i) out += (i ? ", " : "") + (*rs)[i].buffer;
@@ -116,7 +116,7 @@ std::string to_string(const Program& p) {
   }
   out += "return (";
   for (size_t i = 0; i < p.outputs.size(); ++i)
-    out += (i ? ", " : "") + p.outputs[i].buffer + p.outputs[i].view.str();
+    out += (i ? ", " : "") + p.outputs[i].buffer + " " + p.outputs[i].view.str();
   return out + ")\n";
 }
 

@@ -1,5 +1,7 @@
 // Constant folding: a call whose tensor inputs are all constants is computed once, at compile
 // time, with its eager kernel, and becomes a constant itself.
+#include <unordered_set>
+
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 
@@ -33,8 +35,9 @@ bool foldable(const Node& n) {
 
 bool run_constant_folding(Graph& g) {
   bool changed = false;
+  std::unordered_set<const Node*> erased;  // getitems folded with their call, still in the list
   for (Node* n : g.nodes()) {
-    if (!foldable(*n)) continue;
+    if (erased.count(n) || !foldable(*n)) continue;
     std::vector<Arg> args;
     for (const NodeArg& a : n->args())
       args.push_back(to_arg(a, [](const Node* c) { return c->value(); }));
@@ -49,6 +52,7 @@ bool run_constant_folding(Graph& g) {
     if (n->is_multi_output()) {
       for (Node* item : std::vector<Node*>(n->users())) {
         Node* c = g.constant(values.at(static_cast<size_t>(item->index())), item);
+        erased.insert(item);
         detail_passes::replace_with_new(g, item, c);
       }
       g.erase(n);

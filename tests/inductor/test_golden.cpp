@@ -40,7 +40,7 @@ TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
             "load(buf0, i0))))\n"
             "buf2: f32[4, 8][8, 1] = pointwise[4, 8](i0, i1: div(exp(sub(load(in0, 8*i0 + i1), "
             "load(buf0, i0))), load(buf1, i0)))\n"
-            "return (buf2f32[4, 8][8, 1])\n");
+            "return (buf2 f32[4, 8][8, 1])\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
   EXPECT_EQ(schedule::to_string(c.schedule.kernels[0]),
             "kernel0: for x0 < 4; reduce r0 < 8\n"
