@@ -52,7 +52,6 @@ class BodyEmitter {
   }
   // Appends a statement.
   void line(const std::string& s) { out_ += indent_ + s + "\n"; }
-  sym::Expr lane() const { return lane_; }
 
  private:
   Emitted temp(const std::string& type, const std::string& expr, bool varying);

@@ -8,8 +8,6 @@ namespace coil::ir {
 
 int64_t Layout::numel() const { return numel_of(sizes); }
 
-bool Layout::is_contiguous() const { return offset == 0 && strides == contiguous_strides(sizes); }
-
 sym::Expr Layout::address(const std::vector<sym::Expr>& index) const {
   COIL_ASSERT(index.size() == sizes.size(), "Layout::address: ", index.size(), " indices for a ",
               sizes.size(), "-d layout");

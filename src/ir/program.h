@@ -26,7 +26,6 @@ struct Layout {
   int64_t offset = 0;
 
   int64_t numel() const;
-  bool is_contiguous() const;
   // The element offset of `index` (one expression per dim).
   sym::Expr address(const std::vector<sym::Expr>& index) const;
   std::string str() const;  // "f32[8, 16][16, 1]+0"

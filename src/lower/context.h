@@ -33,7 +33,7 @@ struct TensorBox {
 
 class Context {
  public:
-  explicit Context(const Graph& g) : graph_(g) {}
+  Context() = default;
 
   // The value of a node argument (a node's single output, or a wrapped number as a 0-d box).
   const TensorBox& box(const Node* n) const;
@@ -53,10 +53,8 @@ class Context {
   static TensorBox memoized(DType dtype, Shape sizes, Loader load);
 
   ir::Program& program() { return program_; }
-  const Graph& graph() const { return graph_; }
 
  private:
-  const Graph& graph_;
   ir::Program program_;
   std::unordered_map<const Node*, std::vector<TensorBox>> values_;
   int next_buffer_ = 0;

@@ -92,7 +92,7 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
 }  // namespace
 
 ir::Program lower_graph(const Graph& g) {
-  Context cx(g);
+  Context cx;
   int64_t input_index = 0;
   for (Node* n : g.nodes()) {
     switch (n->kind()) {
