@@ -1,5 +1,7 @@
 #include "codegen/cpp_kernel.h"
 
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include <coil/error.h>
@@ -90,7 +92,13 @@ class KernelWriter {
     parallel_ = work >= kParallelMin && numel_of(k_.outer) > 1;
     src.parallel = parallel_;
     std::string body;
-    if (numel_of(k_.outer) > 0) body = k_.is_reduction() ? reduction_kernel() : pointwise_kernel();
+    if (numel_of(k_.outer) > 0 && column_order()) {
+      body = column_kernel();
+      src.vectorized = vector_;
+      src.parallel = parallel_;
+    } else if (numel_of(k_.outer) > 0) {
+      body = k_.is_reduction() ? reduction_kernel() : pointwise_kernel();
+    }
     src.args = arguments();
     std::string head = "extern \"C\" void " + k_.name + "(void* const* args) {\n";
     for (size_t i = 0; i < src.args.size(); ++i) {
@@ -441,6 +449,101 @@ class KernelWriter {
       outer_values_[n.buffer] = v;
     }
     out += indent.substr(2) + "}\n";
+    return out;
+  }
+
+  // ---- reductions along an outer dim of memory -------------------------------------------
+  // sum(x, 0) of a row-major x reads a column for each output: vectorising its reduction loop
+  // would gather. When every access instead runs along the innermost output dim, the kernel
+  // keeps a chunk of outputs in their buffer and folds in one reduction step at a time, with
+  // vector loads along memory (the loop order that suits the layout, as Inductor reorders).
+  static std::optional<ir::Op> fold_op(ReduceKind k) {
+    switch (k) {
+      case ReduceKind::Sum:
+        return ir::Op::Add;
+      case ReduceKind::Prod:
+        return ir::Op::Mul;
+      case ReduceKind::Max:
+        return ir::Op::Maximum;
+      case ReduceKind::Min:
+        return ir::Op::Minimum;
+      default:
+        return std::nullopt;  // Welford and arg-reductions carry more than one value
+    }
+  }
+
+  bool column_order() const {
+    if (!k_.is_reduction()) return false;
+    sym::Expr xl = k_.outer_vars.back(), rl = k_.inner_vars.back();
+    bool gathers = false, ok = true;
+    auto unit = [](sym::Expr e, sym::Expr v) {
+      int64_t s = 0;
+      return sym::constant_stride(e, v, &s) && (s == 0 || s == 1);
+    };
+    for (const KernelNode& n : k_.nodes) {
+      int64_t s = 0;
+      if (!n.reduce || !n.store || !fold_op(*n.reduce) || !is_floating(n.dtype) ||
+          n.body->dtype() != n.dtype || !sym::constant_stride(n.store_index, xl, &s) || s != 1)
+        return false;
+      ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
+        ok = ok && !nodes_.count(l.buffer()) && unit(l.index(), xl);
+        gathers = gathers || !unit(l.index(), rl);
+      });
+    }
+    return ok && gathers;
+  }
+
+  std::string column_kernel() {
+    using V = ir::ValueNode;
+    std::vector<KernelNode> init, fold;
+    for (const KernelNode& n : k_.nodes) {
+      bool lowest = *n.reduce == ReduceKind::Max;
+      double start = *n.reduce == ReduceKind::Sum    ? 0.0
+                     : *n.reduce == ReduceKind::Prod ? 1.0
+                                                     : (lowest ? -INFINITY : INFINITY);
+      KernelNode first = n, step = n;
+      first.reduce = step.reduce = std::nullopt;
+      first.body = V::make_constant(start, n.dtype);
+      step.body = V::binary(*fold_op(*n.reduce), V::load(n.buffer, n.dtype, n.store_index), n.body);
+      init.push_back(first);
+      fold.push_back(step);
+    }
+    std::vector<const KernelNode*> init_nodes, fold_nodes;
+    for (size_t i = 0; i < init.size(); ++i) {
+      init_nodes.push_back(&init[i]);
+      fold_nodes.push_back(&fold[i]);
+    }
+    lane_ = k_.outer_vars.back();
+    vector_ = true;
+    for (const KernelNode* n : fold_nodes)
+      vector_ = vector_ && n->dtype == kFloat32 && vectorizable(n->body, lane_);
+    const int64_t chunk = 256, n_last = k_.outer.back();
+    size_t depth = k_.outer.size();
+    parallel_ = numel_of(k_.outer) * numel_of(k_.inner) >= kParallelMin &&
+                numel_of(k_.outer) / std::min(chunk, n_last) > 1;
+    std::string out, indent = "  ", n = std::to_string(n_last), c = std::to_string(chunk);
+    if (parallel_)
+      out += indent + "#pragma omp parallel for schedule(static) collapse(" +
+             std::to_string(depth) + ")\n";
+    for (size_t d = 0; d + 1 < depth; ++d) {
+      out += indent + loop(k_.outer_vars[d], "0", std::to_string(k_.outer[d])) + "\n";
+      indent += "  ";
+    }
+    out += indent + "for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ") {\n";
+    std::string in = indent + "  ";
+    out += in + "i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";\n";
+    out += in + "{\n";
+    innermost(out, in + "  ", lane_, "chunk", "end", init_nodes);
+    out += in + "}\n";
+    std::string r_in = in;
+    for (size_t d = 0; d < k_.inner.size(); ++d) {
+      out += r_in + loop(k_.inner_vars[d], "0", std::to_string(k_.inner[d])) + "\n";
+      r_in += "  ";
+    }
+    out += r_in + "{\n";
+    innermost(out, r_in + "  ", lane_, "chunk", "end", fold_nodes);
+    out += r_in + "}\n";
+    out += indent + "}\n";
     return out;
   }
 

@@ -98,3 +98,18 @@ TEST(Golden, FusionRefusalCarriesItsReason) {
     found |= d.find("do not fuse buf1 into kernel0: different reduction ranges") == 0;
   EXPECT_TRUE(found);
 }
+
+// A reduction over the outer dim of a row-major tensor runs along memory: chunks of outputs
+// folded one row at a time with vector loads, no gathers.
+TEST(Golden, ColumnReductionRunsAlongMemory) {
+  Compiled c = stages(
+      "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"
+      "    sum_1: \"f32[48][1]cpu\" = coil.sum(x, [0])\n"
+      "    return (sum_1,)\n");
+  ASSERT_EQ(c.schedule.kernels.size(), 1u);
+  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  EXPECT_NE(k.code.find("for (i64 r0 = 0; r0 < 64; ++r0)"), std::string::npos) << k.code;
+  EXPECT_NE(k.code.find("vload(in0 + 48*r0 + x0)"), std::string::npos) << k.code;
+  EXPECT_EQ(k.code.find("k_"), std::string::npos) << k.code;  // no per-lane gather
+  EXPECT_TRUE(k.vectorized);
+}

@@ -192,3 +192,16 @@ TEST_F(Inductor, MemoryPlanReusesDeadBuffers) {
   EXPECT_NE(text.find("buf2 = reuse(buf0)"), std::string::npos) << text;
   expect_matches(got, f(x, w), 1e-5, 1e-4);
 }
+
+// Reductions over an outer dim of memory fold a chunk of outputs at a time along memory.
+TEST_F(Inductor, ColumnReductionsMatchEager) {
+  auto f = [](const Tensor& x) { return sum(x, {0}) * 0.5 + amax(x, {0}) - amin(x, {0}); };
+  for (Shape s : {Shape{301, 517}, Shape{33, 7}, Shape{5, 3, 40}}) {
+    for (DType t : {kFloat32, kFloat64}) {
+      SCOPED_TRACE(dtype_name(t));
+      auto cf = compile(f);
+      Tensor x = random(s, t);
+      expect_matches(cf(x), f(x), 1e-5, 1e-4);
+    }
+  }
+}
