@@ -7,37 +7,6 @@
 using namespace coil;
 using namespace coil::testing;
 
-namespace {
-
-// The example's arguments, with tensors taken from `inputs` in order of appearance.
-std::vector<Arg> example_args(const OpExample& ex, const std::vector<Tensor>& inputs) {
-  std::vector<Arg> args;
-  size_t next = 0;
-  for (const ExampleArg& a : ex.args) {
-    if (std::holds_alternative<In>(a)) args.emplace_back(inputs.at(next++));
-    if (auto* l = std::get_if<Ins>(&a)) {
-      std::vector<Tensor> ts;
-      for (size_t i = 0; i < l->names.size(); ++i) ts.push_back(inputs.at(next++));
-      args.emplace_back(std::move(ts));
-    }
-    if (auto* v = std::get_if<Arg>(&a)) args.push_back(*v);
-  }
-  return args;
-}
-
-std::vector<Tensor> example_inputs_of(const OpExample& ex,
-                                      const std::map<std::string, Tensor>& values) {
-  std::vector<Tensor> out;
-  for (const ExampleArg& a : ex.args) {
-    if (auto* i = std::get_if<In>(&a)) out.push_back(values.at(i->name));
-    if (auto* l = std::get_if<Ins>(&a))
-      for (const char* name : l->names) out.push_back(values.at(name));
-  }
-  return out;
-}
-
-}  // namespace
-
 TEST(CaptureEveryOp, MatchesEagerThroughCompile) {
   compiler_reset();
   std::map<std::string, Tensor> values = example_values();
@@ -45,11 +14,15 @@ TEST(CaptureEveryOp, MatchesEagerThroughCompile) {
   for (const OpExample& ex : op_examples()) {
     SCOPED_TRACE(ex.op);
     OpId op = *find_op(ex.op);
-    auto fn = [&ex, op](const std::vector<Tensor>& in) {
-      return call_op(op, example_args(ex, in));
+    std::vector<std::string> names = example_input_names(ex);
+    auto fn = [&ex, op, names](const std::vector<Tensor>& in) {
+      std::map<std::string, Tensor> bound;
+      for (size_t i = 0; i < names.size(); ++i) bound[names[i]] = in[i];
+      return call_op(op, example_args(ex, bound));
     };
     auto cf = compile(fn, {.backend = "aot_eager", .name = ex.op});
-    std::vector<Tensor> in = example_inputs_of(ex, values);
+    std::vector<Tensor> in;
+    for (const std::string& name : names) in.push_back(values.at(name));
     std::vector<Tensor> got = cf(in), want = fn(in);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {

@@ -12,21 +12,6 @@ using namespace coil::testing;
 
 namespace {
 
-// An example's arguments with its named inputs bound to `values`.
-A bound_args(const OpExample& ex, const std::map<std::string, Tensor>& values) {
-  A args;
-  for (const ExampleArg& a : ex.args) {
-    if (auto* i = std::get_if<In>(&a)) args.push_back(values.at(i->name));
-    if (auto* l = std::get_if<Ins>(&a)) {
-      std::vector<Tensor> ts;
-      for (const char* name : l->names) ts.push_back(values.at(name));
-      args.push_back(ts);
-    }
-    if (auto* v = std::get_if<Arg>(&a)) args.push_back(*v);
-  }
-  return args;
-}
-
 TEST(Decompose, EveryExampleMatchesEager) {
   std::map<std::string, Tensor> values = example_values();
   std::set<OpId> covered;
@@ -34,7 +19,8 @@ TEST(Decompose, EveryExampleMatchesEager) {
     OpId op = *find_op(ex.op);
     if (!find_decomposition(op)) continue;
     covered.insert(op);
-    check_decomposition(op, bound_args(ex, values), /*declines=*/ex.random);  // dropout in training
+    check_decomposition(op, example_args(ex, values),
+                        /*declines=*/ex.random);  // dropout in training
   }
   for (OpId op : decomposed_ops()) EXPECT_TRUE(covered.count(op)) << op_name(op);
 }

@@ -249,6 +249,32 @@ inline Graph example_graph(const OpExample& ex) {
   return g;
 }
 
+// The example's arguments with its named inputs bound to `values`.
+inline std::vector<Arg> example_args(const OpExample& ex,
+                                     const std::map<std::string, Tensor>& values) {
+  std::vector<Arg> args;
+  for (const ExampleArg& a : ex.args) {
+    if (auto* i = std::get_if<In>(&a)) args.push_back(values.at(i->name));
+    if (auto* l = std::get_if<Ins>(&a)) {
+      std::vector<Tensor> ts;
+      for (const char* name : l->names) ts.push_back(values.at(name));
+      args.push_back(ts);
+    }
+    if (auto* v = std::get_if<Arg>(&a)) args.push_back(*v);
+  }
+  return args;
+}
+
+// The names of the example's tensor inputs, in the order its arguments use them.
+inline std::vector<std::string> example_input_names(const OpExample& ex) {
+  std::vector<std::string> out;
+  for (const ExampleArg& a : ex.args) {
+    if (auto* i = std::get_if<In>(&a)) out.push_back(i->name);
+    if (auto* l = std::get_if<Ins>(&a)) out.insert(out.end(), l->names.begin(), l->names.end());
+  }
+  return out;
+}
+
 // Random values for every example input (their value ranges keep every op well defined).
 inline std::map<std::string, Tensor> example_values() {
   std::map<std::string, Tensor> out;

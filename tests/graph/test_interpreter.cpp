@@ -36,16 +36,7 @@ void expect_same(const Tensor& got, const Tensor& want) {
 
 // The example's call run directly with run_eager on `values`.
 std::vector<Tensor> direct(const OpExample& ex, const std::map<std::string, Tensor>& values) {
-  std::vector<Arg> args;
-  for (const ExampleArg& a : ex.args) {
-    if (auto* i = std::get_if<In>(&a)) args.push_back(values.at(i->name));
-    if (auto* l = std::get_if<Ins>(&a)) {
-      std::vector<Tensor> ts;
-      for (const char* name : l->names) ts.push_back(values.at(name));
-      args.push_back(ts);
-    }
-    if (auto* v = std::get_if<Arg>(&a)) args.push_back(*v);
-  }
+  std::vector<Arg> args = example_args(ex, values);
   OpId op = *find_op(ex.op);
   normalize_args(op, args);
   return run_eager(op, args);
