@@ -1,6 +1,7 @@
 #include "compile_fx.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "capture/counters.h"
 #include "codegen/cpp_kernel.h"
@@ -32,9 +33,9 @@ class Timeline {
       ~Record() {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                         .count();
-        self->summary_ += std::string(self->summary_.empty() ? "" : ", ") + name + " " +
-                          std::to_string(ms).substr(0, std::to_string(ms).find('.') + 3) + " ms";
-        self->total_ms_ += ms;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %.2f ms", ms);
+        self->summary_ += std::string(self->summary_.empty() ? "" : ", ") + name + buf;
       }
     } record{this, name, t0};
     return f();
@@ -44,7 +45,6 @@ class Timeline {
  private:
   std::string prefix_;
   std::string summary_;
-  double total_ms_ = 0;
 };
 
 capture::CompiledGraph interpreted(std::shared_ptr<const Graph> g) {

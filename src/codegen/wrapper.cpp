@@ -97,6 +97,13 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
       const ir::Buffer& b = program.buffer(st.buffer);
       plan.extern_buffer = &b;
       plan.extern_slot = slot_of_.at(b.name);
+      for (const ir::ExternArg& a : b.call->args) {
+        std::vector<int> arg_slots;
+        if (auto* r = std::get_if<ir::TensorRef>(&a)) arg_slots.push_back(slot_of_.at(r->buffer));
+        if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a))
+          for (const ir::TensorRef& r : *rs) arg_slots.push_back(slot_of_.at(r.buffer));
+        plan.extern_arg_slots.push_back(std::move(arg_slots));
+      }
       text_ += "    " + b.name + " = extern " + op_name(b.call->op) + "(...)  # " + b.call->reason +
                "\n";
     }
@@ -123,13 +130,11 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
   text_ += "    return (" + ret + ")\n";
 }
 
-Tensor Wrapper::view_of(const std::vector<Tensor>& slots, const ir::TensorRef& ref) const {
-  const Tensor& base = slots[slot_of_.at(ref.buffer)];
-  COIL_ASSERT(base.defined(), "wrapper: buffer ", ref.buffer, " is not live");
+Tensor Wrapper::view_of(const Tensor& base, const ir::Layout& view) {
+  COIL_ASSERT(base.defined(), "wrapper: a buffer is read after it was released");
   const TensorMeta& m = base.impl()->meta;
-  if (ref.view.sizes == m.sizes && ref.view.strides == m.strides && ref.view.offset == 0)
-    return base;
-  return alias_with(base, ref.view.sizes, ref.view.strides, m.offset + ref.view.offset);
+  if (view.sizes == m.sizes && view.strides == m.strides && view.offset == 0) return base;
+  return alias_with(base, view.sizes, view.strides, m.offset + view.offset);
 }
 
 std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
@@ -156,15 +161,18 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
       st.fn(ptrs.data());
     } else {
       std::vector<Arg> args;
-      for (const ir::ExternArg& a : st.extern_buffer->call->args) {
-        if (auto* r = std::get_if<ir::TensorRef>(&a)) {
-          args.emplace_back(view_of(slots, *r));
-        } else if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a)) {
+      const std::vector<ir::ExternArg>& call_args = st.extern_buffer->call->args;
+      for (size_t i = 0; i < call_args.size(); ++i) {
+        const std::vector<int>& arg_slots = st.extern_arg_slots[i];
+        if (auto* r = std::get_if<ir::TensorRef>(&call_args[i])) {
+          args.emplace_back(view_of(slots[arg_slots[0]], r->view));
+        } else if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&call_args[i])) {
           std::vector<Tensor> ts;
-          for (const ir::TensorRef& r : *rs) ts.push_back(view_of(slots, r));
+          for (size_t j = 0; j < rs->size(); ++j)
+            ts.push_back(view_of(slots[arg_slots[j]], (*rs)[j].view));
           args.emplace_back(std::move(ts));
         } else {
-          args.push_back(std::get<Arg>(a));
+          args.push_back(std::get<Arg>(call_args[i]));
         }
       }
       Tensor out = run_eager(st.extern_buffer->call->op, args).at(0);
@@ -178,8 +186,7 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
     for (int s : st.releases) slots[s] = Tensor();
   }
   std::vector<Tensor> results;
-  for (const OutputPlan& o : outputs_)
-    results.push_back(view_of(slots, ir::TensorRef{buffers_[o.slot]->name, o.view}));
+  for (const OutputPlan& o : outputs_) results.push_back(view_of(slots[o.slot], o.view));
   return results;
 }
 

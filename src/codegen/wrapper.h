@@ -37,15 +37,16 @@ class Wrapper {
     std::vector<int> args;  // slots, for a kernel
     const ir::Buffer* extern_buffer = nullptr;
     int extern_slot = -1;
-    std::vector<Alloc> allocs;  // before the step
-    std::vector<int> releases;  // after it
+    std::vector<std::vector<int>> extern_arg_slots;  // per argument: the slots of its tensors
+    std::vector<Alloc> allocs;                       // before the step
+    std::vector<int> releases;                       // after it
   };
   struct OutputPlan {
     int slot;
     ir::Layout view;
   };
 
-  Tensor view_of(const std::vector<Tensor>& slots, const ir::TensorRef& ref) const;
+  static Tensor view_of(const Tensor& base, const ir::Layout& view);
 
   std::shared_ptr<const jit::Library> library_;
   std::vector<const ir::Buffer*> buffers_;  // by slot

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/meta_util.h"
 #include "testing.h"
 
 namespace coil::testing {
@@ -219,8 +220,7 @@ inline std::vector<Node*> add_example(Graph& g, const OpExample& ex) {
   auto input = [&](const char* name) {
     if (Node* n = g.find(name)) return n;
     const ExampleInput& in = example_inputs().at(name);
-    return g.placeholder(name,
-                         TensorMeta{in.dtype, in.sizes, contiguous_strides(in.sizes), 0, kCPU});
+    return g.placeholder(name, ops::contiguous_meta(in.dtype, in.sizes));
   };
   for (const ExampleArg& a : ex.args) {
     if (auto* i = std::get_if<In>(&a)) args.push_back(input(i->name));

@@ -4,6 +4,7 @@
 
 #include "graph/graph.h"
 #include "graph/printer.h"
+#include "ops/meta_util.h"
 #include "testing.h"
 
 namespace coil {
@@ -36,11 +37,6 @@ using namespace coil;
 
 namespace {
 
-TensorMeta meta(DType t, Shape sizes) {
-  Shape strides = contiguous_strides(sizes);
-  return TensorMeta{t, std::move(sizes), std::move(strides), 0, kCPU};
-}
-
 // Expects InternalError whose message contains `substr`.
 #define EXPECT_INTERNAL_ERROR(stmt, substr)                            \
   do {                                                                 \
@@ -58,8 +54,8 @@ struct Small {
   Graph g;
   Node *x, *y, *a, *b, *c, *out;
   Small() {
-    x = g.placeholder("x", meta(kFloat32, {8, 16}));
-    y = g.placeholder("y", meta(kFloat32, {16}));
+    x = g.placeholder("x", ops::contiguous_meta(kFloat32, {8, 16}));
+    y = g.placeholder("y", ops::contiguous_meta(kFloat32, {16}));
     a = g.call(OpId::sin, {x});
     b = g.call(OpId::add, {a, y});
     c = g.call(OpId::mul, {b, a});
@@ -89,7 +85,7 @@ TEST(Graph, BuildsNodesWithMetaUsersAndNames) {
 
 TEST(Graph, PlaceholdersStayFirstAndNodesGoBeforeTheOutput) {
   Small s;
-  Node* z = s.g.placeholder("z", meta(kFloat32, {16}));
+  Node* z = s.g.placeholder("z", ops::contiguous_meta(kFloat32, {16}));
   Node* d = s.g.call(OpId::cos, {s.c});
   std::vector<Node*> order = s.g.nodes();
   EXPECT_EQ(order[2], z);
@@ -100,10 +96,10 @@ TEST(Graph, PlaceholdersStayFirstAndNodesGoBeforeTheOutput) {
 
 TEST(Graph, NamesAreUniqueIdentifiersAvoidingBuiltins) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {4}));
-  EXPECT_EQ(g.placeholder("x", meta(kFloat32, {4}))->name(), "x_1");
-  EXPECT_EQ(g.placeholder("self", meta(kFloat32, {4}))->name(), "self_1");
-  EXPECT_EQ(g.placeholder("2d input", meta(kFloat32, {4}))->name(), "_2d_input");
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4}));
+  EXPECT_EQ(g.placeholder("x", ops::contiguous_meta(kFloat32, {4}))->name(), "x_1");
+  EXPECT_EQ(g.placeholder("self", ops::contiguous_meta(kFloat32, {4}))->name(), "self_1");
+  EXPECT_EQ(g.placeholder("2d input", ops::contiguous_meta(kFloat32, {4}))->name(), "_2d_input");
   EXPECT_EQ(g.call(OpId::sin, {x})->name(), "sin");
   EXPECT_EQ(g.call(OpId::sin, {x})->name(), "sin_1");
   EXPECT_EQ(g.call(OpId::abs, {x})->name(), "abs_1");  // as FX: no shadowing of builtins
@@ -124,7 +120,7 @@ TEST(Graph, NamesAreUniqueIdentifiersAvoidingBuiltins) {
 
 TEST(Graph, CallNormalizesArguments) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {4, 6}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4, 6}));
   // Defaults are filled in.
   Node* gelu = g.call(OpId::gelu, {x});
   ASSERT_EQ(gelu->args().size(), 2u);
@@ -145,8 +141,8 @@ TEST(Graph, CallNormalizesArguments) {
 
 TEST(Graph, CallRejectsBadArgumentsWithTheOpsError) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {4, 6}));
-  Node* y = g.placeholder("y", meta(kFloat32, {5}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4, 6}));
+  Node* y = g.placeholder("y", ops::contiguous_meta(kFloat32, {5}));
   EXPECT_COIL_ERROR(g.call(OpId::add, {x, y}), "broadcast");
   EXPECT_COIL_ERROR(g.call(OpId::sin, {x, y}), "at most 1");
   EXPECT_COIL_ERROR(g.call(OpId::transpose, {x, int64_t{0}}), "missing argument 'dim1'");
@@ -154,7 +150,7 @@ TEST(Graph, CallRejectsBadArgumentsWithTheOpsError) {
   Node* sp = g.call(OpId::split, {x, int64_t{2}});
   EXPECT_INTERNAL_ERROR(g.call(OpId::sin, {sp}), "take one with getitem");
   Graph other;
-  Node* z = other.placeholder("z", meta(kFloat32, {4, 6}));
+  Node* z = other.placeholder("z", ops::contiguous_meta(kFloat32, {4, 6}));
   EXPECT_INTERNAL_ERROR(g.call(OpId::sin, {z}), "belongs to another graph");
   EXPECT_INTERNAL_ERROR(g.getitem(x, 0), "not a multi-output call");
   EXPECT_INTERNAL_ERROR(g.getitem(sp, 2), "out of range");
@@ -165,7 +161,7 @@ TEST(Graph, CallRejectsBadArgumentsWithTheOpsError) {
 
 TEST(Graph, MultiOutputCallsAreReadThroughGetitem) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {5, 6}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {5, 6}));
   Node* sp = g.call(OpId::split, {x, int64_t{2}});
   ASSERT_TRUE(sp->is_multi_output());
   ASSERT_EQ(sp->meta().size(), 3u);
@@ -240,7 +236,7 @@ TEST(Graph, ReplaceAllUsesWithRejectsCyclesAndShapeChanges) {
 
 TEST(Graph, ReplaceAllUsesWithRefreshesStridesDownstream) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {3, 4}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {3, 4}));
   Node* xt = g.call(OpId::t, {x});                                  // [4, 3] strides [1, 4]
   Node* c = g.call(OpId::contiguous, {xt});                         // [4, 3] strides [3, 1]
   Node* tt = g.call(OpId::transpose, {c, int64_t{0}, int64_t{1}});  // strides [1, 3]
@@ -255,7 +251,7 @@ TEST(Graph, ReplaceAllUsesWithRefreshesStridesDownstream) {
 
 TEST(Graph, ReplaceAllUsesWithMovesGetitemsOfMultiOutputCalls) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {4, 6}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4, 6}));
   Node* sp = g.call(OpId::split, {x, int64_t{2}});
   Node* g1 = g.getitem(sp, 1);
   g.output({g1});
@@ -284,7 +280,7 @@ TEST(Graph, EraseOnlyUnusedNodes) {
 
 TEST(Graph, SetArgsRecomputesMetaAndUsers) {
   Small s;
-  Node* z = s.g.placeholder("z", meta(kFloat64, {8, 16}));
+  Node* z = s.g.placeholder("z", ops::contiguous_meta(kFloat64, {8, 16}));
   s.g.set_args(s.b, {s.a, z});
   EXPECT_EQ(s.b->tensor_meta().dtype, kFloat64);
   EXPECT_EQ(s.c->tensor_meta().dtype, kFloat64);  // refreshed downstream
@@ -350,7 +346,7 @@ TEST(Graph, ConstantsAreContiguousCopies) {
   EXPECT_TRUE(c->value().is_contiguous());
   EXPECT_FALSE(c->value().shares_storage(src));
   EXPECT_EQ(c->value().to_vector_double(), src.to_vector_double());
-  EXPECT_COIL_ERROR(g.constant(meta_tensor(meta(kFloat32, {2}))), "has no data");
+  EXPECT_COIL_ERROR(g.constant(meta_tensor(ops::contiguous_meta(kFloat32, {2}))), "has no data");
   g.output({c});
   verify(g);
 }
@@ -434,14 +430,14 @@ TEST(GraphVerifier, CatchesBadArgumentsAndMeta) {
   {
     Small s;
     Graph other;
-    Node* z = other.placeholder("z", meta(kFloat32, {16}));
+    Node* z = other.placeholder("z", ops::contiguous_meta(kFloat32, {16}));
     GraphInternals::args(s.b)[1] = z;
     std::erase(GraphInternals::users(s.y), s.b);
     EXPECT_INTERNAL_ERROR(verify(s.g), "an argument is not a node of this graph");
   }
   {
     Small s;
-    Node* y2 = s.g.placeholder("y2", meta(kFloat32, {3}));
+    Node* y2 = s.g.placeholder("y2", ops::contiguous_meta(kFloat32, {3}));
     GraphInternals::args(s.b)[1] = y2;  // users kept consistent: only the meta is wrong
     std::erase(GraphInternals::users(s.y), s.b);
     GraphInternals::users(y2).push_back(s.b);

@@ -15,11 +15,6 @@ using namespace coil::testing;
 
 namespace {
 
-TensorMeta meta(DType t, Shape sizes) {
-  Shape strides = contiguous_strides(sizes);
-  return TensorMeta{t, std::move(sizes), std::move(strides), 0, kCPU};
-}
-
 // Same dtype, sizes and values, NaN matching NaN.
 void expect_same(const Tensor& got, const Tensor& want) {
   ASSERT_EQ(got.dtype(), want.dtype());
@@ -105,18 +100,19 @@ TEST(Interpreter, ComputesAProgram) {
 
 TEST(Interpreter, ChecksItsInputs) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {2, 3}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {2, 3}));
   g.output({g.call(OpId::neg, {x})});
   EXPECT_COIL_ERROR(interpret(g, {}), "the graph takes 1 inputs (x) but got 0");
   EXPECT_COIL_ERROR(interpret(g, {zeros({3, 2})}), "input 0 ('x') must be f32[2, 3]");
   EXPECT_COIL_ERROR(interpret(g, {zeros({2, 3}, kFloat64)}), "but got f64[2, 3]");
   EXPECT_COIL_ERROR(interpret(g, {Tensor()}), "undefined tensor");
-  EXPECT_COIL_ERROR(interpret(g, {meta_tensor(meta(kFloat32, {2, 3}))}), "has no data");
+  EXPECT_COIL_ERROR(interpret(g, {meta_tensor(ops::contiguous_meta(kFloat32, {2, 3}))}),
+                    "has no data");
   // Any strides do.
   Tensor xt = random({3, 2}).t();
   expect_same(interpret(g, {xt})[0], neg(xt));
   Graph no_output;
-  no_output.placeholder("x", meta(kFloat32, {2}));
+  no_output.placeholder("x", ops::contiguous_meta(kFloat32, {2}));
   EXPECT_COIL_ERROR(interpret(no_output, {zeros({2})}), "no output node");
 }
 
@@ -130,8 +126,8 @@ TEST(Interpreter, UnboundParametersAreAnError) {
 
 TEST(Interpreter, SameInputTwiceAndUnusedInputs) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kInt32, {4}));
-  g.placeholder("unused", meta(kFloat32, {1}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kInt32, {4}));
+  g.placeholder("unused", ops::contiguous_meta(kFloat32, {1}));
   Node* m = g.call(OpId::mul, {x, x});
   g.output({m, x, m});
   Tensor xv = arange(-2, 2, 1, kInt32);

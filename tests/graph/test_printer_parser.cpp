@@ -13,11 +13,6 @@ using namespace coil::testing;
 
 namespace {
 
-TensorMeta meta(DType t, Shape sizes) {
-  Shape strides = contiguous_strides(sizes);
-  return TensorMeta{t, std::move(sizes), std::move(strides), 0, kCPU};
-}
-
 // print(parse(print(g))) == print(g), and the parsed graph verifies.
 void expect_round_trip(const Graph& g, const std::map<std::string, Tensor>& params = {}) {
   std::string text = print_graph(g);
@@ -27,15 +22,15 @@ void expect_round_trip(const Graph& g, const std::map<std::string, Tensor>& para
 }
 
 TEST(GraphPrinter, MetaAnnotations) {
-  EXPECT_EQ(meta_str(meta(kFloat32, {8, 16})), "f32[8, 16][16, 1]cpu");
-  EXPECT_EQ(meta_str(meta(kBFloat16, {})), "bf16[][]cpu");
+  EXPECT_EQ(meta_str(ops::contiguous_meta(kFloat32, {8, 16})), "f32[8, 16][16, 1]cpu");
+  EXPECT_EQ(meta_str(ops::contiguous_meta(kBFloat16, {})), "bf16[][]cpu");
   EXPECT_EQ(meta_str(TensorMeta{kInt64, {3}, {2}, 5, kCUDA}), "i64[3][2]cuda:0+5");
 }
 
 TEST(GraphPrinter, GoldenGraphCode) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {8, 16}));
-  Node* y = g.placeholder("y", meta(kFloat32, {16}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {8, 16}));
+  Node* y = g.placeholder("y", ops::contiguous_meta(kFloat32, {16}));
   Node* sin = g.call(OpId::sin, {x});
   Node* add = g.call(OpId::add, {sin, y});
   Node* t = g.call(OpId::transpose, {add, int64_t{0}, int64_t{1}});
@@ -55,8 +50,8 @@ TEST(GraphPrinter, GoldenGraphCode) {
 // The example of DESIGN.md / the brief, once sum's meta function exists.
 TEST(GraphPrinter, GoldenWithReduction) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {8, 16}));
-  Node* y = g.placeholder("y", meta(kFloat32, {16}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {8, 16}));
+  Node* y = g.placeholder("y", ops::contiguous_meta(kFloat32, {16}));
   Node* sin = g.call(OpId::sin, {x});
   Node* add = g.call(OpId::add, {sin, y});
   Node* sum = nullptr;
@@ -80,7 +75,7 @@ TEST(GraphPrinter, GoldenWithReduction) {
 // tensors, and a storage offset.
 TEST(GraphPrinter, GoldenEveryNodeKind) {
   Graph g;
-  Node* x = g.placeholder("x", meta(kFloat32, {4, 6}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4, 6}));
   Node* w = g.parameter("fc.weight", ones({6}));
   Node* c = g.constant(full({2}, 0.1));
   Node* mul = g.call(OpId::mul, {x, w});
@@ -113,7 +108,7 @@ TEST(GraphPrinter, EmptyAndSingleResults) {
   EXPECT_EQ(print_graph(g), "def forward(self):\n    return ()\n");
   expect_round_trip(g);
   Graph h;
-  h.output({h.placeholder("x", meta(kInt64, {}))});
+  h.output({h.placeholder("x", ops::contiguous_meta(kInt64, {}))});
   EXPECT_EQ(print_graph(h), "def forward(self, x: \"i64[][]cpu\"):\n    return (x,)\n");
   expect_round_trip(h);
 }
