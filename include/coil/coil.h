@@ -1,6 +1,7 @@
 // Everything a coil user needs: #include <coil/coil.h>
 #pragma once
 
+#include <coil/autograd.h>
 #include <coil/compile.h>
 #include <coil/device.h>
 #include <coil/dtype.h>

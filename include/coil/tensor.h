@@ -49,8 +49,18 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
+  // --- autograd (coil/autograd.h) ------------------------------------------------------------
   bool requires_grad() const;
   const Tensor& requires_grad_(bool requires_grad = true) const;
+  // The accumulated gradient of a leaf (undefined until a backward reaches it). The handle
+  // shares the gradient's storage: optimizers update it in place.
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;  // an undefined tensor clears it (zero_grad)
+  // A tensor no op made while recording (user-created, or requires_grad false).
+  bool is_leaf() const;
+  // backward() of a one-element tensor, or of any tensor with `gradient` of its sizes.
+  void backward(const Tensor& gradient = {}, bool retain_graph = false,
+                bool create_graph = false) const;
 
   // --- data -----------------------------------------------------------------------------
   // Reading data during capture is a graph break: these take the caller's source location

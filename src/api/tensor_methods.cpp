@@ -1,6 +1,7 @@
 // coil::Tensor's op methods (views, math, in-place variants): thin forwards to the ops.
 #include <coil/ops.h>
 
+#include "autograd/record.h"
 #include "graph/registry.h"
 #include "runtime/copy.h"
 #include "runtime/loops.h"
@@ -113,28 +114,33 @@ const Tensor& assign_result(const Tensor& self, const Tensor& result, const char
 }  // namespace
 
 // While capturing, an in-place write is recorded (functionalised) instead of performed.
+// Autograd learns of it too: `self` takes over the history of `value`.
 void write_into(const Tensor& self, const Tensor& value) {
+  autograd::rebase_history(self, value, "in-place update");
   if (DispatchHook* hook = current_dispatch_hook()) {
     hook->assign(self, value);
   } else {
     copy_into(self, value);
+    ++self.impl()->storage->version;
   }
 }
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
-  if (current_dispatch_hook()) {
+  if (current_dispatch_hook() || autograd::should_record({*this, src})) {
     broadcast_shapes(sizes(), src.sizes(), "copy_");
     write_into(*this, src.to(dtype()).expand(sizes()));
   } else {
     copy_into(*this, src);
+    ++impl_->storage->version;
   }
   return *this;
 }
 const Tensor& Tensor::fill_(const Scalar& value) const {
-  if (current_dispatch_hook()) {
+  if (current_dispatch_hook() || autograd::should_record({*this})) {
     write_into(*this, full(sizes(), value, dtype(), device()));
   } else {
     fill(*this, value);
+    ++impl_->storage->version;
   }
   return *this;
 }

@@ -1,5 +1,7 @@
 #include "graph/registry.h"
 
+#include "autograd/record.h"
+
 #include <unordered_map>
 
 #include "graph/op_impl.h"
@@ -76,10 +78,17 @@ DispatchHook* set_dispatch_hook(DispatchHook* hook) {
 }
 DispatchHook* current_dispatch_hook() { return tls_hook; }
 
-std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
-  normalize_args(op, args);
+std::vector<Tensor> call_below_autograd(OpId op, std::vector<Arg>& args) {
   if (tls_hook) return tls_hook->call(op, args);
   return run_eager(op, args);
+}
+
+// The dispatch order is PyTorch's: autograd first (it records, then calls below itself),
+// then capture or the eager kernel.
+std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
+  normalize_args(op, args);
+  if (autograd::should_record(args)) return autograd::call_recording(op, args);
+  return call_below_autograd(op, args);
 }
 
 }  // namespace coil

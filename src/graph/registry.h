@@ -63,7 +63,10 @@ class DispatchHook {
 DispatchHook* set_dispatch_hook(DispatchHook* hook);  // returns the previous one
 DispatchHook* current_dispatch_hook();
 
-// The entry point of every public op: the hook if one is installed, else run_eager.
+// The op below the autograd layer: the hook if one is installed, else run_eager.
+std::vector<Tensor> call_below_autograd(OpId op, std::vector<Arg>& args);
+// The entry point of every public op: autograd's recording when an input requires grad,
+// then the hook if one is installed, else run_eager.
 std::vector<Tensor> call_op(OpId op, std::vector<Arg> args);
 inline Tensor call_op1(OpId op, std::vector<Arg> args) {
   return std::move(call_op(op, std::move(args)).at(0));

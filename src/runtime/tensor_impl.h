@@ -16,6 +16,8 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   std::function<void(void*)> deleter;  // empty when the memory is borrowed
+  // Bumped by every in-place write, so autograd can tell that a tensor it saved has changed.
+  uint64_t version = 0;
   Storage() = default;
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

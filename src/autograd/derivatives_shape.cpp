@@ -1,0 +1,156 @@
+// Derivatives of views and shape ops: each gradient is the inverse index transform of the
+// output's gradient (a reshape back, the inverse permutation, zeros padded around a slice).
+#include <coil/ops.h>
+
+#include "autograd/derivatives.h"
+#include "ops/meta_util.h"
+
+namespace coil::autograd {
+
+namespace {
+
+using C = const GradCtx&;
+
+void reshape_back(C c) { c.set(0, c.grad().reshape(c.in(0).sizes())); }
+
+// `g` placed at [start, start + g.size(dim) * step) along `dim` of zeros shaped as `x`.
+Tensor embed(const Tensor& g, const Tensor& x, int64_t dim, int64_t start, int64_t step) {
+  const int64_t n = g.size(dim);
+  if (step == 1) {
+    Shape pads(2 * static_cast<size_t>(x.dim()), 0);
+    const size_t pair = static_cast<size_t>(x.dim() - 1 - dim) * 2;
+    pads[pair] = start;
+    pads[pair + 1] = x.size(dim) - start - n;
+    return pad(g, pads);
+  }
+  Shape index_shape(x.dim(), 1);
+  index_shape[dim] = n;
+  Tensor index = arange(start, start + n * step, step, kInt64).reshape(index_shape);
+  return scatter_add(zeros_like(x).to(g.dtype()), dim, index.expand(g.sizes()), g);
+}
+
+void slice_rule(C c) {
+  const Tensor& x = c.in(0);
+  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "slice");
+  const int64_t size = x.size(dim);
+  int64_t start = c.args.opt_i64(2).value_or(0);
+  if (start < 0) start += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  c.set(0, embed(c.grad(), x, dim, start, c.args.i64(4)));
+}
+
+void narrow_rule(C c) {
+  const Tensor& x = c.in(0);
+  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "narrow");
+  int64_t start = c.args.i64(2);
+  if (start < 0) start += x.size(dim);
+  c.set(0, embed(c.grad(), x, dim, start, 1));
+}
+
+void select_rule(C c) {
+  const Tensor& x = c.in(0);
+  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "select");
+  int64_t index = c.args.i64(2);
+  if (index < 0) index += x.size(dim);
+  c.set(0, embed(c.grad().unsqueeze(dim), x, dim, index, 1));
+}
+
+void permute_rule(C c) {
+  const Shape& dims = c.args.ints(1);
+  Shape inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    inverse[ops::wrap_dim(dims[i], c.in(0).dim(), "permute")] = static_cast<int64_t>(i);
+  c.set(0, c.grad().permute(inverse));
+}
+
+// cat: each input's slice of the gradient.
+void cat_rule(C c) {
+  const auto& inputs = c.args.tensors(0);
+  const int64_t dim = ops::wrap_dim(c.args.i64(1), c.out().dim(), "cat");
+  std::vector<Tensor> grads;
+  int64_t start = 0;
+  for (const Tensor& t : inputs) {
+    // PyTorch's cat skips 1-D empty tensors whatever the dim: they get an empty gradient.
+    if (t.dim() == 1 && t.numel() == 0 && c.out().dim() != 1) {
+      grads.push_back(zeros_like(t));
+      continue;
+    }
+    grads.push_back(c.grad().narrow(dim, start, t.size(dim)));
+    start += t.size(dim);
+  }
+  c.set_list(0, grads);
+}
+
+// split / chunk: the outputs' gradients side by side again (zeros where none flowed).
+void split_rule(C c) {
+  const int64_t dim = ops::wrap_dim(c.args.i64(2), c.in(0).dim(), op_name(c.op));
+  c.set(0, cat(c.grads, dim));
+}
+
+void gather_rule(C c) {
+  const Tensor& x = c.in(0);
+  c.set(0, scatter_add(zeros_like(x).to(c.grad().dtype()), c.args.i64(1), c.in(2), c.grad()));
+}
+
+void index_select_rule(C c) {
+  const Tensor& x = c.in(0);
+  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "index_select");
+  Shape shape(x.dim(), 1);
+  shape[dim] = -1;
+  Tensor index = c.in(2).reshape(shape).expand(c.grad().sizes());
+  c.set(0, scatter_add(zeros_like(x).to(c.grad().dtype()), dim, index, c.grad()));
+}
+
+void scatter_add_rule(C c) {
+  c.set(0, c.grad());
+  if (c.wants(3)) c.set(3, gather(c.grad(), c.args.i64(1), c.in(2)));
+}
+
+void pad_rule(C c) {
+  COIL_CHECK(c.args.str(2) == "constant", "backward through pad: mode '", c.args.str(2),
+             "' has no derivative yet (only 'constant' does)");
+  Shape crop = c.args.ints(1);
+  for (int64_t& p : crop) p = -p;
+  c.set(0, pad(c.grad(), crop));
+}
+
+// repeat: the copies of each element summed.
+void repeat_rule(C c) {
+  const Tensor& x = c.in(0);
+  const Shape& repeats = c.args.ints(1);
+  const size_t lead = repeats.size() - static_cast<size_t>(x.dim());
+  Shape split, dims;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    const int64_t size = i < lead ? 1 : x.size(static_cast<int64_t>(i - lead));
+    dims.push_back(static_cast<int64_t>(split.size()));
+    split.push_back(repeats[i]);
+    split.push_back(size);
+  }
+  c.set(0, sum(c.grad().reshape(split), dims).reshape(x.sizes()));
+}
+
+}  // namespace
+
+std::vector<RuleEntry> shape_rules() {
+  using O = OpId;
+  // clang-format off
+  return {
+    {O::view, reshape_back}, {O::reshape, reshape_back}, {O::flatten, reshape_back},
+    {O::unflatten, reshape_back}, {O::squeeze, reshape_back}, {O::unsqueeze, reshape_back},
+    {O::permute, permute_rule},
+    {O::transpose, [](C c) { c.set(0, c.grad().transpose(c.args.i64(1), c.args.i64(2))); }},
+    {O::t, [](C c) { c.set(0, c.grad().t()); }},
+    {O::expand, [](C c) { c.set(0, c.grad()); }},  // set() sums over the expanded dims
+    {O::slice, slice_rule}, {O::narrow, narrow_rule}, {O::select, select_rule},
+    {O::cat, cat_rule},
+    {O::split, split_rule}, {O::split_with_sizes, split_rule}, {O::chunk, split_rule},
+    {O::gather, gather_rule}, {O::index_select, index_select_rule},
+    {O::scatter_add, scatter_add_rule},
+    {O::pad, pad_rule},
+    {O::repeat, repeat_rule},
+    {O::flip, [](C c) { c.set(0, flip(c.grad(), c.args.ints(1))); }},
+  };
+  // clang-format on
+}
+
+}  // namespace coil::autograd

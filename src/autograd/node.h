@@ -1,0 +1,84 @@
+// The autograd graph: each op call that needs gradients leaves a Node (its grad_fn) on its
+// outputs; edges point from a node to the nodes of its inputs. Leaves end in AccumulateGrad.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/registry.h"
+
+namespace coil::autograd {
+
+class Node;
+
+// Where the gradient of one input goes: input `slot` of `fn` (null: no gradient needed).
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t slot = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// A tensor kept for backward. Outputs of the node that saves them are kept without their
+// grad_fn (a strong reference would be a cycle) and get it back, weakly, when unpacked.
+// The storage's version at save time catches in-place writes made after it.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& t, bool is_output_of_saver);
+  Tensor unpack(const char* op) const;  // throws if an earlier backward freed it
+  // Whether an in-place write changed the data since it was saved (checked by the rules that
+  // read it: see GradCtx::in).
+  bool modified() const;
+  void release() {
+    data_ = Tensor();
+    released_ = true;
+  }
+
+ private:
+  Tensor data_;  // a detached alias of the saved tensor
+  std::weak_ptr<Node> grad_fn_;
+  uint32_t output_nr_ = 0;
+  bool is_output_ = false;
+  bool released_ = false;
+  uint64_t version_ = 0;
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  virtual ~Node() = default;
+  // Gradients for each input edge, from the gradients of this node's outputs (one per output;
+  // undefined where nothing flowed back).
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
+  virtual std::string name() const = 0;
+  virtual void release_saved() {}
+
+  std::vector<Edge> next_edges;          // one per differentiable input
+  std::vector<TensorMeta> output_metas;  // what each output's gradient must look like
+  uint64_t sequence_nr = 0;              // creation order: later nodes run first
+};
+
+// The autograd state of a tensor: its grad_fn and which output of it the tensor is, or (for
+// a leaf) its accumulated gradient.
+struct AutogradMeta : TensorExtension {
+  std::shared_ptr<Node> grad_fn;
+  uint32_t output_nr = 0;
+  Tensor grad;
+  std::weak_ptr<Node> accumulator;  // a leaf's AccumulateGrad, shared by all its uses
+  bool is_view = false;             // made by a view op: shares its input's storage
+};
+
+AutogradMeta* autograd_meta(const Tensor& t);  // null when the tensor has none
+AutogradMeta& ensure_autograd_meta(const Tensor& t);
+
+// The edge a gradient for `t` flows into: its grad_fn, its leaf accumulator, or none.
+Edge gradient_edge(const Tensor& t);
+// Whether an op given `t` must record a node (grad mode on, t requires grad).
+inline bool needs_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
+
+// Makes `t` output `output_nr` of `fn`.
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn, uint32_t output_nr);
+
+uint64_t next_sequence_nr();
+
+}  // namespace coil::autograd

@@ -1,0 +1,30 @@
+// The autograd layer of the dispatcher: an op call with an input that requires grad (grad
+// mode on) runs below autograd, then leaves a node on its outputs.
+#pragma once
+
+#include <vector>
+
+#include "graph/registry.h"
+
+namespace coil::autograd {
+
+// Whether this call must be recorded: grad mode is on and a tensor argument requires grad.
+bool should_record(const std::vector<Arg>& args);
+
+// Runs the op (through the capture hook if one is installed, else eagerly) and records its
+// grad_fn on the floating-point outputs. Ops whose gradient is simplest through their parts
+// (dropout, attention, linear, ...) run as those parts instead, each part recorded.
+std::vector<Tensor> call_recording(OpId op, std::vector<Arg>& args);
+
+// In-place updates (Tensor::add_ and friends, copy_, fill_): `self` now holds `value`, which
+// was computed out of place; `self` takes over value's history. A leaf that requires grad
+// cannot be changed in place while grad mode is on (its gradient would be meaningless).
+void rebase_history(const Tensor& self, const Tensor& value, const char* op);
+
+// An implicit composite: the op written with other ops, for autograd to record part by part.
+using CompositeFn = std::vector<Tensor> (*)(const Args& args);
+// The op's composite form under autograd, or nullptr (the op has a derivative rule of its own,
+// or this call of it, such as dropout in eval mode, needs none).
+CompositeFn find_autograd_composite(OpId op, const Args& args);
+
+}  // namespace coil::autograd

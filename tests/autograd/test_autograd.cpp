@@ -1,0 +1,223 @@
+// Eager autograd: backward, accumulation, grad(), grad mode, detach, retain_graph,
+// create_graph, in-place rules, and the errors a user can run into.
+#include <gtest/gtest.h>
+
+#include <coil/coil.h>
+
+#include "testing.h"
+
+namespace coil::testing {
+namespace {
+
+TEST(Autograd, LinearReluSumMatchesHandDerivative) {
+  manual_seed(1);
+  Tensor x = random({5, 3}), w = random({3, 4}).requires_grad_();
+  Tensor loss = matmul(x, w).relu().sum();
+  EXPECT_EQ(autograd::grad_fn_name(loss), "SumBackward");
+  EXPECT_FALSE(loss.is_leaf());
+  EXPECT_TRUE(w.is_leaf());
+  loss.backward();
+  // d/dw sum(relu(xw)) = x^T (xw > 0)
+  Tensor expected = matmul(x.t(), (matmul(x, w) > 0).to(kFloat32));
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_TRUE(allclose(w.grad(), expected, 1e-5, 1e-5));
+  EXPECT_FALSE(w.grad().requires_grad());
+}
+
+TEST(Autograd, GradientsAccumulateAcrossBackwards) {
+  Tensor w = tensor<float>({1, 2, 3}).requires_grad_();
+  (w * w).sum().backward();
+  (w * 3).sum().backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{5, 7, 9}));
+  w.set_grad({});
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(Autograd, SharedInputsSumTheirGradients) {
+  Tensor x = tensor<double>({2}).requires_grad_();
+  Tensor y = x * x * x + x.exp();  // 3x^2 + e^x
+  y.backward();
+  EXPECT_NEAR(values(x.grad())[0], 12 + std::exp(2.0), 1e-12);
+}
+
+TEST(Autograd, GradReturnsWithoutAccumulating) {
+  Tensor a = tensor<double>({1, 2}).requires_grad_(), b = tensor<double>({3, 4}).requires_grad_();
+  Tensor out = (a * b).sum();
+  std::vector<Tensor> g = autograd::grad({out}, {a, b});
+  EXPECT_EQ(values(g[0]), (std::vector<double>{3, 4}));
+  EXPECT_EQ(values(g[1]), (std::vector<double>{1, 2}));
+  EXPECT_FALSE(a.grad().defined());
+  Tensor unused = tensor<double>({0}).requires_grad_();
+  Tensor out2 = (a * 2).sum();
+  EXPECT_THROW(autograd::grad({out2}, {unused}, {}, true), Error);
+  EXPECT_FALSE(autograd::grad({out2}, {unused}, {}, false, false, true)[0].defined());
+}
+
+TEST(Autograd, GradOfAnIntermediate) {
+  Tensor x = tensor<double>({1, 2}).requires_grad_();
+  Tensor h = x * 3;
+  Tensor out = (h * h).sum();
+  EXPECT_EQ(values(autograd::grad({out}, {h})[0]), (std::vector<double>{6, 12}));
+}
+
+TEST(Autograd, NoGradAndDetachRecordNothing) {
+  Tensor w = random({3}).requires_grad_();
+  {
+    NoGradGuard guard;
+    EXPECT_FALSE(grad_mode_enabled());
+    Tensor y = w * 2;
+    EXPECT_FALSE(y.requires_grad());
+    {
+      EnableGradGuard enable;
+      EXPECT_TRUE((w * 2).requires_grad());
+    }
+  }
+  EXPECT_TRUE(grad_mode_enabled());
+  Tensor d = w.detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_TRUE(d.shares_storage(w));
+  EXPECT_FALSE((d * 2).requires_grad());
+  // Integer and bool results never require grad.
+  EXPECT_FALSE((w > 0).requires_grad());
+  EXPECT_FALSE(argmax(w).requires_grad());
+}
+
+TEST(Autograd, RetainGraphAndFreedGraph) {
+  Tensor w = tensor<double>({2}).requires_grad_();
+  Tensor y = (w.exp() * w).sum();
+  y.backward({}, /*retain_graph=*/true);
+  y.backward();
+  EXPECT_NEAR(values(w.grad())[0], 2 * 3 * std::exp(2.0), 1e-12);
+  try {
+    y.backward();
+    FAIL() << "a second backward through a freed graph must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("retain_graph"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Autograd, CreateGraphGivesSecondDerivatives) {
+  Tensor x = tensor<double>({0.5, 2}).requires_grad_();
+  Tensor y = (x * x * x).sum();  // dy/dx = 3x^2, d2y/dx2 = 6x
+  Tensor g = autograd::grad({y}, {x}, {}, false, /*create_graph=*/true)[0];
+  EXPECT_TRUE(g.requires_grad());
+  Tensor gg = autograd::grad({g.sum()}, {x})[0];
+  EXPECT_EQ(values(gg), (std::vector<double>{3, 12}));
+}
+
+TEST(Autograd, NonScalarBackwardNeedsAGradient) {
+  Tensor w = random({2, 3}).requires_grad_();
+  Tensor y = w * 2;
+  EXPECT_THROW(y.backward(), Error);
+  EXPECT_THROW(y.backward(ones({3})), Error);
+  y.backward(ones({2, 3}));
+  EXPECT_EQ(values(w.grad()), std::vector<double>(6, 2.0));
+  Tensor plain = random({2});
+  EXPECT_THROW(plain.sum().backward(), Error);
+}
+
+TEST(Autograd, InPlaceRules) {
+  Tensor leaf = random({3}).requires_grad_();
+  EXPECT_THROW(leaf.add_(1), Error);  // a leaf that requires grad
+  {
+    NoGradGuard no_grad;
+    leaf.mul_(2);  // what optimizers do
+  }
+  // In place on a non-leaf rebases its history.
+  Tensor x = tensor<double>({1, 2, 3}).requires_grad_();
+  Tensor h = x * 2;
+  h.relu_();
+  h.mul_(3);
+  h.sum().backward();
+  EXPECT_EQ(values(x.grad()), std::vector<double>(3, 6.0));
+  // A tensor saved for backward and then changed in place is an error, not a wrong answer.
+  Tensor x2 = tensor<double>({1, 2}).requires_grad_();
+  Tensor e = x2.exp();
+  Tensor s = e.sum();
+  e.add_(1);
+  EXPECT_THROW(s.backward(), Error);
+  // Views cannot be changed in place while recording.
+  Tensor v = (x2 * 1).select(0, 0);
+  EXPECT_THROW(v.mul_(2), Error);
+  // A leaf's copy_ under no_grad, as load_state_dict does.
+  {
+    NoGradGuard no_grad;
+    leaf.copy_(zeros({3}));
+  }
+  EXPECT_EQ(values(leaf), std::vector<double>(3, 0.0));
+}
+
+TEST(Autograd, CopyIntoANonLeafCarriesTheGradient) {
+  Tensor src = tensor<double>({1, 2}).requires_grad_();
+  Tensor dst = zeros({2}, kFloat64);
+  dst.copy_(src * 3);
+  EXPECT_TRUE(dst.requires_grad());
+  (dst * dst).sum().backward();
+  EXPECT_EQ(values(src.grad()), (std::vector<double>{18, 36}));
+}
+
+TEST(Autograd, DropoutBackwardUsesTheForwardMask) {
+  manual_seed(5);
+  Tensor x = (random({64}, kFloat64, 1, 2)).requires_grad_();
+  Tensor y = dropout(x, 0.25, true);
+  y.sum().backward();
+  std::vector<double> yv = values(y), xv = values(x), gv = values(x.grad());
+  int kept = 0;
+  for (size_t i = 0; i < yv.size(); ++i) {
+    const bool keep = yv[i] != 0;
+    kept += keep;
+    EXPECT_NEAR(gv[i], keep ? 1 / 0.75 : 0.0, 1e-12);
+    if (keep) {
+      EXPECT_NEAR(yv[i], xv[i] / 0.75, 1e-12);
+    }
+  }
+  EXPECT_GT(kept, 30);
+  // The same seed gives the same mask with and without autograd.
+  manual_seed(5);
+  Tensor x_plain = random({64}, kFloat64, 1, 2);
+  EXPECT_TRUE(allclose(dropout(x_plain, 0.25, true), y.detach()));
+}
+
+TEST(Autograd, MissingDerivativeIsAClearError) {
+  Tensor x = random({1, 1, 4, 4}).requires_grad_();
+  Tensor y = max_pool2d(x, {2, 2}).sum();
+  try {
+    y.backward();
+    FAIL() << "backward through max_pool2d has no rule yet";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_pool2d"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Autograd, GradcheckReportsAWrongGradient) {
+  // sign() has zero derivative; a function that lies about it is caught.
+  auto wrong = [](const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{x[0] * x[0].detach()};  // analytical x, true 2x
+  };
+  EXPECT_THROW(gradcheck(wrong, {tensor<double>({1.5, -0.5})}), Error);
+}
+
+TEST(Autograd, TrainsALinearModel) {
+  manual_seed(2);
+  Tensor x = random({64, 3}, kFloat64);
+  Tensor w_true = tensor<double>({1.5, -2, 0.5}, Shape{3, 1});
+  Tensor y = matmul(x, w_true) + 0.25;
+  Tensor w = zeros({3, 1}, kFloat64).requires_grad_(), b = zeros({1}, kFloat64).requires_grad_();
+  double first = 0, last = 0;
+  for (int step = 0; step < 200; ++step) {
+    Tensor loss = mse_loss(matmul(x, w) + b, y);
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+    loss.backward();
+    NoGradGuard no_grad;
+    w.sub_(w.grad() * 0.1);
+    b.sub_(b.grad() * 0.1);
+    w.set_grad({});
+    b.set_grad({});
+  }
+  EXPECT_LT(last, first * 1e-4);
+  EXPECT_TRUE(allclose(w.detach(), w_true, 1e-3, 1e-3));
+}
+
+}  // namespace
+}  // namespace coil::testing
