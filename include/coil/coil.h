@@ -6,6 +6,7 @@
 #include <coil/device.h>
 #include <coil/dtype.h>
 #include <coil/error.h>
+#include <coil/nn/all.h>
 #include <coil/ops.h>
 #include <coil/scalar.h>
 #include <coil/tensor.h>

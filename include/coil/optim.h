@@ -1,0 +1,152 @@
+// coil::optim: SGD, Adam and AdamW, with PyTorch's update formulas.
+//
+//   auto model = std::make_shared<nn::Linear>(4, 2);
+//   optim::AdamW opt(model->parameters(), {.lr = 1e-3});
+//   for (...) {
+//     opt.zero_grad();
+//     Tensor loss = coil::mse_loss(model->forward(x), y);
+//     loss.backward();
+//     opt.step();
+//   }
+//
+// step() updates each parameter that has a gradient, in place under NoGradGuard (parameters
+// without one are skipped, as in PyTorch). Options are per parameter group and can be changed
+// between steps (opt.param_groups[0].options.lr = 1e-4), as PyTorch's param_groups.
+// The updates themselves are the free functions in optim::functional, which work on lists of
+// tensors (PyTorch's torch.optim._functional, the "foreach" form).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <coil/tensor.h>
+
+namespace coil::optim {
+
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;  // needs momentum > 0 and dampening == 0
+  bool maximize = false;  // ascend instead of descend
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;  // L2: added to the gradient
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;  // decoupled: param *= 1 - lr * weight_decay
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+template <typename Options>
+struct ParamGroup {
+  std::vector<Tensor> params;
+  Options options;
+};
+
+// The optimizers' common interface.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update of every parameter that has a gradient.
+  virtual void step() = 0;
+  // Clears the parameters' gradients (set_to_none, the default as in PyTorch 2) or zeroes them.
+  void zero_grad(bool set_to_none = true);
+  // Every parameter of every group.
+  virtual std::vector<Tensor> parameters() const = 0;
+  // The learning rate of a group; set_lr sets every group's (what a scheduler does).
+  virtual double lr(size_t group = 0) const = 0;
+  virtual void set_lr(double lr) = 0;
+};
+
+// Per-parameter state.
+struct SGDState {
+  Tensor momentum_buffer;  // undefined until the first step with momentum
+};
+struct AdamState {
+  int64_t step = 0;
+  Tensor exp_avg, exp_avg_sq;
+  Tensor max_exp_avg_sq;  // amsgrad only
+};
+
+namespace detail {
+// Parameter groups with options, checked once at construction and again at each step (options
+// can change between steps).
+template <typename Options, typename State>
+class OptimizerBase : public Optimizer {
+ public:
+  std::vector<ParamGroup<Options>> param_groups;
+
+  void add_param_group(ParamGroup<Options> group);
+  std::vector<Tensor> parameters() const override;
+  double lr(size_t group = 0) const override;
+  void set_lr(double lr) override;
+  // The state of a parameter of this optimizer (nullptr before its first step).
+  const State* state(const Tensor& param) const;
+
+ protected:
+  OptimizerBase(const char* name, std::vector<ParamGroup<Options>> groups);
+  const char* name_;
+  std::unordered_map<const void*, State> state_;  // keyed by the parameter's TensorImpl
+};
+}  // namespace detail
+
+// Stochastic gradient descent with momentum (PyTorch's formulation: the learning rate scales the
+// momentum buffer, not each gradient), dampening, weight decay and Nesterov momentum.
+class SGD : public detail::OptimizerBase<SGDOptions, SGDState> {
+ public:
+  explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
+  explicit SGD(std::vector<ParamGroup<SGDOptions>> groups);
+  void step() override;
+};
+
+// Adam (Kingma & Ba) with bias correction; weight_decay is an L2 term added to the gradient.
+class Adam : public detail::OptimizerBase<AdamOptions, AdamState> {
+ public:
+  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
+  explicit Adam(std::vector<ParamGroup<AdamOptions>> groups);
+  void step() override;
+};
+
+// AdamW (Loshchilov & Hutter): Adam with decoupled weight decay.
+class AdamW : public detail::OptimizerBase<AdamWOptions, AdamState> {
+ public:
+  explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  explicit AdamW(std::vector<ParamGroup<AdamWOptions>> groups);
+  void step() override;
+};
+
+// The updates on lists of tensors, in place. The caller runs them under NoGradGuard (the
+// optimizers do); they are ordinary coil ops, so a compiled function can capture them.
+namespace functional {
+
+// momentum_buffers[i] undefined: created from the gradient on this step (as PyTorch's first
+// step); the vector is updated.
+void sgd(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+         std::vector<Tensor>& momentum_buffers, const SGDOptions& options);
+
+// steps[i] is the step number after this update (1 on the first). max_exp_avg_sqs is used
+// with amsgrad only. decoupled_weight_decay: AdamW's param *= 1 - lr * weight_decay instead of
+// Adam's grad += weight_decay * param.
+void adam(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+          const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
+          const std::vector<Tensor>& max_exp_avg_sqs, const std::vector<int64_t>& steps,
+          const AdamOptions& options, bool decoupled_weight_decay);
+
+}  // namespace functional
+
+}  // namespace coil::optim

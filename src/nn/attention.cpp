@@ -1,0 +1,143 @@
+// nn::MultiheadAttention: input projections, scaled_dot_product_attention per head, output
+// projection, with PyTorch's mask conventions translated to SDPA's.
+#include <coil/nn/attention.h>
+#include <coil/nn/init.h>
+#include <coil/ops.h>
+
+#include <limits>
+
+namespace coil::nn {
+
+namespace {
+constexpr const char* kWho = "nn::MultiheadAttention";
+
+// PyTorch's MHA masks say where attention is NOT allowed (bool) or what to add (float); SDPA's
+// bool masks say where it IS allowed. Returns the SDPA mask for both masks together (either may
+// be undefined), broadcastable to (N, H, L, S).
+Tensor merge_masks(const Tensor& attn, const Tensor& padding, DType dtype) {
+  if (!attn.defined() && !padding.defined()) return {};
+  const bool any_float =
+      (attn.defined() && attn.dtype() != kBool) || (padding.defined() && padding.dtype() != kBool);
+  if (!any_float) {
+    Tensor blocked = attn.defined() && padding.defined() ? logical_or(attn, padding)
+                     : attn.defined()                    ? attn
+                                                         : padding;
+    return logical_not(blocked);
+  }
+  auto additive = [&](const Tensor& m) {
+    if (m.dtype() != kBool) return m.to(dtype);
+    return where(m, -std::numeric_limits<double>::infinity(), zeros({}, dtype));
+  };
+  if (!attn.defined()) return additive(padding);
+  if (!padding.defined()) return additive(attn);
+  return additive(attn) + additive(padding);
+}
+
+void check_mask_dtype(const Tensor& m, const char* what) {
+  COIL_CHECK(m.dtype() == kBool || m.is_floating_point(), kWho, ": ", what,
+             " must be bool (true = not allowed) or floating-point (added to the scores), got ",
+             dtype_name(m.dtype()));
+}
+}  // namespace
+
+MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionOptions o)
+    : embed_dim(e), num_heads(h), head_dim(h > 0 ? e / h : 0), options(o) {
+  COIL_CHECK(e > 0 && h > 0, kWho, ": embed_dim and num_heads must be positive, got ", e, " and ",
+             h);
+  COIL_CHECK(e % h == 0, kWho, ": embed_dim (", e, ") must be divisible by num_heads (", h, ")");
+  COIL_CHECK(o.dropout >= 0 && o.dropout <= 1, kWho, ": dropout must be in [0, 1], got ",
+             o.dropout);
+  COIL_CHECK(is_floating(o.dtype), kWho, ": parameters must be floating-point, got dtype ",
+             dtype_name(o.dtype));
+  Tensor w = empty({3 * e, e}, o.dtype);
+  init::xavier_uniform_(w);
+  in_proj_weight = register_parameter("in_proj_weight", w);
+  in_proj_bias = register_parameter("in_proj_bias", o.bias ? zeros({3 * e}, o.dtype) : Tensor());
+  out_proj = register_module("out_proj", std::make_shared<Linear>(e, e, o.bias, o.dtype));
+  if (o.bias) init::zeros_(out_proj->bias);
+}
+
+Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                   const Tensor& attn_mask, const Tensor& key_padding_mask,
+                                   bool is_causal) {
+  const int64_t e = embed_dim, h = num_heads, d = head_dim;
+  const int64_t rank = query.dim();
+  COIL_CHECK((rank == 3 || rank == 2) && key.dim() == rank && value.dim() == rank, kWho,
+             ": query, key and value must all be 3-D (batched) or all 2-D (unbatched), got ",
+             shape_str(query.sizes()), ", ", shape_str(key.sizes()), " and ",
+             shape_str(value.sizes()));
+  COIL_CHECK(query.size(-1) == e && key.size(-1) == e && value.size(-1) == e, kWho,
+             ": query, key and value must have embed_dim=", e, " features in their last dim, got ",
+             shape_str(query.sizes()), ", ", shape_str(key.sizes()), " and ",
+             shape_str(value.sizes()), " (a kdim/vdim different from embed_dim is not supported)");
+  // To (N, L, E) / (N, S, E).
+  auto batch_major = [&](const Tensor& t) {
+    if (rank == 2) return t.unsqueeze(0);
+    return options.batch_first ? t : t.transpose(0, 1);
+  };
+  Tensor q = batch_major(query), k = batch_major(key), v = batch_major(value);
+  const int64_t n = q.size(0), l = q.size(1), s = k.size(1);
+  COIL_CHECK(k.size(0) == n && v.size(0) == n && v.size(1) == s, kWho,
+             ": key and value must have the same batch size as the query and the same sequence ",
+             "length, got query ", shape_str(query.sizes()), ", key ", shape_str(key.sizes()),
+             " and value ", shape_str(value.sizes()),
+             options.batch_first ? " (batch_first: (N, L, E))" : " ((L, N, E); batch_first=false)");
+
+  // The masks, as (N or 1, H or 1, L, S).
+  Tensor am, kpm;
+  if (attn_mask.defined()) {
+    COIL_CHECK(!is_causal, kWho, ": is_causal=true builds the causal mask itself; pass either ",
+               "attn_mask or is_causal, not both");
+    check_mask_dtype(attn_mask, "attn_mask");
+    if (attn_mask.dim() == 2) {
+      COIL_CHECK(attn_mask.size(0) == l && attn_mask.size(1) == s, kWho,
+                 ": a 2-D attn_mask must be (L, S) = ", shape_str({l, s}), ", got ",
+                 shape_str(attn_mask.sizes()));
+      am = attn_mask;
+    } else {
+      COIL_CHECK(attn_mask.dim() == 3 && attn_mask.size(0) == n * h && attn_mask.size(1) == l &&
+                     attn_mask.size(2) == s,
+                 kWho, ": attn_mask must be (L, S) = ", shape_str({l, s}),
+                 " or (N * num_heads, L, S) = ", shape_str({n * h, l, s}), ", got ",
+                 shape_str(attn_mask.sizes()));
+      am = attn_mask.reshape({n, h, l, s});
+    }
+  }
+  if (key_padding_mask.defined()) {
+    check_mask_dtype(key_padding_mask, "key_padding_mask");
+    Shape expected = rank == 2 ? Shape{s} : Shape{n, s};
+    COIL_CHECK(key_padding_mask.sizes() == expected, kWho, ": key_padding_mask must be ",
+               rank == 2 ? "(S) = " : "(N, S) = ", shape_str(expected), ", got ",
+               shape_str(key_padding_mask.sizes()));
+    kpm = key_padding_mask.reshape({n, 1, 1, s});
+    if (is_causal) {  // SDPA takes a mask or is_causal: make the causal mask explicit
+      am = triu(ones({l, s}, kBool), 1);
+      is_causal = false;
+    }
+  }
+  Tensor mask = merge_masks(am, kpm, q.dtype());
+
+  // Projections; self-attention projects once with the whole in_proj_weight.
+  Tensor qp, kp, vp;
+  if (query.is_same(key) && key.is_same(value)) {
+    std::vector<Tensor> qkv = chunk(linear(q, in_proj_weight, in_proj_bias), 3, -1);
+    qp = qkv[0], kp = qkv[1], vp = qkv[2];
+  } else {
+    auto part = [&](const Tensor& t, int64_t i) {
+      Tensor b = in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : Tensor();
+      return linear(t, in_proj_weight.narrow(0, i * e, e), b);
+    };
+    qp = part(q, 0), kp = part(k, 1), vp = part(v, 2);
+  }
+  auto heads = [&](const Tensor& t, int64_t len) {
+    return t.reshape({n, len, h, d}).transpose(1, 2);  // (N, H, len, D)
+  };
+  const double p = is_training() ? options.dropout : 0.0;
+  Tensor out =
+      scaled_dot_product_attention(heads(qp, l), heads(kp, s), heads(vp, s), mask, p, is_causal);
+  out = out_proj->forward(out.transpose(1, 2).reshape({n, l, e}));
+  if (rank == 2) return out.squeeze(0);
+  return options.batch_first ? out : out.transpose(0, 1);
+}
+
+}  // namespace coil::nn
