@@ -17,8 +17,8 @@ namespace {
 // Ops with floating inputs and outputs whose backward is still missing: calling backward
 // through them is a clear error (tested below), never a wrong gradient.
 const std::set<std::string>& without_derivative() {
-  static const std::set<std::string> s = {"conv2d", "max_pool2d", "avg_pool2d",
-                                          "adaptive_avg_pool2d", "as_strided"};
+  static const std::set<std::string> s = {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+                                          "as_strided"};
   return s;
 }
 
