@@ -14,7 +14,47 @@ std::vector<Tensor> randn_all(const std::vector<Shape>& shapes) {
 
 double mm_flops(double m, double n, double k) { return 2 * m * n * k; }
 
+// One Adam step of Linear -> GELU -> Linear -> LayerNorm with loss mean(y^2): forward and
+// backward eager, or compiled (a joint graph partitioned into a compiled forward and backward);
+// Adam eager in both. The model's initial weights are the same in both programs.
+Program train_mlp_step(bool compiled) {
+  struct State {
+    std::shared_ptr<nn::Sequential> model = std::make_shared<nn::Sequential>();
+    std::shared_ptr<optim::Adam> opt;
+  };
+  auto state = std::make_shared<State>();
+  auto loss_of = [state](const Tensor& x) {
+    Tensor y = state->model->forward(x);
+    return mean(y * y);
+  };
+  std::function<Tensor(const Tensor&)> loss = loss_of;
+  if (compiled)
+    loss = [cf = compile(loss_of, {.name = "train_mlp"})](const Tensor& x) { return cf(x); };
+  return [state, loss](const std::vector<Tensor>& a) {
+    if (!state->opt) {  // the model's sizes come with the first input
+      const int64_t d = a[0].size(1);
+      manual_seed(0);
+      state->model->push_back(std::make_shared<nn::Linear>(d, 4 * d));
+      state->model->push_back(std::make_shared<nn::GELU>());
+      state->model->push_back(std::make_shared<nn::Linear>(4 * d, d));
+      state->model->push_back(std::make_shared<nn::LayerNorm>(d));
+      state->opt = std::make_shared<optim::Adam>(state->model->parameters());
+    }
+    Tensor l = loss(a[0]);
+    l.backward();
+    state->opt->step();
+    state->opt->zero_grad();
+    return l;
+  };
+}
+
 }  // namespace
+
+Program Workload::compiled() const {
+  if (make) return make(true);
+  auto cf = compile(fn, {.name = name});
+  return [cf](const std::vector<Tensor>& in) { return cf(in); };
+}
 
 std::vector<Workload> workloads() {
   std::vector<Workload> w;
@@ -79,6 +119,11 @@ std::vector<Workload> workloads() {
        [](const std::vector<Tensor>& a) {
          return (a[0] - mean(a[0], {2, 3}, true)) / sqrt(var(a[0], {2, 3}, 1.0, true) + 1e-5);
        }});
+  w.push_back({"train_mlp", "one Adam step of Linear->GELU->Linear->LayerNorm, loss = mean(y^2)",
+               [](bool gpu) {
+                 return randn_all({gpu ? Shape{4096, 1024} : Shape{512, 256}});
+               },
+               nullptr, true, train_mlp_step});
   return w;
 }
 
@@ -88,6 +133,10 @@ double workload_flops(const std::string& name, const std::vector<Tensor>& in) {
   if (name == "mlp") {
     double n = in[0].size(0), d = in[0].size(1), h = in[1].size(0);
     return mm_flops(n, h, d) + mm_flops(n, d, h);
+  }
+  if (name == "train_mlp") {  // forward, and backward's two products per linear
+    double n = in[0].size(0), d = in[0].size(1);
+    return 3 * (mm_flops(n, 4 * d, d) + mm_flops(n, d, 4 * d));
   }
   if (name == "attention") {
     double b = in[0].size(0) * in[0].size(1), s = in[0].size(2), d = in[0].size(3);

@@ -18,6 +18,12 @@ struct Workload {
   std::function<std::vector<Tensor>(bool gpu)> inputs;
   Program fn;
   bool matmul_bound = false;  // the roofline is the BLAS rate, not the copy bandwidth
+  // A workload with state (a training step: model, optimizer) makes its eager and compiled
+  // programs here instead, each with the same initial state; fn is then unused.
+  std::function<Program(bool compiled)> make;
+  // The eager and the compiled program of `w`.
+  Program eager() const { return make ? make(false) : fn; }
+  Program compiled() const;
 };
 
 std::vector<Workload> workloads();

@@ -1,7 +1,6 @@
 #include "compile_fx.h"
 
-#include <chrono>
-#include <cstdio>
+#include <sstream>
 
 #include "capture/counters.h"
 #include "codegen/cpp_kernel.h"
@@ -13,39 +12,12 @@
 #include "jit/cpp_compiler.h"
 #include "lower/lower_graph.h"
 #include "passes/pass.h"
+#include "schedule/placement.h"
 #include "schedule/scheduler.h"
 
 namespace coil {
 
 namespace {
-
-// Times each stage and writes the one-line summary of the `timeline` log.
-class Timeline {
- public:
-  explicit Timeline(std::string prefix) : prefix_(std::move(prefix)) {}
-  template <typename F>
-  decltype(auto) stage(const char* name, F&& f) {
-    auto t0 = std::chrono::steady_clock::now();
-    struct Record {
-      Timeline* self;
-      const char* name;
-      std::chrono::steady_clock::time_point t0;
-      ~Record() {
-        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                        .count();
-        char buf[32];
-        std::snprintf(buf, sizeof buf, " %.2f ms", ms);
-        self->summary_ += std::string(self->summary_.empty() ? "" : ", ") + name + buf;
-      }
-    } record{this, name, t0};
-    return f();
-  }
-  void finish(const std::string& what) { debug::log("timeline", prefix_, what + ": " + summary_); }
-
- private:
-  std::string prefix_;
-  std::string summary_;
-};
 
 capture::CompiledGraph interpreted(std::shared_ptr<const Graph> g) {
   capture::CompiledGraph cg;
@@ -54,50 +26,112 @@ capture::CompiledGraph interpreted(std::shared_ptr<const Graph> g) {
   return cg;
 }
 
+std::string lines(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += s + "\n";
+  return out;
+}
+
+std::string kernels_text(const schedule::Schedule& sched) {
+  std::string out;
+  for (const schedule::Kernel& k : sched.kernels) out += schedule::to_string(k) + "\n";
+  return out;
+}
+
+// The generated source as compiled, then the wrapper's plan (which kernel or extern call runs
+// when, which buffer reuses which), as comments: output_code.cpp still compiles.
+std::string output_code(const std::string& source, const codegen::Wrapper& wrapper) {
+  std::string out = source + "\n// The wrapper, which runs the kernels and extern calls:\n";
+  std::istringstream text(wrapper.text());
+  for (std::string line; std::getline(text, line);) out += "// " + line + "\n";
+  return out;
+}
+
+// The JIT stage: a "load" span (hashing, cache lookup, dlopen) with the compiler run inside
+// it as "cc" when the code was not cached.
+std::shared_ptr<const jit::Library> load(const std::string& source, const std::string& name,
+                                         debug::Timeline& t) {
+  auto span = t.span("jit", "load");
+  jit::LoadInfo info;
+  std::shared_ptr<const jit::Library> library = jit::load_cpp(source, name, &info);
+  span.arg("cache", jit::to_string(info.outcome));
+  span.arg("key", info.key);
+  span.arg("library", library->path());
+  auto dur = [](double ms) {
+    return std::chrono::duration_cast<debug::Clock::duration>(
+        std::chrono::duration<double, std::milli>(ms));
+  };
+  if (info.outcome == jit::CacheOutcome::compiled)
+    t.add("cc", "cc", info.compile_start, dur(info.compile_ms));
+  if (info.outcome != jit::CacheOutcome::memory_hit)
+    t.add("dlopen", "", info.load_start, dur(info.load_ms));
+  return library;
+}
+
 }  // namespace
 
 // The whole backend, in order. "eager" stops after capture, "aot_eager" after the graph
-// stages (its graph runs on the eager kernels), "inductor" goes on to generated code.
+// stages (its graph runs on the eager kernels), "inductor" goes on to generated code. Each
+// stage is a span of the compile timeline and, with the debug folder on, leaves a file.
 capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
-                                  const CompileOptions& options, const std::string& log_prefix) {
+                                  const CompileOptions& options, debug::CompileTrace& trace) {
   capture::bump(capture::Counter::compiles);
-  Timeline t(log_prefix);
+  const std::string& log_prefix = trace.log_prefix();
+  debug::Timeline& t = trace.timeline();
   verify(*captured);
   debug::log("graph_code", log_prefix, "captured graph:\n" + print_graph(*captured));
-  if (options.backend == "eager") return interpreted(captured);
+  trace.write("graph_code.txt", [&] { return print_graph(*captured); });
+  if (options.backend == "eager") {
+    trace.finish("eager: the captured graph runs on the interpreter");
+    return interpreted(captured);
+  }
 
   auto g = std::make_shared<Graph>(captured->clone());
-  t.stage("pre_grad passes",
-          [&] { return run_pass_group(*g, "pre_grad", pre_grad_passes(), log_prefix); });
+  t.stage("pre_grad passes", "passes",
+          [&] { return run_pass_group(*g, "pre_grad", pre_grad_passes(), log_prefix, &t); });
+  trace.write("pre_grad.txt", [&] { return print_graph(*g); });
   // Autograd's joint graph and partitioner slot in here (training, its own issue).
-  t.stage("decompositions", [&] { return decompose(*g); });
+  t.stage("decompositions", "decompose", [&] { return decompose(*g); });
   debug::log("decompositions", log_prefix, "after decompositions:\n" + print_graph(*g));
-  t.stage("post_grad passes",
-          [&] { return run_pass_group(*g, "post_grad", post_grad_passes(), log_prefix); });
+  trace.write("decomposed.txt", [&] { return print_graph(*g); });
+  t.stage("post_grad passes", "passes",
+          [&] { return run_pass_group(*g, "post_grad", post_grad_passes(), log_prefix, &t); });
+  trace.write("post_grad.txt", [&] { return print_graph(*g); });
   if (options.backend == "aot_eager") {
-    t.finish("compile " + options.name + " (aot_eager)");
+    trace.finish("aot_eager: the graph runs on eager kernels");
     return interpreted(g);
   }
 
-  auto program =
-      std::make_shared<ir::Program>(t.stage("lowering", [&] { return lower::lower_graph(*g); }));
+  auto program = std::make_shared<ir::Program>(
+      t.stage("lowering", "lower", [&] { return lower::lower_graph(*g); }));
   debug::log("ir_pre_fusion", log_prefix, "loop IR:\n" + ir::to_string(*program));
-  schedule::Schedule sched = t.stage("scheduling", [&] { return schedule::schedule(*program); });
+  trace.write("ir_pre_fusion.txt", [&] { return ir::to_string(*program); });
+  schedule::Schedule sched =
+      t.stage("scheduling", "schedule", [&] { return schedule::schedule(*program); });
   for (const std::string& d : sched.decisions) debug::log("fusion", log_prefix, d);
-  std::vector<codegen::KernelSource> kernels = t.stage("codegen", [&] {
+  trace.write("fusion.txt", [&] { return lines(sched.decisions); });
+  std::vector<codegen::KernelSource> kernels = t.stage("codegen", "codegen", [&] {
     std::vector<codegen::KernelSource> ks;
-    for (const schedule::Kernel& k : sched.kernels)
+    for (const schedule::Kernel& k : sched.kernels) {
+      auto span = t.span(k.name);
       ks.push_back(codegen::generate_kernel(k, *program));
+    }
     return ks;
   });
   if (debug::log_enabled("ir_post_fusion"))
     for (const schedule::Kernel& k : sched.kernels)
       debug::log("ir_post_fusion", log_prefix, schedule::to_string(k));
+  trace.write("ir_post_fusion.txt", [&] { return kernels_text(sched); });
+  trace.write_diagram([&] { return schedule::kernel_diagram(*g, *program, sched); });
   std::string source = codegen::cpp_source(kernels);
+  // Written before the compiler runs, so a compile error has the source at hand; completed
+  // with the wrapper's plan below.
+  trace.write("output_code.cpp", [&] { return source; });
   std::shared_ptr<const jit::Library> library;
-  if (!kernels.empty())
-    library = t.stage("jit", [&] { return jit::load_cpp(source, options.name); });
-  auto wrapper = std::make_shared<codegen::Wrapper>(*program, sched, kernels, library);
+  if (!kernels.empty()) library = load(source, options.name, t);
+  auto wrapper = t.stage("wrapper", "wrapper", [&] {
+    return std::make_shared<codegen::Wrapper>(*program, sched, kernels, library);
+  });
   if (debug::log_enabled("output_code")) {
     // The kernels and the wrapper; the prelude every source starts with is in the file.
     std::string code;
@@ -108,16 +142,24 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
         "output_code", log_prefix,
         (path.empty() ? "" : "// " + path + " (after its prelude):\n") + code + wrapper->text());
   }
+  trace.write("output_code.cpp", [&] { return output_code(source, *wrapper); });
+  size_t externs = sched.steps.size() - sched.kernels.size();
   capture::bump(capture::Counter::generated_kernels, static_cast<int64_t>(kernels.size()));
-  capture::bump(capture::Counter::extern_calls,
-                static_cast<int64_t>(sched.steps.size() - sched.kernels.size()));
-  t.finish("compile " + options.name + " (" + std::to_string(kernels.size()) + " kernels)");
+  capture::bump(capture::Counter::extern_calls, static_cast<int64_t>(externs));
+  trace.finish(std::to_string(kernels.size()) + " kernel" + (kernels.size() == 1 ? "" : "s") +
+               ", " + std::to_string(externs) + " extern call" + (externs == 1 ? "" : "s"));
 
   capture::CompiledGraph cg;
   cg.graph = g;
   // The wrapper refers into the program's buffers: the closure keeps both alive.
   cg.run = [program, wrapper](const std::vector<Tensor>& inputs) { return wrapper->run(inputs); };
   return cg;
+}
+
+capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> graph, const CompileOptions& options,
+                                  const std::string& log_prefix) {
+  debug::CompileTrace trace(log_prefix, log_prefix, options, {});
+  return compile_fx(std::move(graph), options, trace);
 }
 
 }  // namespace coil

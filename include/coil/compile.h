@@ -41,8 +41,9 @@ struct CompileOptions {
 };
 
 // Process-wide counts, as torch._dynamo.utils.counters: captures, compiles, recompiles,
-// guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks; and what the inductor
-// backend produced: generated_kernels, extern_calls.
+// guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks; what the inductor
+// backend produced: generated_kernels, extern_calls; and, for compiled training, the bytes the
+// partitioner saves for backward (saved_bytes) against saving everything (save_all_bytes).
 std::map<std::string, int64_t> counters();
 // Forgets every compiled graph and zeroes the counters.
 void compiler_reset();

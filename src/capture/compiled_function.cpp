@@ -9,6 +9,8 @@
 
 #include <coil/compile.h>
 
+#include "autograd/aot_autograd.h"
+#include "autograd/joint_graph.h"
 #include "capture/counters.h"
 #include "capture/guards.h"
 #include "capture/tracer.h"
@@ -50,9 +52,12 @@ void validate(const CompileOptions& o) {
              "coil specialises on sizes and recompiles when they change");
   COIL_CHECK(o.cache_size_limit >= 1, "coil::compile: cache_size_limit must be at least 1, got ",
              o.cache_size_limit);
-  for (const auto& [key, value] : o.options)
+  for (const auto& [key, value] : o.options) {
     COIL_CHECK(contains(kOptions, key), "coil::compile: unknown option '", key,
                "'; known options: ", join(kOptions));
+    COIL_CHECK(std::holds_alternative<bool>(value), "coil::compile: option '", key,
+               "' takes true or false");
+  }
 }
 
 bool disabled_by_env() {
@@ -110,8 +115,12 @@ class CompiledFunctionImpl {
     return options.name + "[" + std::to_string(id) + "/" + std::to_string(entry) + "]";
   }
   ValueList run_entry(const CacheEntry& e, const ValueList& inputs);
+  // The graph's name in debug folders: "fn_0_1".
+  std::string folder(const std::string& graph) const {
+    return options.name + "_" + std::to_string(id) + "_" + graph;
+  }
   ValueList trace(const ValueList& inputs, const std::function<ValueList(const ValueList&)>& run,
-                  CacheEntry* capture_into);
+                  CacheEntry* capture_into, debug::CompileTrace* compile_trace = nullptr);
   capture::CompiledGraph compile_segment(std::shared_ptr<const Graph> g);
 
   std::shared_mutex mutex;
@@ -155,17 +164,31 @@ capture::CompiledGraph CompiledFunctionImpl::compile_segment(std::shared_ptr<con
     return it->second;
   }
   bump(Counter::cache_misses);
-  capture::CompiledGraph cg =
-      compile_fx(std::move(g), options, options.name + "[" + std::to_string(id) + "/segment]");
+  std::string n = "segment" + std::to_string(segments.size());
+  debug::CompileTrace trace(options.name + "[" + std::to_string(id) + "/" + n + "]", folder(n),
+                            options,
+                            {{"function", options.name},
+                             {"graph", std::to_string(id) + "/" + n},
+                             {"trigger", "a graph break: the segment before it runs compiled"}});
+  capture::CompiledGraph cg = compile_fx(g, options, trace);
+  // While gradients are needed, a segment runs op by op so that eager autograd records it.
+  auto compiled = cg.run;
+  cg.run = [compiled, g](const std::vector<Tensor>& in) {
+    return autograd::needs_joint_graph(*g, in) ? autograd::eager_autograd_graph(g).run(in)
+                                               : compiled(in);
+  };
   segments.emplace(std::move(key), cg);
   return cg;
 }
 
 // Runs `run` on proxies (or, after a break, in segments). With `capture_into`, a graph
-// without breaks is compiled into that entry and run; the results are always real.
+// without breaks is compiled into that entry (its compile recorded in `compile_trace`) and
+// run; the results are always real.
 ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
                                       const std::function<ValueList(const ValueList&)>& run,
-                                      CacheEntry* capture_into) {
+                                      CacheEntry* capture_into,
+                                      debug::CompileTrace* compile_trace) {
+  auto capture_start = debug::Clock::now();
   capture::Tracer tracer(
       options, [this](std::shared_ptr<const Graph> g) { return compile_segment(std::move(g)); });
   ValueList proxies;
@@ -199,8 +222,12 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
   std::vector<Tensor> result_tensors = tensors_of(results);
   std::vector<capture::Mutation> mutations;
   std::shared_ptr<Graph> graph = tracer.finish(result_tensors, mutations);
+  if (compile_trace)
+    compile_trace->timeline().add("capture", "capture", capture_start,
+                                  debug::Clock::now() - capture_start);
   if (!graph) {  // a break happened: the results have their data already
     if (capture_into) capture_into->segmented = true;
+    if (compile_trace) compile_trace->finish("graph break: runs in compiled segments");
     return results;
   }
   std::vector<Tensor> real_inputs = tensors_of(inputs);
@@ -217,6 +244,7 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
   }
   // A whole graph: compile it once for this entry.
   CacheEntry& e = *capture_into;
+  COIL_ASSERT(compile_trace, "a captured graph is compiled with its compile trace");
   size_t next = 0;
   for (const auto& v : results) {
     ResultSlot slot;
@@ -234,7 +262,10 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
   }
   e.num_outputs = next;
   e.mutations = std::move(mutations);
-  e.compiled = compile_fx(graph, options, prefix(entries.size()));
+  e.compiled = autograd::needs_joint_graph(*graph, real_inputs)
+                   ? autograd::compile_training(graph, options, *compile_trace, real_inputs,
+                                                result_tensors.size())
+                   : compile_fx(graph, options, *compile_trace);
   return run_entry(e, inputs);
 }
 
@@ -302,19 +333,26 @@ ValueList CompiledFunctionImpl::call(const ValueList& inputs,
     bump(Counter::eager_fallbacks);
     return run(inputs);
   }
+  std::string trigger = "first call";
   if (!entries.empty()) {
     bump(Counter::recompiles);
-    if (debug::log_enabled("recompiles")) {
-      auto why = entries.back()->guards.why_not(inputs, options.arg_names);
-      debug::log("recompiles", prefix(entries.size()),
-                 "recompiling " + options.name + ": " + why.value_or("no cached graph matched"));
-    }
+    auto why = entries.back()->guards.why_not(inputs, options.arg_names);
+    trigger = "recompile: " + why.value_or("no cached graph matched");
+    debug::log("recompiles", prefix(entries.size()),
+               "recompiling " + options.name + ": " + why.value_or("no cached graph matched"));
   }
   bump(Counter::captures);
   auto entry = std::make_unique<CacheEntry>();
   entry->guards = capture::Guards::from_inputs(inputs);
-  debug::log("guards", prefix(entries.size()), "guards:\n" + entry->guards.str(options.arg_names));
-  ValueList results = trace(inputs, run, entry.get());
+  std::string guards = entry->guards.str(options.arg_names);
+  debug::log("guards", prefix(entries.size()), "guards:\n" + guards);
+  // The compile starts here, with capture: its timeline and debug folder.
+  std::string graph_id = std::to_string(id) + "/" + std::to_string(entries.size());
+  debug::CompileTrace compile_trace(
+      prefix(entries.size()), folder(std::to_string(entries.size())), options,
+      {{"function", options.name}, {"graph", graph_id}, {"trigger", trigger}, {"guards", guards}});
+  compile_trace.write("guards.txt", [&] { return guards; });
+  ValueList results = trace(inputs, run, entry.get(), &compile_trace);
   entries.push_back(std::move(entry));
   return results;
 }

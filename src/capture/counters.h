@@ -16,6 +16,8 @@ enum class Counter : uint8_t {
   eager_fallbacks,
   generated_kernels,  // kernels the inductor backend generated
   extern_calls,       // library/eager kernels its compiled graphs call
+  saved_bytes,        // bytes compiled forwards save for their backwards (the partitioner's cut)
+  save_all_bytes,     // what saving every forward value the backwards read would have cost
   kCount
 };
 void bump(Counter c, int64_t by = 1);

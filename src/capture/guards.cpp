@@ -1,5 +1,7 @@
 #include "capture/guards.h"
 
+#include <coil/autograd.h>
+
 #include <sstream>
 
 namespace coil::capture {
@@ -78,6 +80,7 @@ std::string tensor_difference(const TensorGuard& g, const Tensor& t) {
 
 Guards Guards::from_inputs(const detail::ValueList& inputs) {
   Guards g;
+  g.grad_mode_ = grad_mode_enabled();
   for (const auto& v : inputs) {
     ArgGuard a;
     a.kind = kind_of(v);
@@ -93,7 +96,7 @@ Guards Guards::from_inputs(const detail::ValueList& inputs) {
 }
 
 bool Guards::check(const detail::ValueList& inputs) const {
-  if (inputs.size() != args_.size()) return false;
+  if (inputs.size() != args_.size() || grad_mode_ != grad_mode_enabled()) return false;
   for (size_t k = 0; k < args_.size(); ++k) {
     const ArgGuard& a = args_[k];
     const detail::Value& v = inputs[k];
@@ -130,9 +133,12 @@ std::optional<std::string> Guards::why_not(const detail::ValueList& inputs,
   if (inputs.size() != args_.size())
     return "argument count changed " + std::to_string(args_.size()) + " -> " +
            std::to_string(inputs.size());
+  if (grad_mode_ != grad_mode_enabled())
+    return std::string("grad mode changed ") + (grad_mode_ ? "on -> off" : "off -> on");
   for (size_t k = 0; k < args_.size(); ++k) {
     detail::ValueList one{inputs[k]};
     Guards single;
+    single.grad_mode_ = grad_mode_;
     single.args_.push_back(args_[k]);
     if (single.check(one)) continue;
     const ArgGuard& a = args_[k];
@@ -169,6 +175,7 @@ std::optional<std::string> Guards::why_not(const detail::ValueList& inputs,
 
 std::string Guards::str(const std::vector<std::string>& names) const {
   std::ostringstream os;
+  os << "grad mode: " << (grad_mode_ ? "on" : "off") << "\n";
   for (size_t k = 0; k < args_.size(); ++k) {
     const ArgGuard& a = args_[k];
     std::string name = name_of(k, names);

@@ -40,6 +40,9 @@ class Guards {
 
  private:
   std::vector<ArgGuard> args_;
+  // Grad mode at capture: a graph captured for training returns results that carry a
+  // backward node, one captured under NoGradGuard does not (torch guards on it too).
+  bool grad_mode_ = true;
 };
 
 }  // namespace coil::capture

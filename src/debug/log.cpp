@@ -19,6 +19,8 @@ const std::vector<Artifact>& artifacts() {
       {"graph_breaks", "each graph break: the operation that needed a value and its source line"},
       {"cache", "compiled-graph and compiled-code (jit) cache hits and misses"},
       {"timeline", "a one-line summary of each compile's stage times"},
+      {"aot_graphs", "the joint forward+backward graph, and the forward and backward graphs"},
+      {"partitioner", "what the partitioner saved for the backward, what it recomputes, bytes"},
       {"passes", "each graph pass: whether it changed the graph, and its time"},
       {"passes_graphs", "the graph after each pass that changed it"},
       {"decompositions", "the graph after decompositions"},

@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <map>
+#include <set>
 #include <string>
 
 #include "graph/graph.h"
@@ -30,9 +31,23 @@ std::string print_graph(const Graph& g);
 std::string print_node(const Node& n);
 std::ostream& operator<<(std::ostream& os, const Graph& g);
 
-// Graphviz: one box per node (name, op, annotation), one edge per data dependency. Nodes in
-// `group` are filled with the group's colour and drawn inside a cluster per group (the kernel
-// the fusion stage put them in).
+// How to_dot draws a graph beyond its nodes and edges. Nodes in `group` are filled with the
+// group's colour and drawn inside a cluster per group (the kernel the fusion stage put them
+// in), titled by `group_label` (default "group k"); `note` adds a line to a node's box;
+// `marked` nodes (extern calls) get a grey fill and a double border. With any group label or
+// marked node, a legend box names what each colour means.
+struct DotStyle {
+  DotStyle() = default;  // not an aggregate: to_dot(g, {{a, 0}}) means the group map
+  std::map<const Node*, int> group;
+  std::map<int, std::string> group_label;
+  std::map<const Node*, std::string> note;
+  std::set<const Node*> marked;
+  std::string marked_label = "extern call";  // the legend's entry for marked nodes
+  std::string title;                         // drawn above the graph
+};
+
+// Graphviz: one box per node (name, op, annotation), one edge per data dependency.
+std::string to_dot(const Graph& g, const DotStyle& style);
 std::string to_dot(const Graph& g, const std::map<const Node*, int>& group = {});
 
 }  // namespace coil

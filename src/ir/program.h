@@ -90,6 +90,10 @@ struct Buffer {
   Tensor value;                        // Constant
   std::optional<Computation> compute;  // Computed
   std::optional<ExternCall> call;      // Extern
+  // The graph nodes whose computation this buffer holds (Inductor's `origins`): the node that
+  // made it, and the pointwise and view nodes inlined into its body. Names, sorted; for the
+  // diagram of which node fused into which kernel.
+  std::vector<std::string> origins;
 };
 
 // A lowered graph: its buffers in execution order (inputs and constants first) and its

@@ -69,9 +69,9 @@ void compile(const Toolchain& toolchain, const CacheEntry& entry, const std::str
   write_file_atomically(cpp, source);
   TempFile output(entry.dir, entry.key, ".so");
   std::vector<std::string> command = compile_command(toolchain, cpp, output.path());
-  auto start = std::chrono::steady_clock::now();
+  info.compile_start = std::chrono::steady_clock::now();
   ProcessOutput result = run_process(command);
-  info.compile_ms = ms_since(start);
+  info.compile_ms = ms_since(info.compile_start);
   {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -101,7 +101,10 @@ LibraryPtr load_from_disk_or_compile(const std::string& source, const std::strin
     info.outcome = CacheOutcome::compiled;
     compile(toolchain, entry, source, name, info);
   }
-  return std::make_shared<const Library>(so);
+  info.load_start = std::chrono::steady_clock::now();
+  auto library = std::make_shared<const Library>(so);
+  info.load_ms = ms_since(info.load_start);
+  return library;
 }
 
 void log_load(const std::string& name, const LoadInfo& info, const LibraryPtr& library) {

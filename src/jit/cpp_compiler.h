@@ -6,6 +6,7 @@
 // lookup, and on disk (disk_cache.h), so a new process loads instead of compiling.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,7 +23,10 @@ struct LoadInfo {
   CacheOutcome outcome = CacheOutcome::memory_hit;
   std::string key;
   double compile_ms = 0;  // time in the compiler (0 unless compiled)
+  double load_ms = 0;     // time in dlopen (0 on a memory hit)
   double total_ms = 0;    // the whole load_cpp call
+  // When the compiler and dlopen started: the compile timeline nests them in the jit span.
+  std::chrono::steady_clock::time_point compile_start, load_start;
 };
 
 // Compiles `source` with the toolchain of toolchain.h (unless cached) and loads it.

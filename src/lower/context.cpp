@@ -1,6 +1,7 @@
 #include "lower/context.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <coil/error.h>
 
@@ -38,10 +39,18 @@ TensorBox Context::from_storage(ir::TensorRef ref) const {
   return b;
 }
 
-std::string Context::add_buffer(ir::Buffer b) {
+std::string Context::push_buffer(ir::Buffer b, const Origins& origins) {
   if (b.name.empty()) b.name = "buf" + std::to_string(next_buffer_++);
+  for (const Node* n : origins) b.origins.push_back(n->name());
+  std::sort(b.origins.begin(), b.origins.end());
   program_.buffers.push_back(std::move(b));
   return program_.buffers.back().name;
+}
+
+std::string Context::add_buffer(ir::Buffer b) {
+  Origins origins = std::exchange(frames_.back(), {});
+  if (lowering_) origins.insert(lowering_);
+  return push_buffer(std::move(b), origins);
 }
 
 TensorBox Context::realize(const TensorBox& b) {
@@ -52,12 +61,37 @@ TensorBox Context::realize(const TensorBox& b) {
   ir::Computation c;
   c.ranges = b.sizes;
   c.vars = vars(b.sizes, "i");
+  frames_.emplace_back();
   c.body = b.load(c.vars);
+  Origins origins = std::move(frames_.back());
+  frames_.pop_back();
   c.dtype = b.dtype;
   buf.compute = std::move(c);
   ir::Layout layout = buf.layout;
-  std::string name = add_buffer(std::move(buf));
+  std::string name = push_buffer(std::move(buf), origins);
   return from_storage(ir::TensorRef{name, layout});
+}
+
+void Context::begin_node(const Node* n) {
+  lowering_ = n;
+  frames_ = {Origins{}};
+}
+
+TensorBox Context::with_origin(TensorBox b, const Node* n) {
+  if (b.storage) return b;  // a read of a buffer computes nothing: no origin to report
+  // What this loader reached below it, over all its calls: a memoized loader answers a
+  // repeated index from its cache without calling the loaders below, which must still count.
+  auto below = std::make_shared<Origins>();
+  b.load = [this, n, below, inner = std::move(b.load)](const Index& idx) {
+    frames_.emplace_back();
+    ir::Value v = inner(idx);
+    below->insert(frames_.back().begin(), frames_.back().end());
+    frames_.pop_back();
+    frames_.back().insert(n);
+    frames_.back().insert(below->begin(), below->end());
+    return v;
+  };
+  return b;
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +35,9 @@ struct TensorBox {
 class Context {
  public:
   Context() = default;
+  // Origin-reporting loaders (with_origin) point back at their Context: it never moves.
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
   // The value of a node argument (a node's single output, or a wrapped number as a 0-d box).
   const TensorBox& box(const Node* n) const;
@@ -54,10 +58,25 @@ class Context {
 
   ir::Program& program() { return program_; }
 
+  // Origins (ir::Buffer::origins): which graph nodes each buffer computes. lower_graph calls
+  // begin_node before lowering each node; a buffer a lowering adds itself (a reduction, an
+  // extern call, an input) belongs to that node and to the nodes whose loaders it called.
+  // with_origin makes a box's loader report its node to whichever buffer's body calls it, so a
+  // realized buffer names every node inlined into it.
+  void begin_node(const Node* n);
+  TensorBox with_origin(TensorBox b, const Node* n);
+
  private:
+  using Origins = std::set<const Node*>;
+  std::string push_buffer(ir::Buffer b, const Origins& origins);
+
   ir::Program program_;
   std::unordered_map<const Node*, std::vector<TensorBox>> values_;
   int next_buffer_ = 0;
+  const Node* lowering_ = nullptr;
+  // The nodes reported since the last buffer: the base frame for buffers lowerings add, one
+  // more per realize() and per loader call in progress.
+  std::vector<Origins> frames_ = {Origins{}};
 };
 
 // The lowering of one op: its output boxes, or nullopt to fall back to the eager kernel (the

@@ -75,6 +75,7 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
   std::string why;
   if (const Lowering* l = find_lowering(n.op())) {
     if (auto boxes = (*l)(cx, n, &why)) {
+      for (TensorBox& b : *boxes) b = cx.with_origin(std::move(b), &n);
       // A pointwise value too large to recompute in each of several users is written once.
       if (n.users().size() > 1)
         for (TensorBox& b : *boxes)
@@ -95,6 +96,7 @@ ir::Program lower_graph(const Graph& g) {
   Context cx;
   int64_t input_index = 0;
   for (Node* n : g.nodes()) {
+    cx.begin_node(n->kind() == NodeKind::Output ? nullptr : n);
     switch (n->kind()) {
       case NodeKind::Placeholder:
         cx.set(n, {input_box(cx, *n, ir::BufferKind::Input, input_index++)});

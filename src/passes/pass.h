@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "debug/timeline.h"
 #include "graph/graph.h"
 
 namespace coil {
@@ -21,9 +22,10 @@ struct Pass {
 // pass's outcome and time (COIL_LOGS=passes) and the graph after each change
 // (COIL_LOGS=passes_graphs), every line prefixed with `log_prefix`. A group that still changes
 // the graph after a bounded number of rounds is a bug in its passes (InternalError): two of
-// them undo each other.
+// them undo each other. With a `timeline`, each pass run is a span in it (the compile
+// timeline shows every pass of every round).
 bool run_pass_group(Graph& g, const char* group, const std::vector<Pass>& passes,
-                    const std::string& log_prefix);
+                    const std::string& log_prefix, debug::Timeline* timeline = nullptr);
 
 // On the captured graph, before autograd: clean-ups and canonical forms that make the graph
 // smaller to differentiate.

@@ -24,7 +24,7 @@ std::string outcome_line(const char* group, int round, const Pass& p, bool chang
 }  // namespace
 
 bool run_pass_group(Graph& g, const char* group, const std::vector<Pass>& passes,
-                    const std::string& log_prefix) {
+                    const std::string& log_prefix, debug::Timeline* timeline) {
   bool any_change = false;
   std::string last_changed;
   for (int round = 1; round <= kMaxRounds; ++round) {
@@ -32,7 +32,10 @@ bool run_pass_group(Graph& g, const char* group, const std::vector<Pass>& passes
     for (const Pass& p : passes) {
       auto t0 = std::chrono::steady_clock::now();
       bool changed = p.run(g);
-      std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
+      auto t1 = std::chrono::steady_clock::now();
+      std::chrono::duration<double, std::milli> ms = t1 - t0;
+      if (timeline)
+        timeline->add(p.name, "", t0, t1 - t0, {{"round", int64_t{round}}, {"changed", changed}});
       debug::log("passes", log_prefix, outcome_line(group, round, p, changed, ms.count()));
       if (!changed) continue;
       verify(g);
