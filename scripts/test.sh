@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+bash scripts/fetch_digits.sh  # the data examples/train_digits trains on
 jobs=$(nproc)
 
 echo "== format check (clang-format)"

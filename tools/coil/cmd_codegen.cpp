@@ -1,0 +1,57 @@
+// coil codegen: the C++ source of a graph's kernels and the wrapper that calls them (the
+// output_code log).
+#include <algorithm>
+#include <iostream>
+
+#include "codegen/cpp_prelude.h"
+#include "commands.h"
+#include "graph_file.h"
+#include "stages.h"
+#include "text.h"
+
+namespace coil::tool {
+
+namespace {
+
+int run_codegen(const Args& args) {
+  std::string name = graph_name(args.file);
+  Graph g = load_graph(args.file);
+  run_graph_stages(g, "[" + name + "]");
+  Scheduled s = lower_and_schedule(g);
+  Generated code = generate_code(s, name);
+  if (args.has("--source")) {  // exactly what the JIT compiled
+    std::cout << code.source;
+    return 0;
+  }
+  const std::string& prelude = codegen::cpp_prelude();
+  std::cout << "== C++ source (src/codegen/): "
+            << plural(static_cast<int64_t>(code.kernels.size()), "kernel") << " after the "
+            << std::count(prelude.begin(), prelude.end(), '\n')
+            << "-line prelude every source starts with (--source shows it)\n";
+  for (const codegen::KernelSource& k : code.kernels) {
+    std::cout << "// " << k.name << ": " << (k.vectorized ? "vectorized" : "scalar") << ", "
+              << (k.parallel ? "OpenMP parallel" : "single-threaded") << "\n"
+              << k.code << "\n";
+  }
+  std::cout << "== wrapper (src/codegen/wrapper.cpp): what a call of the compiled graph runs\n"
+            << code.wrapper->text();
+  return 0;
+}
+
+}  // namespace
+
+Command codegen_command() {
+  return {
+      "codegen",
+      "generate the C++ source of a graph's kernels and the wrapper that calls them",
+      "coil codegen FILE [--source]",
+      "Runs the pipeline up to code generation and prints each kernel's C++ function (the\n"
+      "prelude of types and helpers every source starts with is left out) and the wrapper's\n"
+      "plan: the buffers it allocates or reuses, the kernels and extern calls in order, what\n"
+      "it frees and returns. The wrapper binds the compiled kernels, so the source is compiled\n"
+      "too (or found in the code cache at $COIL_CACHE_DIR).",
+      {{"--source", nullptr, "print the whole compile unit, prelude included, and nothing else"}},
+      run_codegen};
+}
+
+}  // namespace coil::tool
