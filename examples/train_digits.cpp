@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   auto compiled_model = make_model();
   compiled_model->load_state_dict(eager_model->state_dict());
   optim::Adam eager_opt(eager_model->parameters(), {.lr = 1e-2});
-  optim::Adam compiled_opt(compiled_model->parameters(), {.lr = 1e-2});
+  optim::Adam compiled_opt(compiled_model->parameters(), {.lr = 1e-2, .compiled = true});
   auto loss_of = [](nn::Module& model, const Tensor& x, const Tensor& y) {
     return cross_entropy(model.forward(x), y);
   };

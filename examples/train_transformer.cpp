@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   auto compiled_model = std::make_shared<CharLM>(next_id);
   compiled_model->load_state_dict(eager_model->state_dict());
   optim::AdamW eager_opt(eager_model->parameters(), {.lr = 3e-3});
-  optim::AdamW compiled_opt(compiled_model->parameters(), {.lr = 3e-3});
+  optim::AdamW compiled_opt(compiled_model->parameters(), {.lr = 3e-3, .compiled = true});
   auto compiled_loss =
       compile([&](const Tensor& x, const Tensor& y) { return loss_of(*compiled_model, x, y); },
               CompileOptions{.name = "lm_step"});

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -41,6 +42,11 @@ struct AdamOptions {
   double weight_decay = 0;  // L2: added to the gradient
   bool amsgrad = false;
   bool maximize = false;
+  // The step as one compiled function (coil::compile over the lists of parameters, gradients
+  // and state): each parameter's update fuses into one loop, and every loop runs in one
+  // combo kernel (torch's fused / foreach optimizers). The learning rate may change between
+  // steps; the other options are compiled in.
+  bool compiled = false;
 };
 
 struct AdamWOptions {
@@ -50,6 +56,7 @@ struct AdamWOptions {
   double weight_decay = 1e-2;  // decoupled: param *= 1 - lr * weight_decay
   bool amsgrad = false;
   bool maximize = false;
+  bool compiled = false;  // as AdamOptions::compiled
 };
 
 template <typename Options>
@@ -115,11 +122,18 @@ class SGD : public detail::OptimizerBase<SGDOptions, SGDState> {
 };
 
 // Adam (Kingma & Ba) with bias correction; weight_decay is an L2 term added to the gradient.
+namespace detail {
+struct CompiledAdamSteps;  // per group: the compiled step functions (adam.cpp)
+}
+
 class Adam : public detail::OptimizerBase<AdamOptions, AdamState> {
  public:
   explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
   explicit Adam(std::vector<ParamGroup<AdamOptions>> groups);
   void step() override;
+
+ private:
+  std::shared_ptr<detail::CompiledAdamSteps> compiled_;
 };
 
 // AdamW (Loshchilov & Hutter): Adam with decoupled weight decay.
@@ -128,6 +142,9 @@ class AdamW : public detail::OptimizerBase<AdamWOptions, AdamState> {
   explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
   explicit AdamW(std::vector<ParamGroup<AdamWOptions>> groups);
   void step() override;
+
+ private:
+  std::shared_ptr<detail::CompiledAdamSteps> compiled_;
 };
 
 // The updates on lists of tensors, in place. The caller runs them under NoGradGuard (the

@@ -76,43 +76,60 @@ std::string extreme(DType t, bool lowest) {
   }
 }
 
+// The kernel function's head: each argument's pointer, const unless the kernel stores to it.
+std::string function_head(const std::string& name, const std::vector<std::string>& args,
+                          const std::set<std::string>& written, const ir::Program& p) {
+  std::string head = "extern \"C\" void " + name + "(void* const* args) {\n";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool w = written.count(args[i]) > 0;
+    std::string type = memory_type(p.buffer(args[i]).layout.dtype);
+    head += "  " + std::string(w ? "" : "const ") + type + "* __restrict " + args[i] + " = (" +
+            (w ? "" : "const ") + type + "*)args[" + std::to_string(i) + "];\n";
+  }
+  return head;
+}
+
 class KernelWriter {
  public:
-  KernelWriter(const Kernel& k, const ir::Program& p) : k_(k), p_(p) {
+  // `in_region`: the kernel is one part of a combo kernel, inside a parallel region its
+  // function opens: its loops share out their iterations (omp for nowait) instead of forking.
+  KernelWriter(const Kernel& k, const ir::Program& p, bool in_region = false)
+      : k_(k), p_(p), in_region_(in_region) {
     for (const KernelNode& n : k.nodes) nodes_[n.buffer] = &n;
   }
 
   KernelSource write() {
     KernelSource src;
     src.name = k_.name;
-    lane_ = k_.is_reduction() ? k_.inner_vars.back() : k_.outer_vars.back();
-    vector_ = can_vectorize();
+    src.code = body();
     src.vectorized = vector_;
-    int64_t work = numel_of(k_.outer) * (k_.is_reduction() ? numel_of(k_.inner) : 1);
-    parallel_ = work >= kParallelMin && numel_of(k_.outer) > 1;
     src.parallel = parallel_;
-    std::string body;
-    if (numel_of(k_.outer) > 0 && column_order()) {
-      body = column_kernel();
-      src.vectorized = vector_;
-      src.parallel = parallel_;
-    } else if (numel_of(k_.outer) > 0) {
-      body = k_.is_reduction() ? reduction_kernel() : pointwise_kernel();
-    }
     src.args = arguments();
-    std::string head = "extern \"C\" void " + k_.name + "(void* const* args) {\n";
-    for (size_t i = 0; i < src.args.size(); ++i) {
-      const std::string& name = src.args[i];
-      bool written = nodes_.count(name) && nodes_.at(name)->store;
-      std::string type = memory_type(p_.buffer(name).layout.dtype);
-      head += "  " + std::string(written ? "" : "const ") + type + "* __restrict " + name + " = (" +
-              (written ? "" : "const ") + type + "*)args[" + std::to_string(i) + "];\n";
-    }
-    src.code = head + body + "}\n";
+    src.code = function_head(k_.name, src.args, written(), p_) + src.code + "}\n";
     return src;
   }
 
- private:
+  bool vectorized() const { return vector_; }
+
+  // The loop nest, without the function around it.
+  std::string body() {
+    lane_ = k_.is_reduction() ? k_.inner_vars.back() : k_.outer_vars.back();
+    vector_ = can_vectorize();
+    int64_t work = numel_of(k_.outer) * (k_.is_reduction() ? numel_of(k_.inner) : 1);
+    parallel_ = in_region_ || (work >= kParallelMin && numel_of(k_.outer) > 1);
+    if (numel_of(k_.outer) == 0) return "";
+    if (column_order()) return column_kernel();
+    return k_.is_reduction() ? reduction_kernel() : pointwise_kernel();
+  }
+
+  // Buffers the kernel stores to.
+  std::set<std::string> written() const {
+    std::set<std::string> out;
+    for (const KernelNode& n : k_.nodes)
+      if (n.store) out.insert(n.buffer);
+    return out;
+  }
+
   // Buffers read from memory or written, in first-use order.
   std::vector<std::string> arguments() const {
     std::vector<std::string> out;
@@ -212,6 +229,14 @@ class KernelWriter {
     out += indent + "}\n";
   }
 
+  // The pragma that shares out the next `collapse` loops among the threads: its own parallel
+  // region, or (a combo's part) the region already open, with no barrier after it.
+  std::string omp_for(int collapse) const {
+    std::string p = in_region_ ? "#pragma omp for schedule(static) nowait"
+                               : "#pragma omp parallel for schedule(static)";
+    return collapse > 1 ? p + " collapse(" + std::to_string(collapse) + ")" : p;
+  }
+
   std::string pointwise_kernel() {
     std::vector<const KernelNode*> nodes;
     for (const KernelNode& n : k_.nodes) nodes.push_back(&n);
@@ -220,7 +245,7 @@ class KernelWriter {
     if (depth == 1 && parallel_) {
       // One long loop: chunks for the threads.
       std::string n = std::to_string(k_.outer[0]), c = std::to_string(kChunk);
-      out += "  #pragma omp parallel for schedule(static)\n";
+      out += "  " + omp_for(1) + "\n";
       out += "  for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ") {\n";
       out += "    i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";\n";
       innermost(out, "    ", lane_, "chunk", "end", nodes);
@@ -228,9 +253,7 @@ class KernelWriter {
       return out;
     }
     std::string indent = "  ";
-    if (parallel_ && depth > 1)
-      out += indent + "#pragma omp parallel for schedule(static)" +
-             (depth > 2 ? " collapse(" + std::to_string(depth - 1) + ")" : "") + "\n";
+    if (parallel_ && depth > 1) out += indent + omp_for(static_cast<int>(depth) - 1) + "\n";
     for (size_t d = 0; d + 1 < depth; ++d) {
       out += indent + loop(k_.outer_vars[d], "0", std::to_string(k_.outer[d])) + "\n";
       indent += "  ";
@@ -557,12 +580,37 @@ class KernelWriter {
   sym::Expr lane_ = nullptr;
   bool vector_ = false;
   bool parallel_ = false;
+  bool in_region_ = false;
   int counter_ = 0;
 };
+
+// A combo kernel: one parallel region, each part's loops shared out in turn without a barrier
+// between them (the parts are independent).
+KernelSource combo_kernel(const Kernel& k, const ir::Program& program) {
+  KernelSource src;
+  src.name = k.name;
+  src.parallel = true;
+  src.vectorized = true;
+  std::set<std::string> written, seen;
+  std::string bodies;
+  for (const Kernel& part : k.parts) {
+    KernelWriter w(part, program, /*in_region=*/true);
+    std::string body = w.body();
+    src.vectorized = src.vectorized && w.vectorized();
+    for (const std::string& a : w.arguments())
+      if (seen.insert(a).second) src.args.push_back(a);
+    for (const std::string& b : w.written()) written.insert(b);
+    bodies += "  {  // " + part.name + "\n" + body + "  }\n";
+  }
+  src.code = function_head(k.name, src.args, written, program) + "#pragma omp parallel\n{\n" +
+             bodies + "}\n}\n";
+  return src;
+}
 
 }  // namespace
 
 KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
+  if (!k.parts.empty()) return combo_kernel(k, program);
   return KernelWriter(k, program).write();
 }
 

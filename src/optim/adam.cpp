@@ -1,10 +1,13 @@
 // Adam and AdamW, as torch.optim.Adam / AdamW (the single-tensor form of torch/optim/adam.py,
 // where AdamW is Adam with decoupled weight decay).
 #include <coil/autograd.h>
+#include <coil/compile.h>
 #include <coil/ops.h>
 #include <coil/optim.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
 
 namespace coil::optim {
 
@@ -23,17 +26,81 @@ void check(const O& o, const char* name) {
 }
 
 AdamOptions as_adam(const AdamWOptions& o) {
-  return {o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize};
+  return {o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize, o.compiled};
 }
 const AdamOptions& as_adam(const AdamOptions& o) { return o; }
 
 // One step of every group: gathers the parameters that have gradients and their state.
+// The step's per-parameter numbers (Adam's bias corrections), as tensors of the parameter's
+// dtype: the update reads them like any input, so a compiled step takes new values without
+// recompiling.
+struct StepScalars {
+  Tensor step_size, bias_correction2_sqrt, decay;
+};
+StepScalars step_scalars(const Tensor& p, int64_t step, const AdamOptions& o) {
+  const double n = static_cast<double>(step);
+  const double bias_correction1 = 1 - std::pow(o.betas.first, n);
+  const DType t = p.dtype();
+  return {scalar_tensor(o.lr / bias_correction1, t),
+          scalar_tensor(std::sqrt(1 - std::pow(o.betas.second, n)), t),
+          scalar_tensor(1 - o.lr * o.weight_decay, t)};
+}
+
+// One parameter's update, in place (torch/optim/adam.py's single-tensor form).
+void adam_update(const Tensor& p, const Tensor& grad, const Tensor& m, const Tensor& v,
+                 const Tensor& vmax, const StepScalars& k, const AdamOptions& o, bool decoupled) {
+  const auto [beta1, beta2] = o.betas;
+  Tensor g = o.maximize ? neg(grad) : grad;
+  if (o.weight_decay != 0) {
+    if (decoupled)
+      p.mul_(k.decay);
+    else
+      g = g + p * o.weight_decay;
+  }
+  m.add_((g - m) * (1 - beta1));  // m.lerp_(g, 1 - beta1)
+  v.mul_(beta2);
+  v.add_(g * g * (1 - beta2));  // v.addcmul_(g, g, value=1 - beta2)
+  Tensor second = v;
+  if (o.amsgrad) {
+    vmax.copy_(maximum(vmax, v));
+    second = vmax;
+  }
+  Tensor denom = second.sqrt() / k.bias_correction2_sqrt + o.eps;
+  p.add_(m / denom * -k.step_size);
+}
+
+}  // namespace
+
+// A group's step as a compiled function of its lists (coil::compile), one per group.
+struct detail::CompiledAdamSteps {
+  using Lists = std::vector<Tensor>;
+  using Fn = std::function<Tensor(const Lists&, const Lists&, const Lists&, const Lists&,
+                                  const Lists&, const Lists&)>;
+  std::vector<Fn> groups;
+
+  static Fn make(const AdamOptions& o, bool decoupled, const std::string& name) {
+    auto step = [o, decoupled](const Lists& p, const Lists& g, const Lists& m, const Lists& v,
+                               const Lists& vmax, const Lists& scalars) {
+      for (size_t i = 0; i < p.size(); ++i)
+        adam_update(p[i], g[i], m[i], v[i], o.amsgrad ? vmax[i] : Tensor(),
+                    {scalars[3 * i], scalars[3 * i + 1], scalars[3 * i + 2]}, o, decoupled);
+      return scalars[0];  // a compiled function returns something; the updates are in place
+    };
+    auto cf = coil::compile(step, CompileOptions{.name = name});
+    return [cf](const Lists& p, const Lists& g, const Lists& m, const Lists& v, const Lists& vmax,
+                const Lists& scalars) { return cf(p, g, m, v, vmax, scalars); };
+  }
+};
+
+namespace {
+
 template <typename O>
 void adam_step(std::vector<ParamGroup<O>>& groups,
-               std::unordered_map<const void*, AdamState>& state, const char* name,
-               bool decoupled) {
+               std::unordered_map<const void*, AdamState>& state, const char* name, bool decoupled,
+               std::shared_ptr<detail::CompiledAdamSteps>& compiled) {
   NoGradGuard no_grad;
-  for (const auto& group : groups) {
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& group = groups[gi];
     check(group.options, name);
     std::vector<Tensor> params, grads, exp_avgs, exp_avg_sqs, max_sqs;
     std::vector<int64_t> steps;
@@ -56,8 +123,23 @@ void adam_step(std::vector<ParamGroup<O>>& groups,
       max_sqs.push_back(s.max_exp_avg_sq);
       steps.push_back(s.step);
     }
-    functional::adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, as_adam(group.options),
-                     decoupled);
+    const AdamOptions o = as_adam(group.options);
+    if (!o.compiled || params.empty()) {
+      functional::adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, o, decoupled);
+      continue;
+    }
+    if (!compiled) compiled = std::make_shared<detail::CompiledAdamSteps>();
+    if (compiled->groups.size() <= gi) compiled->groups.resize(gi + 1);
+    if (!compiled->groups[gi])
+      compiled->groups[gi] = detail::CompiledAdamSteps::make(
+          o, decoupled, std::string(name) + "_step_group" + std::to_string(gi));
+    std::vector<Tensor> scalars;
+    for (size_t i = 0; i < params.size(); ++i) {
+      StepScalars k = step_scalars(params[i], steps[i], o);
+      scalars.insert(scalars.end(), {k.step_size, k.bias_correction2_sqrt, k.decay});
+    }
+    compiled->groups[gi](params, grads, exp_avgs, exp_avg_sqs,
+                         o.amsgrad ? max_sqs : std::vector<Tensor>{}, scalars);
   }
 }
 
@@ -73,7 +155,7 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
 Adam::Adam(std::vector<ParamGroup<AdamOptions>> groups) : OptimizerBase("Adam", std::move(groups)) {
   for (const auto& g : param_groups) check(g.options, "Adam");
 }
-void Adam::step() { adam_step(param_groups, state_, "Adam", false); }
+void Adam::step() { adam_step(param_groups, state_, "Adam", false, compiled_); }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
     : AdamW(one_group(std::move(params), options)) {}
@@ -81,7 +163,7 @@ AdamW::AdamW(std::vector<ParamGroup<AdamWOptions>> groups)
     : OptimizerBase("AdamW", std::move(groups)) {
   for (const auto& g : param_groups) check(g.options, "AdamW");
 }
-void AdamW::step() { adam_step(param_groups, state_, "AdamW", true); }
+void AdamW::step() { adam_step(param_groups, state_, "AdamW", true, compiled_); }
 
 void functional::adam(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                       const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
@@ -92,33 +174,11 @@ void functional::adam(const std::vector<Tensor>& params, const std::vector<Tenso
                  steps.size() == n && (!o.amsgrad || max_exp_avg_sqs.size() == n),
              "optim::functional::adam: expected one gradient, exp_avg, exp_avg_sq, step (and ",
              "max_exp_avg_sq with amsgrad) per parameter (", n, ")");
-  const auto [beta1, beta2] = o.betas;
   for (size_t i = 0; i < n; ++i) {
-    const Tensor& p = params[i];
-    const Tensor &m = exp_avgs[i], &v = exp_avg_sqs[i];
     COIL_CHECK(steps[i] >= 1, "optim::functional::adam: step numbers start at 1, got ", steps[i]);
-    Tensor g = o.maximize ? neg(grads[i]) : grads[i];
-    if (o.weight_decay != 0) {
-      if (decoupled)
-        p.mul_(1 - o.lr * o.weight_decay);
-      else
-        g = g + p * o.weight_decay;
-    }
-    m.add_((g - m) * (1 - beta1));  // m.lerp_(g, 1 - beta1)
-    v.mul_(beta2);
-    v.add_(g * g * (1 - beta2));  // v.addcmul_(g, g, value=1 - beta2)
-    const double step = static_cast<double>(steps[i]);
-    const double bias_correction1 = 1 - std::pow(beta1, step);
-    const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, step));
-    const double step_size = o.lr / bias_correction1;
-    Tensor second = v;
-    if (o.amsgrad) {
-      const Tensor& vmax = max_exp_avg_sqs[i];
-      vmax.copy_(maximum(vmax, v));
-      second = vmax;
-    }
-    Tensor denom = second.sqrt() / bias_correction2_sqrt + o.eps;
-    p.add_(m / denom * -step_size);
+    adam_update(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
+                o.amsgrad ? max_exp_avg_sqs[i] : Tensor(), step_scalars(params[i], steps[i], o), o,
+                decoupled);
   }
 }
 

@@ -31,6 +31,10 @@ struct Kernel {
   Shape inner;  // reduction loop sizes (empty for a pointwise kernel)
   std::vector<sym::Expr> outer_vars, inner_vars;
   std::vector<KernelNode> nodes;
+  // A combo kernel (horizontal fusion): independent pointwise loop nests that run in one
+  // parallel region, each a kernel of its own; `nodes` then holds every part's nodes and
+  // `outer` the parts' total points.
+  std::vector<Kernel> parts;
   bool is_reduction() const;
 };
 

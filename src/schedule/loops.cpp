@@ -154,6 +154,12 @@ Kernel build_kernel(const std::vector<const ir::Buffer*>& members, const std::st
 }
 
 std::string to_string(const Kernel& k) {
+  if (!k.parts.empty()) {
+    std::string out = k.name + ": combo of " + std::to_string(k.parts.size()) +
+                      " independent loop nests in one parallel region\n";
+    for (const Kernel& part : k.parts) out += "  " + to_string(part);
+    return out;
+  }
   auto dims = [](const Shape& s, const std::vector<sym::Expr>& v) {
     std::string out;
     for (size_t i = 0; i < s.size(); ++i)

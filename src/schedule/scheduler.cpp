@@ -171,6 +171,7 @@ Schedule schedule(const ir::Program& program) {
     for (KernelNode& n : kernel.nodes) n.store = needed.count(n.buffer) > 0;
     s.kernels.push_back(std::move(kernel));
   }
+  fuse_horizontally(s);
   return s;
 }
 

@@ -10,4 +10,9 @@ namespace coil::schedule {
 
 Schedule schedule(const ir::Program& program);
 
+// Horizontal fusion: consecutive pointwise kernels that do not read each other's results
+// become one combo kernel (one parallel region, no barrier between its loops), as an
+// optimizer's per-parameter updates do. Appends its decisions to `s.decisions`.
+void fuse_horizontally(Schedule& s);
+
 }  // namespace coil::schedule

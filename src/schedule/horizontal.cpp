@@ -1,0 +1,102 @@
+// Horizontal fusion into combo kernels (Inductor's combo kernels, torch's foreach ops): a run
+// of pointwise kernels with no data dependence between them runs in one parallel region, so a
+// step that updates many small tensors (an optimizer's) pays for one fork and join, not one
+// per tensor.
+#include <set>
+
+#include "schedule/scheduler.h"
+
+namespace coil::schedule {
+
+namespace {
+
+// At most this many loop nests share a region: the generated function stays readable and
+// small to compile.
+constexpr size_t kMaxParts = 64;
+
+bool combinable(const Kernel& k) { return k.parts.empty() && !k.is_reduction(); }
+
+std::set<std::string> stored_by(const Kernel& k) {
+  std::set<std::string> out;
+  for (const KernelNode& n : k.nodes)
+    if (n.store) out.insert(n.buffer);
+  return out;
+}
+
+// The first buffer `k` reads that `written` holds, or "".
+std::string reads_one_of(const Kernel& k, const std::set<std::string>& written) {
+  std::string hit;
+  for (const KernelNode& n : k.nodes)
+    ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
+      if (hit.empty() && written.count(l.buffer())) hit = l.buffer();
+    });
+  return hit;
+}
+
+Kernel combine(std::vector<Kernel> parts, const std::string& name) {
+  Kernel combo;
+  combo.name = name;
+  int64_t points = 0;
+  for (const Kernel& p : parts) {
+    points += numel_of(p.outer);
+    combo.nodes.insert(combo.nodes.end(), p.nodes.begin(), p.nodes.end());
+  }
+  combo.outer = {points};
+  combo.parts = std::move(parts);
+  return combo;
+}
+
+}  // namespace
+
+void fuse_horizontally(Schedule& s) {
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  std::vector<Kernel> run;        // the pending combo's parts
+  std::set<std::string> written;  // what they store
+  int combos = 0;
+  auto flush = [&] {
+    if (run.empty()) return;
+    if (run.size() > 1) {
+      std::string name = "combo" + std::to_string(combos++), parts;
+      for (const Kernel& k : run) parts += (parts.empty() ? "" : ", ") + k.name;
+      s.decisions.push_back("combine " + parts + " into " + name +
+                            ": independent pointwise loops, one parallel region");
+      kernels.push_back(combine(std::move(run), name));
+    } else {
+      kernels.push_back(std::move(run.front()));
+    }
+    steps.push_back(Step{static_cast<int>(kernels.size()) - 1, ""});
+    run.clear();
+    written.clear();
+  };
+  for (const Step& st : s.steps) {
+    if (st.kernel < 0) {
+      flush();
+      steps.push_back(st);
+      continue;
+    }
+    Kernel& k = s.kernels[static_cast<size_t>(st.kernel)];
+    if (!combinable(k)) {
+      flush();
+      run.push_back(std::move(k));
+      flush();
+      continue;
+    }
+    if (!run.empty()) {
+      std::string dep = reads_one_of(k, written);
+      if (!dep.empty() || run.size() == kMaxParts) {
+        s.decisions.push_back(
+            "do not combine " + k.name + " with " + run.front().name + ": " +
+            (dep.empty() ? "the combo is full" : "it reads " + dep + ", which the combo writes"));
+        flush();
+      }
+    }
+    for (const std::string& b : stored_by(k)) written.insert(b);
+    run.push_back(std::move(k));
+  }
+  flush();
+  s.kernels = std::move(kernels);
+  s.steps = std::move(steps);
+}
+
+}  // namespace coil::schedule

@@ -1,0 +1,65 @@
+// The compiled optimizer step: the same parameters as the eager step, one generated kernel for
+// all of them (a combo kernel), no recompile as the step count and learning rate change.
+#include <gtest/gtest.h>
+
+#include <coil/coil.h>
+
+#include "testing.h"
+
+namespace coil::testing {
+namespace {
+
+struct Setup {
+  std::vector<Tensor> params;
+  std::vector<Tensor> grads;
+};
+
+// Parameters of several sizes (a linear layer's weight and bias, a norm's scale), and the
+// gradients each step gives them.
+Setup make(uint64_t seed) {
+  manual_seed(seed);
+  Setup s;
+  for (Shape shape : {Shape{64, 32}, Shape{32}, Shape{10, 64}, Shape{7}})
+    s.params.push_back(random(shape).requires_grad_());
+  for (const Tensor& p : s.params) s.grads.push_back(random(p.sizes()));
+  return s;
+}
+
+template <typename Opt, typename Options>
+void expect_compiled_matches_eager(Options options) {
+  Setup eager = make(3), comp = make(3);
+  Options compiled_options = options;
+  compiled_options.compiled = true;
+  Opt eager_opt(eager.params, options), comp_opt(comp.params, compiled_options);
+  compiler_reset();
+  for (int step = 0; step < 4; ++step) {
+    for (size_t i = 0; i < eager.params.size(); ++i) {
+      eager.params[i].set_grad(eager.grads[i] * (step + 1));
+      comp.params[i].set_grad(comp.grads[i] * (step + 1));
+    }
+    if (step == 2) {  // a scheduler's change of learning rate: no recompile
+      eager_opt.set_lr(options.lr / 2);
+      comp_opt.set_lr(options.lr / 2);
+    }
+    eager_opt.step();
+    comp_opt.step();
+    for (size_t i = 0; i < eager.params.size(); ++i)
+      EXPECT_TRUE(allclose(comp.params[i], eager.params[i], 1e-5, 1e-6))
+          << "step " << step << " param " << i;
+  }
+  auto c = counters();
+  EXPECT_EQ(c["compiles"], 1);
+  EXPECT_EQ(c["recompiles"], 0);
+  EXPECT_EQ(c["generated_kernels"], 1);  // every parameter's update in one combo kernel
+}
+
+TEST(CompiledOptim, AdamMatchesEager) {
+  expect_compiled_matches_eager<optim::Adam>(optim::AdamOptions{.lr = 1e-2, .weight_decay = 0.1});
+}
+
+TEST(CompiledOptim, AdamWAmsgradMatchesEager) {
+  expect_compiled_matches_eager<optim::AdamW>(optim::AdamWOptions{.lr = 1e-2, .amsgrad = true});
+}
+
+}  // namespace
+}  // namespace coil::testing
