@@ -48,6 +48,28 @@ def workloads(torch, F, gpu):
     }
 
 
+def train_mlp(torch, gpu, compiled):
+    """One Adam step of Linear -> GELU -> Linear -> LayerNorm, loss mean(y^2), as coil-bench's
+    train_mlp: eager, or with the loss (forward + backward) and the optimizer step compiled."""
+    n, d = (4096, 1024) if gpu else (512, 256)
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d), nn.LayerNorm(d))
+    opt = torch.optim.Adam(model.parameters())
+    def loss_fn(x):
+        y = model(x)
+        return (y * y).mean()
+    loss = torch.compile(loss_fn) if compiled else loss_fn
+    opt_step = torch.compile(opt.step) if compiled else opt.step
+    def step(x):
+        l = loss(x)
+        l.backward()
+        opt_step()
+        opt.zero_grad()
+        return l
+    return step, lambda: [torch.randn(n, d)]
+
+
 def median_ms(fn, sets, min_reps=5, budget_s=0.5):
     for i in range(3):
         fn(*sets[i % len(sets)])
@@ -66,6 +88,20 @@ def run_torch(names, gpu, threads):
     if threads:
         torch.set_num_threads(threads)
     out = {}
+    if "train_mlp" in names:
+        eager_step, make = train_mlp(torch, gpu, False)
+        sets = [make() for _ in range(2)]
+        eager = median_ms(eager_step, sets)
+        torch._dynamo.reset()
+        compiled_step, _ = train_mlp(torch, gpu, True)
+        t0 = time.perf_counter()
+        compiled_step(*sets[0])
+        first_ms = (time.perf_counter() - t0) * 1e3
+        inductor = median_ms(compiled_step, sets)
+        out["train_mlp"] = {"torch_eager_ms": eager, "inductor_ms": inductor,
+                            "inductor_first_ms": first_ms}
+        print(f"  torch train_mlp: eager {eager:.3f} ms, inductor {inductor:.3f} ms, "
+              f"first {first_ms:.0f} ms", flush=True)
     for name, (fn, make) in workloads(torch, F, gpu).items():
         if name not in names:
             continue
