@@ -38,6 +38,21 @@ std::string kernels_text(const schedule::Schedule& sched) {
   return out;
 }
 
+// The order the compiled graph runs its kernels and library calls in.
+std::string steps_text(const schedule::Schedule& sched, const ir::Program& program) {
+  std::string out = "run order:";
+  for (const schedule::Step& st : sched.steps) {
+    if (st.kernel >= 0) {
+      const schedule::Kernel& k = sched.kernels[static_cast<size_t>(st.kernel)];
+      out += "\n  " + k.name + " (" + std::to_string(k.nodes.size()) + " buffers)";
+    } else {
+      const ir::ExternCall& c = *program.buffer(st.buffer).call;
+      out += "\n  " + st.buffer + " = extern " + op_name(c.op) + " (" + c.reason + ")";
+    }
+  }
+  return out;
+}
+
 // The generated source as compiled, then the wrapper's plan (which kernel or extern call runs
 // when, which buffer reuses which), as comments: output_code.cpp still compiles.
 std::string output_code(const std::string& source, const codegen::Wrapper& wrapper) {
@@ -90,12 +105,14 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   t.stage("pre_grad passes", "passes",
           [&] { return run_pass_group(*g, "pre_grad", pre_grad_passes(), log_prefix, &t); });
   trace.write("pre_grad.txt", [&] { return print_graph(*g); });
-  // Autograd's joint graph and partitioner slot in here (training, its own issue).
+  // A training graph arrives here already split in two: autograd/aot_autograd.cpp builds the
+  // joint graph, partitions it, and compiles each half through this function.
   t.stage("decompositions", "decompose", [&] { return decompose(*g); });
   debug::log("decompositions", log_prefix, "after decompositions:\n" + print_graph(*g));
   trace.write("decomposed.txt", [&] { return print_graph(*g); });
   t.stage("post_grad passes", "passes",
           [&] { return run_pass_group(*g, "post_grad", post_grad_passes(), log_prefix, &t); });
+  debug::log("post_grad_graphs", log_prefix, "after post-grad passes:\n" + print_graph(*g));
   trace.write("post_grad.txt", [&] { return print_graph(*g); });
   if (options.backend == "aot_eager") {
     trace.finish("aot_eager: the graph runs on eager kernels");
@@ -109,6 +126,7 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   schedule::Schedule sched =
       t.stage("scheduling", "schedule", [&] { return schedule::schedule(*program); });
   for (const std::string& d : sched.decisions) debug::log("fusion", log_prefix, d);
+  debug::log("schedule", log_prefix, steps_text(sched, *program));
   trace.write("fusion.txt", [&] { return lines(sched.decisions); });
   std::vector<codegen::KernelSource> kernels = t.stage("codegen", "codegen", [&] {
     std::vector<codegen::KernelSource> ks;

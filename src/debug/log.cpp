@@ -24,8 +24,10 @@ const std::vector<Artifact>& artifacts() {
       {"passes", "each graph pass: whether it changed the graph, and its time"},
       {"passes_graphs", "the graph after each pass that changed it"},
       {"decompositions", "the graph after decompositions"},
+      {"post_grad_graphs", "the graph after the post-grad passes: what lowering receives"},
       {"ir_pre_fusion", "the loop IR: every buffer with its layout and body"},
       {"fusion", "every fusion decision, yes or no, with its reason"},
+      {"schedule", "the order the kernels and library (extern) calls run in"},
       {"ir_post_fusion", "the kernels after fusion, over their loop variables"},
       {"output_code", "the generated C++ source and the wrapper that calls it"},
   };
