@@ -33,6 +33,9 @@ struct SGDOptions {
   double weight_decay = 0;
   bool nesterov = false;  // needs momentum > 0 and dampening == 0
   bool maximize = false;  // ascend instead of descend
+  // The step as one compiled function, as AdamOptions::compiled (the first step with momentum,
+  // which creates the momentum buffers, runs eagerly).
+  bool compiled = false;
 };
 
 struct AdamOptions {
@@ -91,6 +94,8 @@ struct AdamState {
 };
 
 namespace detail {
+class CompiledSteps;  // a group's step compiled by coil::compile (src/optim/compiled_step.h)
+
 // Parameter groups with options, checked once at construction and again at each step (options
 // can change between steps).
 template <typename Options, typename State>
@@ -119,13 +124,12 @@ class SGD : public detail::OptimizerBase<SGDOptions, SGDState> {
   explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
   explicit SGD(std::vector<ParamGroup<SGDOptions>> groups);
   void step() override;
+
+ private:
+  std::shared_ptr<detail::CompiledSteps> compiled_;
 };
 
 // Adam (Kingma & Ba) with bias correction; weight_decay is an L2 term added to the gradient.
-namespace detail {
-struct CompiledAdamSteps;  // per group: the compiled step functions (adam.cpp)
-}
-
 class Adam : public detail::OptimizerBase<AdamOptions, AdamState> {
  public:
   explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
@@ -133,7 +137,7 @@ class Adam : public detail::OptimizerBase<AdamOptions, AdamState> {
   void step() override;
 
  private:
-  std::shared_ptr<detail::CompiledAdamSteps> compiled_;
+  std::shared_ptr<detail::CompiledSteps> compiled_;
 };
 
 // AdamW (Loshchilov & Hutter): Adam with decoupled weight decay.
@@ -144,7 +148,7 @@ class AdamW : public detail::OptimizerBase<AdamWOptions, AdamState> {
   void step() override;
 
  private:
-  std::shared_ptr<detail::CompiledAdamSteps> compiled_;
+  std::shared_ptr<detail::CompiledSteps> compiled_;
 };
 
 // The updates on lists of tensors, in place. The caller runs them under NoGradGuard (the

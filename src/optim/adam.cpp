@@ -1,9 +1,10 @@
 // Adam and AdamW, as torch.optim.Adam / AdamW (the single-tensor form of torch/optim/adam.py,
 // where AdamW is Adam with decoupled weight decay).
 #include <coil/autograd.h>
-#include <coil/compile.h>
 #include <coil/ops.h>
 #include <coil/optim.h>
+
+#include "optim/compiled_step.h"
 
 #include <cmath>
 #include <functional>
@@ -69,35 +70,22 @@ void adam_update(const Tensor& p, const Tensor& grad, const Tensor& m, const Ten
   p.add_(m / denom * -k.step_size);
 }
 
-}  // namespace
-
-// A group's step as a compiled function of its lists (coil::compile), one per group.
-struct detail::CompiledAdamSteps {
-  using Lists = std::vector<Tensor>;
-  using Fn = std::function<Tensor(const Lists&, const Lists&, const Lists&, const Lists&,
-                                  const Lists&, const Lists&)>;
-  std::vector<Fn> groups;
-
-  static Fn make(const AdamOptions& o, bool decoupled, const std::string& name) {
-    auto step = [o, decoupled](const Lists& p, const Lists& g, const Lists& m, const Lists& v,
-                               const Lists& vmax, const Lists& scalars) {
-      for (size_t i = 0; i < p.size(); ++i)
-        adam_update(p[i], g[i], m[i], v[i], o.amsgrad ? vmax[i] : Tensor(),
-                    {scalars[3 * i], scalars[3 * i + 1], scalars[3 * i + 2]}, o, decoupled);
-      return scalars[0];  // a compiled function returns something; the updates are in place
-    };
-    auto cf = coil::compile(step, CompileOptions{.name = name});
-    return [cf](const Lists& p, const Lists& g, const Lists& m, const Lists& v, const Lists& vmax,
-                const Lists& scalars) { return cf(p, g, m, v, vmax, scalars); };
+// The compiled step's layout of `all`: per parameter p, g, m, v, [vmax,] then the three
+// scalars of StepScalars.
+void adam_update_all(const std::vector<Tensor>& all, const AdamOptions& o, bool decoupled) {
+  const size_t per = o.amsgrad ? 8 : 7;
+  for (size_t i = 0; i + per <= all.size(); i += per) {
+    const Tensor* t = &all[i];
+    const Tensor vmax = o.amsgrad ? t[4] : Tensor();
+    const size_t k = o.amsgrad ? 5 : 4;
+    adam_update(t[0], t[1], t[2], t[3], vmax, {t[k], t[k + 1], t[k + 2]}, o, decoupled);
   }
-};
-
-namespace {
+}
 
 template <typename O>
 void adam_step(std::vector<ParamGroup<O>>& groups,
                std::unordered_map<const void*, AdamState>& state, const char* name, bool decoupled,
-               std::shared_ptr<detail::CompiledAdamSteps>& compiled) {
+               std::shared_ptr<detail::CompiledSteps>& compiled) {
   NoGradGuard no_grad;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const auto& group = groups[gi];
@@ -128,18 +116,17 @@ void adam_step(std::vector<ParamGroup<O>>& groups,
       functional::adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, o, decoupled);
       continue;
     }
-    if (!compiled) compiled = std::make_shared<detail::CompiledAdamSteps>();
-    if (compiled->groups.size() <= gi) compiled->groups.resize(gi + 1);
-    if (!compiled->groups[gi])
-      compiled->groups[gi] = detail::CompiledAdamSteps::make(
-          o, decoupled, std::string(name) + "_step_group" + std::to_string(gi));
-    std::vector<Tensor> scalars;
+    std::vector<Tensor> all;
     for (size_t i = 0; i < params.size(); ++i) {
+      all.insert(all.end(), {params[i], grads[i], exp_avgs[i], exp_avg_sqs[i]});
+      if (o.amsgrad) all.push_back(max_sqs[i]);
       StepScalars k = step_scalars(params[i], steps[i], o);
-      scalars.insert(scalars.end(), {k.step_size, k.bias_correction2_sqrt, k.decay});
+      all.insert(all.end(), {k.step_size, k.bias_correction2_sqrt, k.decay});
     }
-    compiled->groups[gi](params, grads, exp_avgs, exp_avg_sqs,
-                         o.amsgrad ? max_sqs : std::vector<Tensor>{}, scalars);
+    if (!compiled) compiled = std::make_shared<detail::CompiledSteps>();
+    compiled->run(
+        gi, std::string(name) + "_step",
+        [o, decoupled](const std::vector<Tensor>& t) { adam_update_all(t, o, decoupled); }, all);
   }
 }
 

@@ -3,6 +3,8 @@
 #include <coil/ops.h>
 #include <coil/optim.h>
 
+#include "optim/compiled_step.h"
+
 namespace coil::optim {
 
 namespace {
@@ -27,10 +29,40 @@ SGD::SGD(std::vector<ParamGroup<SGDOptions>> groups) : OptimizerBase("SGD", std:
   for (const auto& g : param_groups) check(g.options);
 }
 
+namespace {
+
+// The gradient the step follows: negated to maximize, with the L2 term.
+Tensor effective_grad(const Tensor& p, const Tensor& grad, const SGDOptions& o) {
+  Tensor g = o.maximize ? neg(grad) : grad;
+  return o.weight_decay != 0 ? g + p * o.weight_decay : g;
+}
+
+// The direction the parameter moves in, given its momentum buffer (updated in place) or none.
+Tensor direction(const Tensor& g, const Tensor& buf, const SGDOptions& o) {
+  if (o.momentum == 0) return g;
+  return o.nesterov ? g + buf * o.momentum : buf;
+}
+
+// A step of a parameter whose momentum buffer exists (or that has none: momentum 0), in place;
+// `neg_lr` is -lr as a 0-dim tensor, so a compiled step sees a new learning rate.
+void sgd_update(const Tensor& p, const Tensor& grad, const Tensor& buf, const Tensor& neg_lr,
+                const SGDOptions& o) {
+  Tensor g = effective_grad(p, grad, o);
+  if (o.momentum != 0) {
+    buf.mul_(o.momentum);
+    buf.add_(o.dampening == 0 ? g : g * (1 - o.dampening));
+  }
+  p.add_(direction(g, buf, o) * neg_lr);
+}
+
+}  // namespace
+
 void SGD::step() {
   NoGradGuard no_grad;
-  for (const auto& group : param_groups) {
-    check(group.options);
+  for (size_t gi = 0; gi < param_groups.size(); ++gi) {
+    const auto& group = param_groups[gi];
+    const SGDOptions& o = group.options;
+    check(o);
     std::vector<Tensor> params, grads, bufs;
     for (const Tensor& p : group.params) {
       Tensor g = p.grad();
@@ -39,8 +71,28 @@ void SGD::step() {
       grads.push_back(g);
       bufs.push_back(state_[p.impl()].momentum_buffer);
     }
-    functional::sgd(params, grads, bufs, group.options);
-    if (group.options.momentum != 0)
+    bool buffers_ready = true;
+    for (const Tensor& b : bufs) buffers_ready = buffers_ready && b.defined();
+    if (o.compiled && !params.empty() && (o.momentum == 0 || buffers_ready)) {
+      std::vector<Tensor> all;  // per parameter: p, g, [buf,] -lr
+      for (size_t i = 0; i < params.size(); ++i) {
+        all.insert(all.end(), {params[i], grads[i]});
+        if (o.momentum != 0) all.push_back(bufs[i]);
+        all.push_back(scalar_tensor(-o.lr, params[i].dtype()));
+      }
+      if (!compiled_) compiled_ = std::make_shared<detail::CompiledSteps>();
+      compiled_->run(
+          gi, "SGD_step",
+          [o](const std::vector<Tensor>& t) {
+            const size_t per = o.momentum != 0 ? 4 : 3;
+            for (size_t i = 0; i + per <= t.size(); i += per)
+              sgd_update(t[i], t[i + 1], per == 4 ? t[i + 2] : Tensor(), t[i + per - 1], o);
+          },
+          all);
+      continue;
+    }
+    functional::sgd(params, grads, bufs, o);
+    if (o.momentum != 0)
       for (size_t i = 0; i < params.size(); ++i) state_[params[i].impl()].momentum_buffer = bufs[i];
   }
 }
@@ -53,19 +105,15 @@ void functional::sgd(const std::vector<Tensor>& params, const std::vector<Tensor
              momentum_buffers.size());
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
-    Tensor g = o.maximize ? neg(grads[i]) : grads[i];
-    if (o.weight_decay != 0) g = g + p * o.weight_decay;
-    if (o.momentum != 0) {
-      Tensor& buf = momentum_buffers[i];
-      if (!buf.defined()) {
-        buf = g.clone();
-      } else {
-        buf.mul_(o.momentum);
-        buf.add_(o.dampening == 0 ? g : g * (1 - o.dampening));
-      }
-      g = o.nesterov ? g + buf * o.momentum : buf;
+    Tensor& buf = momentum_buffers[i];
+    if (o.momentum != 0 && !buf.defined()) {
+      // The first step: the buffer starts as the gradient itself (PyTorch's rule).
+      Tensor g = effective_grad(p, grads[i], o);
+      buf = g.clone();
+      p.add_(direction(g, buf, o) * -o.lr);
+      continue;
     }
-    p.add_(g * -o.lr);
+    sgd_update(p, grads[i], buf, scalar_tensor(-o.lr, p.dtype()), o);
   }
 }
 

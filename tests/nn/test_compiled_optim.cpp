@@ -61,5 +61,11 @@ TEST(CompiledOptim, AdamWAmsgradMatchesEager) {
   expect_compiled_matches_eager<optim::AdamW>(optim::AdamWOptions{.lr = 1e-2, .amsgrad = true});
 }
 
+TEST(CompiledOptim, SgdNesterovMatchesEager) {
+  // The first step creates the momentum buffers eagerly; the compile happens on the second.
+  expect_compiled_matches_eager<optim::SGD>(
+      optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+}
+
 }  // namespace
 }  // namespace coil::testing
