@@ -78,7 +78,10 @@ capture::CompiledGraph compile_training(std::shared_ptr<const Graph> graph,
     std::vector<Tensor> outs = forward.run(in);
     COIL_ASSERT(outs.size() == num_outputs + num_saved, "the compiled forward returned ",
                 outs.size(), " values");
-    std::vector<Tensor> saved(outs.begin() + static_cast<int64_t>(num_outputs), outs.end());
+    // Detached aliases: a saved value that is also a result must not hold the result (whose
+    // grad_fn holds the saved values) alive.
+    std::vector<Tensor> saved;
+    for (size_t i = num_outputs; i < outs.size(); ++i) saved.push_back(outs[i].detach());
     outs.resize(num_outputs);
     if (!grad_mode_enabled()) return outs;
     auto node = std::make_shared<CompiledBackward>(backward, std::move(saved));

@@ -30,6 +30,11 @@ class SavedTensor {
   // Whether an in-place write changed the data since it was saved (checked by the rules that
   // read it: see GradCtx::in).
   bool modified() const;
+  // Keeps only a detached alias if this is `impl`: after an in-place op made `impl` an output
+  // of the node that saved it, a strong reference would be a cycle (impl -> grad_fn -> impl).
+  void detach_if(const TensorImpl* impl) {
+    if (data_.defined() && data_.impl() == impl) data_ = data_.detach();
+  }
   void release() {
     data_ = Tensor();
     released_ = true;
@@ -52,6 +57,8 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
   virtual std::string name() const = 0;
   virtual void release_saved() {}
+  // `impl` now has this node as its grad_fn (an in-place op rebased it here).
+  virtual void on_rebase(const TensorImpl* impl) {}
 
   std::vector<Edge> next_edges;          // one per differentiable input
   std::vector<TensorMeta> output_metas;  // what each output's gradient must look like

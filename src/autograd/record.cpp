@@ -63,6 +63,10 @@ class OpNode : public Node {
 
   std::string name() const override { return backward_name(op_); }
 
+  void on_rebase(const TensorImpl* impl) override {
+    for (SavedTensor& s : saved_inputs_) s.detach_if(impl);
+  }
+
   void release_saved() override {
     for (SavedTensor& s : saved_inputs_) s.release();
     for (SavedTensor& s : saved_outputs_) s.release();
@@ -169,6 +173,7 @@ void rebase_history(const Tensor& self, const Tensor& value, const char* op) {
   AutogradMeta* vm = autograd_meta(value);
   if (vm && vm->grad_fn) {
     set_history(self, vm->grad_fn, vm->output_nr);
+    vm->grad_fn->on_rebase(self.impl());
   } else {
     // The new contents do not depend on anything that requires grad: self becomes constant.
     ensure_autograd_meta(self).grad_fn = nullptr;
