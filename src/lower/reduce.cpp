@@ -13,6 +13,54 @@ using ir::ReduceKind;
 using V = ir::ValueNode;
 using Result = std::optional<std::vector<TensorBox>>;
 
+// A reduction to a single value runs on one thread. Above this many elements it is split in
+// two (Inductor's split reductions): partial results over P contiguous pieces, reduced by as
+// many threads, then the P partials reduced to the value.
+constexpr int64_t kSplitMin = 32768;
+
+// The number of pieces for a full reduction of n elements: a divisor of n that leaves each
+// piece long enough to vectorise, or 0 when none does.
+int64_t split_pieces(int64_t n) {
+  for (int64_t p : {256, 128, 64, 32, 16})
+    if (n % p == 0 && n / p >= 512) return p;
+  return 0;
+}
+
+// Rewrites `c`, a reduction to one element, as a reduction over a new buffer of partials, when
+// it is large enough and its kind combines partials with itself.
+void split_full_reduction(Context& cx, ir::Computation& c) {
+  const bool combines = *c.reduce == ReduceKind::Sum || *c.reduce == ReduceKind::Prod ||
+                        *c.reduce == ReduceKind::Max || *c.reduce == ReduceKind::Min ||
+                        *c.reduce == ReduceKind::Any || *c.reduce == ReduceKind::All;
+  const int64_t n = numel_of(c.reduction_ranges);
+  const int64_t pieces = split_pieces(n);
+  if (!combines || numel_of(c.ranges) != 1 || n < kSplitMin || pieces == 0) return;
+  // Partials: piece p reduces elements [p * len, (p + 1) * len) of the flattened reduction.
+  const int64_t len = n / pieces;
+  ir::Computation part;
+  part.ranges = {pieces};
+  part.vars = Context::vars(part.ranges, "i");
+  part.reduction_ranges = {len};
+  part.rvars = Context::vars(part.reduction_ranges, "j");
+  sym::Bindings at;
+  std::vector<sym::Expr> original =
+      ir::unravel(part.vars[0] * len + part.rvars[0], c.reduction_ranges);
+  for (size_t k = 0; k < c.rvars.size(); ++k) at[c.rvars[k]] = original[k];
+  for (const sym::Expr& v : c.vars) at[v] = sym::constant(0);  // every output dim is 1
+  part.body = ir::substitute(c.body, at);
+  part.reduce = c.reduce;
+  part.dtype = c.dtype;
+  ir::Buffer b;
+  b.kind = ir::BufferKind::Computed;
+  b.layout = ir::Layout::contiguous(c.dtype, part.ranges);
+  b.compute = std::move(part);
+  const std::string partials = cx.add_buffer(std::move(b));
+  // The value: the partials reduced.
+  c.reduction_ranges = {pieces};
+  c.rvars = Context::vars(c.reduction_ranges, "j");
+  c.body = V::load(partials, c.dtype, c.rvars[0]);
+}
+
 // Reduces `x` over `dims` (all dims when empty) into a new buffer shaped like the node's
 // output; body(v) turns the loaded element into what is accumulated.
 TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, ReduceKind kind,
@@ -47,6 +95,7 @@ TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, 
   c.body = body(cx.box(x).load(idx));
   c.reduce = kind;
   c.dtype = dtype;
+  split_full_reduction(cx, c);
   ir::Buffer b;
   b.kind = ir::BufferKind::Computed;
   b.layout = ir::Layout::contiguous(dtype, c.ranges);
