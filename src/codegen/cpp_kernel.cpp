@@ -76,14 +76,19 @@ std::string extreme(DType t, bool lowest) {
   }
 }
 
-// The kernel function's head: each argument's pointer, const unless the kernel stores to it.
+// The kernel function's head: each argument's pointer, const unless the kernel stores to it,
+// and __restrict unless it may share memory with another (an in-place pair).
 std::string function_head(const std::string& name, const std::vector<std::string>& args,
-                          const std::set<std::string>& written, const ir::Program& p) {
+                          const std::set<std::string>& written, const ir::Program& p,
+                          const std::vector<std::pair<std::string, std::string>>& inplace = {}) {
+  std::set<std::string> aliased;
+  for (const auto& [w, r] : inplace) aliased.insert({w, r});
   std::string head = "extern \"C\" void " + name + "(void* const* args) {\n";
   for (size_t i = 0; i < args.size(); ++i) {
     const bool w = written.count(args[i]) > 0;
     std::string type = memory_type(p.buffer(args[i]).layout.dtype);
-    head += "  " + std::string(w ? "" : "const ") + type + "* __restrict " + args[i] + " = (" +
+    head += "  " + std::string(w ? "" : "const ") + type +
+            (aliased.count(args[i]) ? "* " : "* __restrict ") + args[i] + " = (" +
             (w ? "" : "const ") + type + "*)args[" + std::to_string(i) + "];\n";
   }
   return head;
@@ -105,8 +110,50 @@ class KernelWriter {
     src.vectorized = vector_;
     src.parallel = parallel_;
     src.args = arguments();
-    src.code = function_head(k_.name, src.args, written(), p_) + src.code + "}\n";
+    src.inplace = inplace_pairs();
+    src.code = function_head(k_.name, src.args, written(), p_, src.inplace) + src.code + "}\n";
     return src;
+  }
+
+  // A buffer whose memory is the compiled graph's own and holds exactly its elements: computed
+  // buffers, and the fresh contiguous results of library calls (not inputs, constants, or
+  // extern views that alias them).
+  static bool owned_dense(const ir::Buffer& b) {
+    if (b.kind == ir::BufferKind::Computed) return true;
+    return b.kind == ir::BufferKind::Extern && op_info(b.call->op).kind == OpKind::Extern &&
+           b.layout.offset == 0 && b.layout.strides == contiguous_strides(b.layout.sizes);
+  }
+
+  // Stored buffers that may take over the memory of a buffer the kernel reads: in a
+  // pointwise kernel, every read of it is at the element the stored node writes, and none
+  // comes after that node (later nodes would see the new values).
+  std::vector<std::pair<std::string, std::string>> inplace_pairs() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (k_.is_reduction()) return out;
+    std::set<std::string> taken;
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const KernelNode& n = k_.nodes[i];
+      if (!n.store) continue;
+      const ir::Layout& wl = p_.buffer(n.buffer).layout;
+      std::map<std::string, bool> same_element;  // read buffer -> every read fits so far
+      for (size_t j = 0; j < k_.nodes.size(); ++j)
+        ir::for_each_load(k_.nodes[j].body, [&](const ir::ValueNode& l) {
+          if (nodes_.count(l.buffer())) return;  // made in this kernel
+          const bool fits = j <= i && l.index() == n.store_index;
+          auto [it, fresh] = same_element.emplace(l.buffer(), fits);
+          if (!fresh) it->second = it->second && fits;
+        });
+      for (const auto& [r, fits] : same_element) {
+        const ir::Buffer& rb = p_.buffer(r);
+        if (fits && !taken.count(r) && owned_dense(rb) && rb.layout.dtype == wl.dtype &&
+            rb.layout.numel() == wl.numel()) {
+          out.push_back({n.buffer, r});
+          taken.insert(r);
+          break;
+        }
+      }
+    }
+    return out;
   }
 
   bool vectorized() const { return vector_; }

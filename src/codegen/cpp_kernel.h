@@ -17,6 +17,10 @@ struct KernelSource {
   std::vector<std::string> args;  // the buffers args[i] points to, in order
   bool vectorized = false;
   bool parallel = false;
+  // (written, read) buffer pairs that may share memory: the kernel reads the second only at the
+  // element it then writes the first, before writing it. When the read buffer dies at this
+  // kernel, the wrapper writes the result into it (Inductor's in-place buffers).
+  std::vector<std::pair<std::string, std::string>> inplace;
 };
 
 KernelSource generate_kernel(const schedule::Kernel& k, const ir::Program& program);

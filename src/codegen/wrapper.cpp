@@ -1,6 +1,7 @@
 #include "codegen/wrapper.h"
 
 #include <algorithm>
+#include <set>
 
 #include <coil/error.h>
 
@@ -66,6 +67,7 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
   }
 
   std::multimap<std::pair<DType, int64_t>, int> free_slots;  // dead computed buffers
+  std::set<std::string> taken_in_place;  // died into a buffer written in their place
   text_ = "def call(inputs):\n";
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const schedule::Step& st = schedule.steps[i];
@@ -74,8 +76,17 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
       for (const std::string& w : writes[i]) {
         const ir::Buffer& b = program.buffer(w);
         Alloc a{slot_of_.at(w)};
+        std::string dying;  // a buffer this kernel reads last, which w may overwrite
+        for (const auto& [written, read] : kernels[st.kernel].inplace)
+          if (written == w && last_use[read] == static_cast<int>(i) && !taken_in_place.count(read))
+            dying = read;
         auto it = free_slots.find({b.layout.dtype, b.layout.numel()});
-        if (it != free_slots.end()) {
+        if (!dying.empty()) {
+          a.reuse = slot_of_.at(dying);
+          a.in_place = true;
+          taken_in_place.insert(dying);
+          text_ += "    " + w + " = in_place(" + dying + ")  # " + b.layout.str() + "\n";
+        } else if (it != free_slots.end()) {
           a.reuse = it->second;
           free_slots.erase(it);
           text_ +=
@@ -112,6 +123,7 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
       if (last != static_cast<int>(i)) continue;
       const ir::Buffer& b = program.buffer(name);
       if (b.kind == ir::BufferKind::Input || b.kind == ir::BufferKind::Constant) continue;
+      if (taken_in_place.count(name)) continue;  // its memory lives on as another buffer
       // A dead computed buffer stays allocated for a later one of the same dtype and size to
       // take over; an extern's result is dropped.
       if (b.kind == ir::BufferKind::Computed)
@@ -149,7 +161,8 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
     for (const Alloc& a : st.allocs) {
       const ir::Layout& l = buffers_[a.slot]->layout;
       if (a.reuse >= 0) {
-        slots[a.slot] = std::move(slots[a.reuse]);
+        // In place, the kernel still reads the old slot: both name the same memory.
+        slots[a.slot] = a.in_place ? slots[a.reuse] : std::move(slots[a.reuse]);
         slots[a.slot].impl()->meta = TensorMeta{l.dtype, l.sizes, l.strides, 0, kCPU};
       } else {
         slots[a.slot] = empty_from_meta(TensorMeta{l.dtype, l.sizes, l.strides, 0, kCPU});

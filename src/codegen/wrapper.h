@@ -31,6 +31,8 @@ class Wrapper {
   struct Alloc {
     int slot;
     int reuse = -1;  // a dead slot whose memory this buffer takes over
+    // The slot dies at this very step, which still reads it: the kernel writes in place.
+    bool in_place = false;
   };
   struct StepPlan {
     KernelFn fn = nullptr;
