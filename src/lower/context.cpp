@@ -155,6 +155,7 @@ const Lowering* find_lowering(OpId op) {
     register_reductions(t);
     register_views(t);
     register_factories(t);
+    register_concat_pad(t);
     return t;
   }();
   auto it = table.find(op);

@@ -1,0 +1,97 @@
+// Lowerings of cat and constant pad as pointwise values: each output element selects the input
+// (or the fill value) its position falls in. The loads a selection discards still run (both
+// branches of a where are evaluated, vectorised), so every load's index is clamped into its
+// input: a discarded load reads a valid element instead of memory outside the buffer.
+#include <coil/error.h>
+
+#include "lower/context.h"
+#include "ops/meta_util.h"
+
+namespace coil::lower {
+
+namespace {
+
+using Result = std::optional<std::vector<TensorBox>>;
+using V = ir::ValueNode;
+
+sym::Expr clamp(sym::Expr e, int64_t size) {
+  return sym::min(sym::max(e, sym::constant(0)), sym::constant(size - 1));
+}
+
+// index < bound, as a bool value.
+ir::Value below(sym::Expr index, int64_t bound) {
+  return V::binary(ir::Op::Lt, V::index_value(index), V::make_constant(bound, kInt64));
+}
+
+Result lower_cat(Context& cx, const Node& n, std::string*) {
+  const TensorMeta& m = n.tensor_meta();
+  const int64_t dim =
+      ops::wrap_dim(std::get<int64_t>(n.args()[1]), static_cast<int64_t>(m.sizes.size()), "cat");
+  std::vector<TensorBox> parts;
+  std::vector<int64_t> starts;
+  int64_t start = 0;
+  for (Node* in : std::get<std::vector<Node*>>(n.args()[0])) {
+    const TensorBox& b = cx.box(in);
+    // Empty inputs add nothing (and 1-D empty ones may have any other sizes: PyTorch's rule).
+    if (numel_of(b.sizes) == 0) continue;
+    parts.push_back(b);
+    starts.push_back(start);
+    start += b.sizes[static_cast<size_t>(dim)];
+  }
+  if (parts.empty()) return std::nullopt;
+  return std::vector<TensorBox>{
+      Context::memoized(m.dtype, m.sizes, [parts, starts, dim, m](const Index& i) {
+        auto part = [&](size_t k) {
+          Index j = i;
+          const int64_t size = parts[k].sizes[static_cast<size_t>(dim)];
+          j[dim] = clamp(i[dim] - starts[k], size);
+          return V::cast(parts[k].load(j), m.dtype);
+        };
+        ir::Value v = part(parts.size() - 1);
+        for (size_t k = parts.size() - 1; k-- > 0;)
+          v = V::where(below(i[dim], starts[k + 1]), part(k), v);
+        return v;
+      })};
+}
+
+Result lower_pad(Context& cx, const Node& n, std::string* why_not) {
+  const std::string& mode = std::get<std::string>(n.args()[2]);
+  if (mode != "constant") {
+    *why_not = "pad mode '" + mode + "' has no lowering: runs the eager kernel";
+    return std::nullopt;
+  }
+  const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
+  const Shape& pads = std::get<Shape>(n.args()[1]);
+  const TensorMeta& m = n.tensor_meta();
+  const double fill = std::get<double>(n.args()[3]);
+  const size_t nd = in.sizes.size();
+  return std::vector<TensorBox>{
+      Context::memoized(m.dtype, m.sizes, [in, pads, m, fill, nd](const Index& i) {
+        Index j = i;
+        ir::Value inside;
+        // pads lists (before, after) pairs from the last dim backwards.
+        for (size_t p = 0; 2 * p < pads.size(); ++p) {
+          const size_t d = nd - 1 - p;
+          const int64_t before = pads[2 * p], size = in.sizes[d];
+          if (before == 0 && pads[2 * p + 1] == 0) continue;
+          sym::Expr at = i[d] - before;
+          ir::Value ok =
+              V::binary(ir::Op::LogicalAnd,
+                        V::binary(ir::Op::Ge, V::index_value(at), V::make_constant(0, kInt64)),
+                        below(at, size));
+          inside = inside ? V::binary(ir::Op::LogicalAnd, inside, ok) : ok;
+          j[d] = clamp(at, size);
+        }
+        ir::Value v = in.load(j);
+        return inside ? V::where(inside, v, V::make_constant(fill, m.dtype)) : v;
+      })};
+}
+
+}  // namespace
+
+void register_concat_pad(std::unordered_map<OpId, Lowering>& t) {
+  t[OpId::cat] = lower_cat;
+  t[OpId::pad] = lower_pad;
+}
+
+}  // namespace coil::lower
