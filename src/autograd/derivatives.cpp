@@ -80,7 +80,7 @@ Tensor grad_like(const Tensor& g, const Tensor& input) {
 DerivativeFn find_derivative(OpId op) {
   static const std::array<DerivativeFn, kNumOps> table = [] {
     std::array<DerivativeFn, kNumOps> t{};
-    for (auto rules : {pointwise_rules, reduction_rules, nn_rules, shape_rules, conv_rules})
+    for (auto rules : {pointwise_rules, reduction_rules, nn_rules, shape_rules, conv_pool_rules})
       for (const RuleEntry& e : rules()) t[static_cast<size_t>(e.op)] = e.fn;
     return t;
   }();

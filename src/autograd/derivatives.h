@@ -56,6 +56,6 @@ std::vector<RuleEntry> pointwise_rules();
 std::vector<RuleEntry> reduction_rules();
 std::vector<RuleEntry> nn_rules();
 std::vector<RuleEntry> shape_rules();
-std::vector<RuleEntry> conv_rules();
+std::vector<RuleEntry> conv_pool_rules();
 
 }  // namespace coil::autograd

@@ -1,5 +1,7 @@
-// 2-D pooling: max_pool2d, avg_pool2d, adaptive_avg_pool2d. Direct loops over each output
-// window, parallel over the N * C planes; shapes and window rules follow PyTorch's Pool.h.
+// 2-D pooling: max_pool2d, avg_pool2d, adaptive_avg_pool2d, and their gradients with respect to
+// the input. Direct loops over each output window, parallel over the N * C planes; shapes and
+// window rules follow PyTorch's Pool.h. Each pool visits its windows through one function, so
+// the forward (gather from a window) and the backward (scatter into it) agree on the windows.
 #include <cmath>
 #include <limits>
 
@@ -111,6 +113,49 @@ bool is_nan(C v) {
     return false;
 }
 
+// The windows of max pooling: f(o, y0, x0, i0, i1, j0, j1) for output cell o (row-major), whose
+// taps are rows y0 + i * dil (i in [i0, i1)) and columns x0 + j * dil (j in [j0, j1)).
+template <typename F>
+void max_windows(const PoolGeometry& g, F f) {
+  for (int64_t oy = 0; oy < g.y.out; ++oy)
+    for (int64_t ox = 0; ox < g.x.out; ++ox) {
+      int64_t y0 = oy * g.y.stride - g.y.pad, x0 = ox * g.x.stride - g.x.pad;
+      auto [i0, i1] = taps_inside(y0, g.y, g.p.h);
+      auto [j0, j1] = taps_inside(x0, g.x, g.p.w);
+      f(oy * g.x.out + ox, y0, x0, i0, i1, j0, j1);
+    }
+}
+
+// The windows of average pooling: f(o, y0, y1, x0, x1, count) for output cell o: the input
+// rectangle [y0, y1) x [x0, x1) it sums, and the count it divides by (the window clipped to the
+// padded input with count_include_pad, to the input itself otherwise).
+template <typename F>
+void avg_windows(const PoolGeometry& g, bool include_pad, F f) {
+  for (int64_t oy = 0; oy < g.y.out; ++oy)
+    for (int64_t ox = 0; ox < g.x.out; ++ox) {
+      int64_t y0 = oy * g.y.stride - g.y.pad, x0 = ox * g.x.stride - g.x.pad;
+      int64_t y1 = std::min(y0 + g.y.k, g.p.h + g.y.pad);
+      int64_t x1 = std::min(x0 + g.x.k, g.p.w + g.x.pad);
+      int64_t padded_count = (y1 - y0) * (x1 - x0);
+      y0 = std::max<int64_t>(y0, 0);
+      x0 = std::max<int64_t>(x0, 0);
+      y1 = std::min(y1, g.p.h);
+      x1 = std::min(x1, g.p.w);
+      f(oy * g.x.out + ox, y0, y1, x0, x1, include_pad ? padded_count : (y1 - y0) * (x1 - x0));
+    }
+}
+
+// The windows of adaptive average pooling from h x w to oh x ow: f(o, y0, y1, x0, x1), cell o
+// covering [floor(o * in / out), ceil((o + 1) * in / out)) along each dim.
+template <typename F>
+void adaptive_windows(int64_t h, int64_t w, int64_t oh, int64_t ow, F f) {
+  auto start = [](int64_t o, int64_t in, int64_t n) { return (o * in) / n; };
+  auto end = [](int64_t o, int64_t in, int64_t n) { return ((o + 1) * in + n - 1) / n; };
+  for (int64_t oy = 0; oy < oh; ++oy)
+    for (int64_t ox = 0; ox < ow; ++ox)
+      f(oy * ow + ox, start(oy, h, oh), end(oy, h, oh), start(ox, w, ow), end(ox, w, ow));
+}
+
 }  // namespace
 
 // ---- max_pool2d -------------------------------------------------------------------------------
@@ -132,30 +177,26 @@ std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     using C = acc_type<T>;
     for_each_plane<T>(x, r, g.p, [&](const T* src, T* dst) {
-      for (int64_t oy = 0; oy < g.y.out; ++oy) {
-        for (int64_t ox = 0; ox < g.x.out; ++ox) {
-          // Padding never wins: start below every value. NaN propagates, as in PyTorch.
-          C best = std::numeric_limits<C>::lowest();
-          if constexpr (std::numeric_limits<C>::has_infinity)
-            best = -std::numeric_limits<C>::infinity();
-          bool saw_nan = false;
-          int64_t y0 = oy * g.y.stride - g.y.pad, x0 = ox * g.x.stride - g.x.pad;
-          auto [i0, i1] = taps_inside(y0, g.y, g.p.h);
-          auto [j0, j1] = taps_inside(x0, g.x, g.p.w);
-          for (int64_t i = i0; i < i1; ++i) {
-            const T* row = src + (y0 + i * g.y.dil) * g.p.w + x0;
-            // Branch-free max (random data defeats branch prediction); NaN tracked aside.
-            for (int64_t j = j0; j < j1; ++j) {
-              C v = static_cast<C>(row[j * g.x.dil]);
-              best = best < v ? v : best;
-              saw_nan |= is_nan(v);
-            }
+      max_windows(g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0,
+                         int64_t j1) {
+        // Padding never wins: start below every value. NaN propagates, as in PyTorch.
+        C best = std::numeric_limits<C>::lowest();
+        if constexpr (std::numeric_limits<C>::has_infinity)
+          best = -std::numeric_limits<C>::infinity();
+        bool saw_nan = false;
+        for (int64_t i = i0; i < i1; ++i) {
+          const T* row = src + (y0 + i * g.y.dil) * g.p.w + x0;
+          // Branch-free max (random data defeats branch prediction); NaN tracked aside.
+          for (int64_t j = j0; j < j1; ++j) {
+            C v = static_cast<C>(row[j * g.x.dil]);
+            best = best < v ? v : best;
+            saw_nan |= is_nan(v);
           }
-          if constexpr (std::numeric_limits<C>::has_quiet_NaN)
-            if (saw_nan) best = std::numeric_limits<C>::quiet_NaN();
-          dst[oy * g.x.out + ox] = convert<T>(best);
         }
-      }
+        if constexpr (std::numeric_limits<C>::has_quiet_NaN)
+          if (saw_nan) best = std::numeric_limits<C>::quiet_NaN();
+        dst[o] = convert<T>(best);
+      });
     });
   });
   return one(r);
@@ -190,25 +231,14 @@ std::vector<Tensor> eager_avg_pool2d(const Args& a, const std::vector<TensorMeta
     using C = acc_type<T>;
     if constexpr (std::is_floating_point_v<C> || std::is_same_v<T, int64_t>) {
       for_each_plane<T>(x, r, g.p, [&](const T* src, T* dst) {
-        for (int64_t oy = 0; oy < g.y.out; ++oy) {
-          for (int64_t ox = 0; ox < g.x.out; ++ox) {
-            // The window clipped to the padded input counts for count_include_pad; the window
-            // clipped to the input itself is what is summed.
-            int64_t y0 = oy * g.y.stride - g.y.pad, x0 = ox * g.x.stride - g.x.pad;
-            int64_t y1 = std::min(y0 + g.y.k, g.p.h + g.y.pad);
-            int64_t x1 = std::min(x0 + g.x.k, g.p.w + g.x.pad);
-            int64_t padded_count = (y1 - y0) * (x1 - x0);
-            y0 = std::max<int64_t>(y0, 0);
-            x0 = std::max<int64_t>(x0, 0);
-            y1 = std::min(y1, g.p.h);
-            x1 = std::min(x1, g.p.w);
-            C sum = C(0);
-            for (int64_t iy = y0; iy < y1; ++iy)
-              for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<C>(src[iy * g.p.w + ix]);
-            int64_t count = include_pad ? padded_count : (y1 - y0) * (x1 - x0);
-            dst[oy * g.x.out + ox] = count > 0 ? convert<T>(sum / static_cast<C>(count)) : T(0);
-          }
-        }
+        avg_windows(g, include_pad,
+                    [&](int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t count) {
+                      C sum = C(0);
+                      for (int64_t iy = y0; iy < y1; ++iy)
+                        for (int64_t ix = x0; ix < x1; ++ix)
+                          sum += static_cast<C>(src[iy * g.p.w + ix]);
+                      dst[o] = count > 0 ? convert<T>(sum / static_cast<C>(count)) : T(0);
+                    });
       });
     }
   });
@@ -234,25 +264,140 @@ std::vector<Tensor> eager_adaptive_avg_pool2d(const Args& a, const std::vector<T
   Tensor r = empty_from_meta(out[0]);
   int64_t oh = r.size(-2), ow = r.size(-1);
   if (r.numel() == 0) return one(r);
-  // Output cell o covers [floor(o * in / out), ceil((o + 1) * in / out)).
-  auto start = [](int64_t o, int64_t in, int64_t n) { return (o * in) / n; };
-  auto end = [](int64_t o, int64_t in, int64_t n) { return ((o + 1) * in + n - 1) / n; };
   dispatch_floating(x.dtype(), [&]<typename T>() {
     using C = acc_type<T>;
     for_each_plane<T>(x, r, p, [&](const T* src, T* dst) {
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        int64_t y0 = start(oy, p.h, oh), y1 = end(oy, p.h, oh);
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          int64_t x0 = start(ox, p.w, ow), x1 = end(ox, p.w, ow);
-          C sum = C(0);
-          for (int64_t iy = y0; iy < y1; ++iy)
-            for (int64_t ix = x0; ix < x1; ++ix) sum += static_cast<C>(src[iy * p.w + ix]);
-          dst[oy * ow + ox] = convert<T>(sum / static_cast<C>((y1 - y0) * (x1 - x0)));
-        }
-      }
+      adaptive_windows(p.h, p.w, oh, ow,
+                       [&](int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+                         C sum = C(0);
+                         for (int64_t iy = y0; iy < y1; ++iy)
+                           for (int64_t ix = x0; ix < x1; ++ix)
+                             sum += static_cast<C>(src[iy * p.w + ix]);
+                         dst[o] = convert<T>(sum / static_cast<C>((y1 - y0) * (x1 - x0)));
+                       });
     });
   });
   return one(r);
+}
+
+// ---- gradients with respect to the input --------------------------------------------------
+
+namespace {
+
+// The input gradient of a pool: zeros shaped as `self`, into which scatter(g, dst) adds each
+// plane's output gradient g (oh x ow) through the pool's windows; float accumulation in the
+// compute type, planes in parallel.
+template <typename Scatter>
+Tensor pool_input_grad(const Tensor& grad_output, const Tensor& self, const Planes& p,
+                       const TensorMeta& out, const char* op, Scatter scatter) {
+  COIL_CHECK(grad_output.dim() == self.dim() &&
+                 std::equal(p.lead.begin(), p.lead.end(), grad_output.sizes().begin()),
+             op, ": grad_output ", describe(grad_output), " does not match the input ",
+             describe(self));
+  Tensor g = contiguous_input(grad_output), r = empty_from_meta(out);
+  const int64_t out_plane = g.size(-1) * g.size(-2), in_plane = p.h * p.w;
+  dispatch_floating(self.dtype(), [&]<typename T>() {
+    using C = acc_type<T>;
+    const T* gp = g.data_ptr<T>();
+    T* rp = r.data_ptr<T>();
+    auto plane = [&](int64_t i) {
+      std::vector<C> acc(static_cast<size_t>(in_plane), C(0));
+      scatter(gp + i * out_plane, acc.data(), i, C(0));
+      for (int64_t k = 0; k < in_plane; ++k) rp[i * in_plane + k] = convert<T>(acc[k]);
+    };
+    const bool parallel = p.planes > 1 && p.planes * (in_plane + out_plane) >= kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t i = 0; i < p.planes; ++i) plane(i);
+  });
+  return r;
+}
+
+TensorMeta input_grad_meta(const Args& a, const char* op) {
+  const Tensor &g = a.tensor(0), &x = a.tensor(1);
+  COIL_CHECK(is_floating(x.dtype()) && g.dtype() == x.dtype(), op,
+             ": expects floating grad_output and input of one dtype, got ", describe(g), " and ",
+             describe(x));
+  return contiguous_meta(x.dtype(), x.sizes(), x.device());
+}
+
+}  // namespace
+
+std::vector<TensorMeta> meta_max_pool2d_backward(const Args& a) {
+  pool_geometry(a.tensor(1), "max_pool2d_backward", a.ints(2), a.ints(3), a.ints(4), a.ints(5),
+                a.b(6));
+  return one(input_grad_meta(a, "max_pool2d_backward"));
+}
+
+// Each window's gradient goes to the tap the forward took: the first maximum (or first NaN).
+std::vector<Tensor> eager_max_pool2d_backward(const Args& a, const std::vector<TensorMeta>& out) {
+  Tensor x = contiguous_input(a.tensor(1));
+  PoolGeometry g =
+      pool_geometry(x, "max_pool2d_backward", a.ints(2), a.ints(3), a.ints(4), a.ints(5), a.b(6));
+  auto scatter = [&]<typename C>(const auto* gp, C* acc, int64_t plane, C) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(gp)>>;
+    const T* src = x.data_ptr<T>() + plane * g.p.h * g.p.w;
+    max_windows(
+        g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+          int64_t best_at = -1;
+          C best = C(0);
+          for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = j0; j < j1; ++j) {
+              int64_t at = (y0 + i * g.y.dil) * g.p.w + x0 + j * g.x.dil;
+              C v = static_cast<C>(src[at]);
+              if (best_at < 0 || v > best || (is_nan(v) && !is_nan(best))) {
+                best = v;
+                best_at = at;
+              }
+              if (is_nan(best)) break;
+            }
+          if (best_at >= 0) acc[best_at] += static_cast<C>(gp[o]);
+        });
+  };
+  return one(pool_input_grad(a.tensor(0), x, g.p, out[0], "max_pool2d_backward", scatter));
+}
+
+std::vector<TensorMeta> meta_avg_pool2d_backward(const Args& a) {
+  pool_geometry(a.tensor(1), "avg_pool2d_backward", a.ints(2), a.ints(3), a.ints(4), {1}, a.b(5));
+  return one(input_grad_meta(a, "avg_pool2d_backward"));
+}
+
+// Each window's gradient spreads evenly over the taps it summed.
+std::vector<Tensor> eager_avg_pool2d_backward(const Args& a, const std::vector<TensorMeta>& out) {
+  const Tensor& x = a.tensor(1);
+  PoolGeometry g =
+      pool_geometry(x, "avg_pool2d_backward", a.ints(2), a.ints(3), a.ints(4), {1}, a.b(5));
+  const bool include_pad = a.b(6);
+  auto scatter = [&]<typename C>(const auto* gp, C* acc, int64_t, C) {
+    avg_windows(g, include_pad,
+                [&](int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t count) {
+                  if (count == 0) return;
+                  const C share = static_cast<C>(gp[o]) / static_cast<C>(count);
+                  for (int64_t iy = y0; iy < y1; ++iy)
+                    for (int64_t ix = x0; ix < x1; ++ix) acc[iy * g.p.w + ix] += share;
+                });
+  };
+  return one(pool_input_grad(a.tensor(0), x, g.p, out[0], "avg_pool2d_backward", scatter));
+}
+
+std::vector<TensorMeta> meta_adaptive_avg_pool2d_backward(const Args& a) {
+  pool_planes(a.tensor(1), "adaptive_avg_pool2d_backward");
+  return one(input_grad_meta(a, "adaptive_avg_pool2d_backward"));
+}
+
+std::vector<Tensor> eager_adaptive_avg_pool2d_backward(const Args& a,
+                                                       const std::vector<TensorMeta>& out) {
+  const Tensor &grad = a.tensor(0), &x = a.tensor(1);
+  Planes p = pool_planes(x, "adaptive_avg_pool2d_backward");
+  const int64_t oh = grad.size(-2), ow = grad.size(-1);
+  auto scatter = [&]<typename C>(const auto* gp, C* acc, int64_t, C) {
+    adaptive_windows(
+        p.h, p.w, oh, ow, [&](int64_t o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+          const C share = static_cast<C>(gp[o]) / static_cast<C>((y1 - y0) * (x1 - x0));
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix) acc[iy * p.w + ix] += share;
+        });
+  };
+  return one(pool_input_grad(grad, x, p, out[0], "adaptive_avg_pool2d_backward", scatter));
 }
 
 }  // namespace coil::ops

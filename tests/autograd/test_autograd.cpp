@@ -179,13 +179,13 @@ TEST(Autograd, DropoutBackwardUsesTheForwardMask) {
 }
 
 TEST(Autograd, MissingDerivativeIsAClearError) {
-  Tensor x = random({1, 1, 4, 4}).requires_grad_();
-  Tensor y = max_pool2d(x, {2, 2}).sum();
+  Tensor x = random({4, 4}).requires_grad_();
+  Tensor y = (x * 2).as_strided({2, 2}, {4, 1}).sum();
   try {
     y.backward();
-    FAIL() << "backward through max_pool2d has no rule yet";
+    FAIL() << "backward through as_strided has no rule yet";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("max_pool2d"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("as_strided"), std::string::npos) << e.what();
   }
 }
 

@@ -1,8 +1,11 @@
-// The derivative of conv2d, written with conv2d itself: the weight's gradient is a
-// correlation of the input with the output's gradient (channels taking the batch's place),
-// the input's a transposed convolution (the gradient spread out by the stride, convolved with
-// the flipped kernel).
+// The derivatives of conv2d and the pools. conv2d's is written with conv2d itself: the weight's
+// gradient is a correlation of the input with the output's gradient (channels taking the
+// batch's place), the input's a transposed convolution (the gradient spread out by the stride,
+// convolved with the flipped kernel). The pools scatter the gradient back through their
+// windows with ops of their own (max_pool2d_backward, ...: src/ops/pool.cpp).
 #include <coil/ops.h>
+
+#include <map>
 
 #include "autograd/derivatives.h"
 
@@ -74,8 +77,27 @@ void conv2d_rule(C c) {
   if (c.wants(1)) c.set(1, groups == 1 ? gw[0] : cat(gw, 0));
 }
 
+// A pool's input gradient: its backward op on (grad, input, the pool's other arguments).
+void pool_rule(C c) {
+  if (!c.wants(0)) return;
+  static const std::map<OpId, OpId> backward = {
+      {OpId::max_pool2d, OpId::max_pool2d_backward},
+      {OpId::avg_pool2d, OpId::avg_pool2d_backward},
+      {OpId::adaptive_avg_pool2d, OpId::adaptive_avg_pool2d_backward}};
+  std::vector<Arg> args{c.grad(), c.in(0)};
+  // adaptive_avg_pool2d's output size is the gradient's; the others pass their window options.
+  if (c.op != OpId::adaptive_avg_pool2d)
+    for (size_t i = 1; i < c.args.size(); ++i) args.push_back(c.args[i]);
+  c.set(0, call_op1(backward.at(c.op), std::move(args)));
+}
+
 }  // namespace
 
-std::vector<RuleEntry> conv_rules() { return {{OpId::conv2d, conv2d_rule}}; }
+std::vector<RuleEntry> conv_pool_rules() {
+  return {{OpId::conv2d, conv2d_rule},
+          {OpId::max_pool2d, pool_rule},
+          {OpId::avg_pool2d, pool_rule},
+          {OpId::adaptive_avg_pool2d, pool_rule}};
+}
 
 }  // namespace coil::autograd
