@@ -169,6 +169,28 @@ TEST(Gradcheck, OptionsOfTheNnOps) {
         {random({4}, kFloat64), random({2, 4, 3}, kFloat64)});
   check("matmul batch-vector", [](const V& x) { return matmul(x[0], x[1]); },
         {random({2, 3, 4}, kFloat64), random({4}, kFloat64)});
+  // The pools with padding, dilation, ceil_mode, count_include_pad off, uneven adaptive cells.
+  Tensor planes = random({2, 3, 7, 6}, kFloat64);
+  check("max_pool2d options",
+        [](const V& x) {
+          return max_pool2d(x[0], {3, 2}, {2, 2}, {1, 1}, {1, 2}, true);
+        },
+        {planes});
+  check("avg_pool2d options",
+        [](const V& x) {
+          return avg_pool2d(x[0], {3, 3}, {2, 1}, {1, 1}, true, false);
+        },
+        {planes});
+  check("adaptive_avg_pool2d uneven",
+        [](const V& x) {
+          return adaptive_avg_pool2d(x[0], {4, 5});
+        },
+        {planes});
+  check("max_pool2d unbatched",
+        [](const V& x) {
+          return max_pool2d(x[0], {2, 2});
+        },
+        {random({3, 4, 5}, kFloat64)});
   check("index_select",
         [](const V& x) {
           return index_select(x[0], 1, tensor<int64_t>({2, 0, 2}));
