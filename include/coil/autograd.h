@@ -63,6 +63,10 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
                          bool create_graph = false, bool allow_unused = false);
 
+// Clears (set_to_none) or zeroes the .grad() of each tensor: what Module::zero_grad and
+// Optimizer::zero_grad do.
+void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none = true);
+
 // The name of the node that made `t` ("MulBackward", "AccumulateGrad", ...), or "" for a
 // tensor outside any graph.
 std::string grad_fn_name(const Tensor& t);

@@ -287,6 +287,17 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   return task.captured;
 }
 
+void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none) {
+  for (const Tensor& t : tensors) {
+    Tensor g = t.grad();
+    if (!g.defined()) continue;
+    if (set_to_none)
+      t.set_grad(Tensor());
+    else
+      g.zero_();
+  }
+}
+
 std::string grad_fn_name(const Tensor& t) {
   AutogradMeta* m = autograd_meta(t);
   if (m && m->grad_fn) return m->grad_fn->name();

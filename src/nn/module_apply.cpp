@@ -1,4 +1,5 @@
 // nn::Module moves: to(dtype) and to(device) convert every tensor in place, keeping identity.
+#include <coil/autograd.h>
 #include <coil/nn/module.h>
 
 #include "runtime/copy.h"
@@ -48,15 +49,6 @@ Module& Module::to(Device device) {
   return *this;
 }
 
-void Module::zero_grad(bool set_to_none) {
-  for (const Tensor& p : parameters()) {
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (set_to_none)
-      p.set_grad(Tensor());
-    else
-      g.zero_();
-  }
-}
+void Module::zero_grad(bool set_to_none) { autograd::zero_grad(parameters(), set_to_none); }
 
 }  // namespace coil::nn

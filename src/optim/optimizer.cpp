@@ -7,16 +7,7 @@
 
 namespace coil::optim {
 
-void Optimizer::zero_grad(bool set_to_none) {
-  for (const Tensor& p : parameters()) {
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (set_to_none)
-      p.set_grad(Tensor());
-    else
-      g.zero_();
-  }
-}
+void Optimizer::zero_grad(bool set_to_none) { autograd::zero_grad(parameters(), set_to_none); }
 
 namespace detail {
 
