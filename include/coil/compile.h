@@ -64,6 +64,16 @@ ValueList call_compiled(CompiledFunctionImpl& impl, const ValueList& inputs,
 template <typename T>
 inline constexpr bool is_tensor_list_v = std::is_same_v<T, std::vector<Tensor>>;
 
+// What may cross the boundary of a compiled function: as a parameter, and as a result or an
+// element of a tuple result.
+template <typename T>
+inline constexpr bool is_value_v =
+    std::is_same_v<T, Tensor> || is_tensor_list_v<T> || std::is_arithmetic_v<T>;
+template <typename R>
+inline constexpr bool is_result_v = is_value_v<R>;
+template <typename... Ts>
+inline constexpr bool is_result_v<std::tuple<Ts...>> = (is_value_v<Ts> && ...);
+
 template <typename T>
 Value to_value(const T& v) {
   using D = std::decay_t<T>;
@@ -126,13 +136,29 @@ class CompiledFunction {
 
   template <typename... A>
   auto operator()(const A&... args) const {
-    using R = std::decay_t<std::invoke_result_t<F&, const A&...>>;
-    static_assert(!std::is_void_v<R>, "coil::compile: the callable must return a value");
-    detail::ValueList inputs{detail::to_value(args)...};
-    auto run = [fn = fn_](const detail::ValueList& in) {
-      return invoke_with<R, A...>(*fn, in, std::index_sequence_for<A...>{});
-    };
-    return detail::Result<R>::unflatten(detail::call_compiled(*impl_, inputs, run));
+    // Misuse is a compile-time error that says what is allowed (tests/compile_errors/).
+    static_assert((detail::is_value_v<std::decay_t<A>> && ...),
+                  "coil::compile: arguments must be Tensor, std::vector<Tensor>, integers, "
+                  "floating-point numbers or bool");
+    static_assert(std::is_invocable_v<F&, const A&...>,
+                  "coil::compile: the callable cannot be called with these arguments (check "
+                  "their number and types; parameters must be taken by value or by const "
+                  "reference)");
+    if constexpr ((detail::is_value_v<std::decay_t<A>> && ...) &&
+                  std::is_invocable_v<F&, const A&...>) {
+      using R = std::decay_t<std::invoke_result_t<F&, const A&...>>;
+      static_assert(!std::is_void_v<R>, "coil::compile: the callable must return a value");
+      static_assert(std::is_void_v<R> || detail::is_result_v<R>,
+                    "coil::compile: the callable must return a Tensor, a std::vector<Tensor>, a "
+                    "number, or a std::tuple of Tensors and numbers");
+      if constexpr (detail::is_result_v<R>) {
+        detail::ValueList inputs{detail::to_value(args)...};
+        auto run = [fn = fn_](const detail::ValueList& in) {
+          return invoke_with<R, A...>(*fn, in, std::index_sequence_for<A...>{});
+        };
+        return detail::Result<R>::unflatten(detail::call_compiled(*impl_, inputs, run));
+      }
+    }
   }
 
  private:

@@ -75,8 +75,8 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requ
   j.num_primals = primals.size();
 
   std::vector<Tensor> outputs, grads, parameters;
-  DispatchHook* prev = set_dispatch_hook(&tracer);
-  try {
+  {
+    DispatchHookScope tracing(&tracer);
     EnableGradGuard grad_mode;
     outputs = replay(forward, primals, &parameters);
     j.num_forward_outputs = outputs.size();
@@ -103,11 +103,7 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requ
       grads = autograd::grad(differentiable, targets, tangents, /*retain_graph=*/false,
                              /*create_graph=*/false, /*allow_unused=*/true);
     }
-  } catch (...) {
-    set_dispatch_hook(prev);
-    throw;
   }
-  set_dispatch_hook(prev);
   // A target the results do not depend on gets a zero gradient, as the graph must say.
   std::vector<Tensor> results = outputs;
   for (size_t i = 0; i < j.grad_targets.size(); ++i) {
@@ -115,9 +111,8 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requ
     if (!g.defined()) {
       const JointGraph::GradTarget& t = j.grad_targets[i];
       const Tensor& target = t.primal >= 0 ? primals[static_cast<size_t>(t.primal)] : t.parameter;
-      DispatchHook* p = set_dispatch_hook(&tracer);
+      DispatchHookScope tracing(&tracer);
       g = zeros(target.sizes(), target.dtype());
-      set_dispatch_hook(p);
     }
     results.push_back(g);
   }

@@ -210,14 +210,10 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
     }
   }
   ValueList results;
-  DispatchHook* prev = set_dispatch_hook(&tracer);
-  try {
+  {
+    DispatchHookScope tracing(&tracer);
     results = run(proxies);
-  } catch (...) {
-    set_dispatch_hook(prev);
-    throw;
   }
-  set_dispatch_hook(prev);
 
   std::vector<Tensor> result_tensors = tensors_of(results);
   std::vector<capture::Mutation> mutations;
@@ -245,6 +241,11 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
   // A whole graph: compile it once for this entry.
   CacheEntry& e = *capture_into;
   COIL_ASSERT(compile_trace, "a captured graph is compiled with its compile trace");
+  e.guards.guard_captured(*graph);
+  if (std::string captured = e.guards.captured_str(); !captured.empty()) {
+    debug::log("guards", prefix(entries.size()), "guards on captured tensors:\n" + captured);
+    compile_trace->write("guards.txt", [&] { return e.guards.str(options.arg_names); });
+  }
   size_t next = 0;
   for (const auto& v : results) {
     ResultSlot slot;

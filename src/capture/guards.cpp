@@ -57,7 +57,8 @@ std::string tensor_difference(const TensorGuard& g, const Tensor& t) {
   } else if (t.device() != g.device) {
     os << "device changed " << g.device.str() << " -> " << t.device().str();
   } else if (t.requires_grad() != g.requires_grad) {
-    os << "requires_grad changed " << g.requires_grad << " -> " << t.requires_grad();
+    os << std::boolalpha << "requires_grad changed " << g.requires_grad << " -> "
+       << t.requires_grad();
   } else if (t.dim() != static_cast<int64_t>(g.sizes.size())) {
     os << "dim changed " << g.sizes.size() << " -> " << t.dim();
   } else {
@@ -95,8 +96,16 @@ Guards Guards::from_inputs(const detail::ValueList& inputs) {
   return g;
 }
 
+void Guards::guard_captured(const Graph& graph) {
+  for (const Node* n : graph.nodes())
+    if (n->kind() == NodeKind::Parameter)
+      captured_.push_back({n->value(), n->name(), guard_tensor(n->value())});
+}
+
 bool Guards::check(const detail::ValueList& inputs) const {
   if (inputs.size() != args_.size() || grad_mode_ != grad_mode_enabled()) return false;
+  for (const CapturedGuard& c : captured_)
+    if (!matches(c.guard, c.tensor)) return false;
   for (size_t k = 0; k < args_.size(); ++k) {
     const ArgGuard& a = args_[k];
     const detail::Value& v = inputs[k];
@@ -135,6 +144,9 @@ std::optional<std::string> Guards::why_not(const detail::ValueList& inputs,
            std::to_string(inputs.size());
   if (grad_mode_ != grad_mode_enabled())
     return std::string("grad mode changed ") + (grad_mode_ ? "on -> off" : "off -> on");
+  for (const CapturedGuard& c : captured_)
+    if (!matches(c.guard, c.tensor))
+      return "captured tensor '" + c.name + "' " + tensor_difference(c.guard, c.tensor);
   for (size_t k = 0; k < args_.size(); ++k) {
     detail::ValueList one{inputs[k]};
     Guards single;
@@ -173,29 +185,38 @@ std::optional<std::string> Guards::why_not(const detail::ValueList& inputs,
   return std::nullopt;
 }
 
+namespace {
+void tensor_line(std::ostream& os, const std::string& n, const TensorGuard& g) {
+  if (!g.defined) {
+    os << n << ": undefined tensor\n";
+    return;
+  }
+  os << n << ": " << dtype_name(g.dtype) << " sizes " << shape_str(g.sizes) << " strides "
+     << shape_str(g.strides) << " " << g.device.str() << (g.requires_grad ? " requires_grad" : "")
+     << "\n";
+}
+}  // namespace
+
+std::string Guards::captured_str() const {
+  std::ostringstream os;
+  for (const CapturedGuard& c : captured_) tensor_line(os, "captured " + c.name, c.guard);
+  return os.str();
+}
+
 std::string Guards::str(const std::vector<std::string>& names) const {
   std::ostringstream os;
   os << "grad mode: " << (grad_mode_ ? "on" : "off") << "\n";
   for (size_t k = 0; k < args_.size(); ++k) {
     const ArgGuard& a = args_[k];
     std::string name = name_of(k, names);
-    auto tensor_line = [&](const std::string& n, const TensorGuard& g) {
-      if (!g.defined) {
-        os << n << ": undefined tensor\n";
-        return;
-      }
-      os << n << ": " << dtype_name(g.dtype) << " sizes " << shape_str(g.sizes) << " strides "
-         << shape_str(g.strides) << " " << g.device.str()
-         << (g.requires_grad ? " requires_grad" : "") << "\n";
-    };
     switch (a.kind) {
       case ArgGuard::Kind::Tensor:
-        tensor_line(name, a.tensors[0]);
+        tensor_line(os, name, a.tensors[0]);
         break;
       case ArgGuard::Kind::TensorList:
         os << name << ": list of " << a.tensors.size() << " tensors\n";
         for (size_t j = 0; j < a.tensors.size(); ++j)
-          tensor_line(name + "[" + std::to_string(j) + "]", a.tensors[j]);
+          tensor_line(os, name + "[" + std::to_string(j) + "]", a.tensors[j]);
         break;
       case ArgGuard::Kind::Int:
         os << name << " == " << a.i << "\n";
@@ -208,7 +229,7 @@ std::string Guards::str(const std::vector<std::string>& names) const {
         break;
     }
   }
-  return os.str();
+  return os.str() + captured_str();
 }
 
 }  // namespace coil::capture

@@ -1,10 +1,23 @@
 #include "capture/tracer.h"
 
+#include <coil/autograd.h>
+
 #include "capture/counters.h"
+#include "capture/view_replay.h"
 #include "debug/log.h"
 #include "runtime/copy.h"
 
 namespace coil::capture {
+
+namespace {
+// What a tensor that aliases another is a view of: the base (never itself a view), the view
+// ops from it, and how many writes into the base the view's node has seen.
+struct ViewOf {
+  Tensor base;
+  std::vector<ViewStep> steps;
+  uint64_t writes = 0;
+};
+}  // namespace
 
 struct Tracer::State {
   const CompileOptions& options;
@@ -22,6 +35,17 @@ struct Tracer::State {
     Mutation where;
   };
   std::vector<Written> written;  // in-place updates of inputs and captured tensors
+  // In-place writes so far into each tensor that views are taken of: a view taken before
+  // the latest write is stale and is taken again from the base's new value when read.
+  std::unordered_map<const TensorImpl*, uint64_t> writes;
+  // Real tensors that are views of other real tensors (proxies that were views before a
+  // graph break), with their node in the current segment.
+  struct RealView {
+    std::shared_ptr<TensorImpl> self;  // kept alive so that its address stays its own
+    ViewOf view;
+    Node* node = nullptr;
+  };
+  std::unordered_map<const TensorImpl*, RealView> real_views;
 
   // Across segments.
   std::vector<Tensor> input_proxies, real_inputs;
@@ -34,6 +58,9 @@ struct Tracer::State {
       : options(o), compile_segment(std::move(c)), owner(t) {}
 
   Node* node_of(const Tensor& t);
+  ViewOf* view_of(const Tensor& t);
+  Node* view_node(ViewOf& v, Node* node);
+  void mark_view(const Tensor& out, const Tensor& input, ViewStep step);
   Tensor make_proxy(Node* node, const TensorMeta& meta);
   Node* current_value(const Tensor& t);
   void flush();
@@ -45,6 +72,7 @@ namespace {
 struct Proxy : TensorExtension {
   std::shared_ptr<Tracer::State> state;
   Node* node;  // the node whose value this tensor is (in-place updates rebind it)
+  std::optional<ViewOf> view;
   Proxy(std::shared_ptr<Tracer::State> s, Node* n) : state(std::move(s)), node(n) {}
   void materialize(TensorImpl& self, const char* what, const std::source_location& where) override {
     COIL_CHECK(state->alive, what, " at ", where.file_name(), ":", where.line(),
@@ -64,7 +92,12 @@ Proxy* proxy_of(const Tensor& t, const Tracer::State* state) {
 // segment), else as parameters: captured by reference, so in-place updates are seen.
 Node* Tracer::State::node_of(const Tensor& t) {
   COIL_CHECK(t.defined(), "an undefined tensor was passed to an op during capture");
-  if (Proxy* p = proxy_of(t, this)) return p->node;
+  if (Proxy* p = proxy_of(t, this)) {
+    if (p->view) p->node = view_node(*p->view, p->node);
+    return p->node;
+  }
+  if (auto it = real_views.find(t.impl()); it != real_views.end())
+    return it->second.node = view_node(it->second.view, it->second.node);
   COIL_CHECK(t.has_storage(), "a tensor without data that does not belong to this capture ",
              "(from another compiled function's capture?) was used while capturing '", options.name,
              "'");
@@ -78,6 +111,37 @@ Node* Tracer::State::node_of(const Tensor& t) {
   }
   known[t.impl()] = n;
   return n;
+}
+
+ViewOf* Tracer::State::view_of(const Tensor& t) {
+  if (Proxy* p = proxy_of(t, this)) return p->view ? &*p->view : nullptr;
+  auto it = real_views.find(t.impl());
+  return it == real_views.end() ? nullptr : &it->second.view;
+}
+
+// The node of view `v` in this segment: `node`, unless the base was written since it was
+// taken (or there is none yet), then the view taken again from the base's latest value.
+Node* Tracer::State::view_node(ViewOf& v, Node* node) {
+  uint64_t w = writes[v.base.impl()];
+  if (node && v.writes == w) return node;
+  NoGradGuard no_grad;
+  Tensor t = v.base;
+  for (const ViewStep& step : v.steps) t = apply_view(step, t);
+  v.writes = w;
+  return proxy_of(t, this)->node;
+}
+
+void Tracer::State::mark_view(const Tensor& out, const Tensor& input, ViewStep step) {
+  ViewOf v;
+  if (const ViewOf* in = view_of(input)) {
+    v.base = in->base;
+    v.steps = in->steps;
+  } else {
+    v.base = input;
+  }
+  v.steps.push_back(std::move(step));
+  v.writes = writes[v.base.impl()];
+  proxy_of(out, this)->view = std::move(v);
 }
 
 Tensor Tracer::State::make_proxy(Node* node, const TensorMeta& meta) {
@@ -140,11 +204,34 @@ std::vector<Tensor> Tracer::call(OpId op, std::vector<Arg>& args) {
   } else {
     outs.push_back(s.make_proxy(n, n->tensor_meta()));
   }
+  if (op_info(op).kind == OpKind::View) {  // the outputs alias the input
+    const Tensor& input = std::get<Tensor>(args[0]);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!aliases_input(op, input, outs[i])) continue;
+      ViewStep step{op, args, static_cast<int64_t>(i)};
+      step.args[0] = Tensor();
+      s.mark_view(outs[i], input, std::move(step));
+    }
+  }
   return outs;
 }
 
 void Tracer::assign(const Tensor& self, const Tensor& value) {
   State& s = *state_;
+  if (const ViewOf* written_view = s.view_of(self)) {
+    // A write into a view is a new value for its base: the base with the view's elements
+    // replaced. The view (and every other view of the base) is taken again when next read.
+    NoGradGuard no_grad;
+    const ViewOf view = *written_view;
+    std::vector<Tensor> inputs{view.base};  // the input of each view step
+    for (size_t i = 0; i + 1 < view.steps.size(); ++i)
+      inputs.push_back(apply_view(view.steps[i], inputs.back()));
+    Tensor v = value.dtype() == self.dtype() ? value : value.to(self.dtype());
+    for (size_t i = view.steps.size(); i-- > 0;) v = scatter_view(view.steps[i], inputs[i], v);
+    assign(view.base, v);
+    return;
+  }
+  ++s.writes[self.impl()];
   Node* v = s.node_of(value);
   if (value.dtype() != self.dtype()) {
     std::vector<Arg> cast{value, self.dtype()};
@@ -153,9 +240,6 @@ void Tracer::assign(const Tensor& self, const Tensor& value) {
   }
   if (Proxy* p = proxy_of(self, state_.get())) {
     const Node* old = p->node;
-    COIL_CHECK(!(old->kind() == NodeKind::Call && op_info(old->op()).kind == OpKind::View),
-               "in-place update of a view (", op_name(old->op()), ") while capturing '",
-               s.options.name, "' is not supported yet; compute the new value out of place");
     if (old->kind() == NodeKind::Placeholder) {
       // An input of the function: the caller's tensor must change too.
       bool seen = false;
@@ -198,6 +282,7 @@ std::vector<Node*> Tracer::State::mutation_nodes() {
 }
 
 void Tracer::State::start_segment() {
+  for (auto& [impl, v] : real_views) v.node = nullptr;
   graph = std::make_shared<Graph>();
   segment_inputs.clear();
   known.clear();
@@ -220,14 +305,18 @@ std::vector<Tensor> run_with_mutations(const CompiledGraph& cg, const std::vecto
 // Runs the pending segment and gives every live proxy its real data.
 void Tracer::State::flush() {
   std::vector<std::shared_ptr<TensorImpl>> live;
-  std::vector<Node*> outputs;
   for (const auto& w : produced) {
     auto impl = w.lock();
-    if (!impl) continue;
-    auto* p = dynamic_cast<Proxy*>(impl->proxy.get());
-    if (!p || p->state.get() != this) continue;
-    live.push_back(impl);
-    outputs.push_back(p->node);
+    if (impl && proxy_of(Tensor(impl), this)) live.push_back(impl);
+  }
+  std::vector<std::optional<ViewOf>> views;
+  std::vector<Node*> outputs;
+  {
+    DispatchHookScope tracing(owner);  // a stale view is taken again first
+    for (const auto& impl : live) {
+      outputs.push_back(node_of(Tensor(impl)));
+      views.push_back(proxy_of(Tensor(impl), this)->view);
+    }
   }
   std::vector<Mutation> mutations;
   for (const auto& w : written) mutations.push_back(w.where);
@@ -251,6 +340,16 @@ void Tracer::State::flush() {
     impl.proxy.reset();
     per_call.insert(&impl);
   }
+  // Views become real views of their (now real) bases again, sharing their memory, and
+  // writes into them keep going to their bases.
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (!views[i]) continue;
+    Tensor v = views[i]->base;
+    for (const ViewStep& step : views[i]->steps) v = apply_view(step, v);
+    live[i]->storage = v.impl()->storage;
+    live[i]->meta = v.impl()->meta;
+    real_views[live[i].get()] = {live[i], *views[i], nullptr};
+  }
   start_segment();
 }
 
@@ -264,14 +363,8 @@ void Tracer::graph_break(TensorImpl& proxy, const char* what, const std::source_
   bump(Counter::graph_breaks);
   debug::log("graph_breaks", s.options.name, "graph break: " + std::string(what) + " at " + loc);
   s.broke = true;
-  DispatchHook* prev = set_dispatch_hook(nullptr);  // the segment runs for real
-  try {
-    s.flush();
-  } catch (...) {
-    set_dispatch_hook(prev);
-    throw;
-  }
-  set_dispatch_hook(prev);
+  DispatchHookScope running(nullptr);  // the segment runs for real
+  s.flush();
 }
 
 std::shared_ptr<Graph> Tracer::finish(std::vector<Tensor>& results,

@@ -62,6 +62,17 @@ class DispatchHook {
 };
 DispatchHook* set_dispatch_hook(DispatchHook* hook);  // returns the previous one
 DispatchHook* current_dispatch_hook();
+// Installs `hook` (nullptr: none) for a scope, then restores the previous one.
+class DispatchHookScope {
+ public:
+  explicit DispatchHookScope(DispatchHook* hook) : prev_(set_dispatch_hook(hook)) {}
+  ~DispatchHookScope() { set_dispatch_hook(prev_); }
+  DispatchHookScope(const DispatchHookScope&) = delete;
+  DispatchHookScope& operator=(const DispatchHookScope&) = delete;
+
+ private:
+  DispatchHook* prev_;
+};
 
 // The op below the autograd layer: the hook if one is installed, else run_eager.
 std::vector<Tensor> call_below_autograd(OpId op, std::vector<Arg>& args);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ std::string describe_arg(const Args& a, size_t i);
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 // Sorted, wrapped, duplicate-free reduction dims; {} means all dims.
 Shape wrap_dims(const Shape& dims, int64_t ndim, const char* op);
+
+// Strides that let `new_shape` view memory laid out as (old_shape, old_strides), if any
+// (PyTorch's computeStride: dims may regroup only within contiguous chunks).
+std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides,
+                                  const Shape& new_shape);
 
 TensorMeta contiguous_meta(DType dtype, const Shape& sizes, Device device = kCPU);
 inline std::vector<TensorMeta> one(TensorMeta m) { return {std::move(m)}; }

@@ -43,8 +43,8 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
   return out;
 }
 
-// Strides that let `new_shape` view memory laid out as (old_shape, old_strides), if any
-// (PyTorch's computeStride: dims may regroup only within contiguous chunks).
+}  // namespace
+
 std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides,
                                   const Shape& new_shape) {
   Shape strides(new_shape.size());
@@ -69,6 +69,8 @@ std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strid
   if (view_d != -1) return std::nullopt;
   return strides;
 }
+
+namespace {
 
 // reshape/flatten: a view when the layout allows, else a contiguous copy.
 TensorMeta reshape_meta(const Tensor& x, const Shape& shape, const char* op) {

@@ -19,6 +19,27 @@ class CompileTest : public ::testing::Test {
   int64_t count(const char* name) { return counters()[name]; }
 };
 
+// What `body` logs under COIL_LOGS=`logs`.
+template <typename F>
+std::string log_of(const char* logs, F&& body) {
+  setenv("COIL_LOGS", logs, 1);
+  char path[] = "/tmp/coil_log_XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  setenv("COIL_LOG_FILE", path, 1);
+  compiler_reset();
+  body();
+  unsetenv("COIL_LOGS");
+  unsetenv("COIL_LOG_FILE");
+  compiler_reset();
+  std::FILE* f = std::fopen(path, "r");
+  std::string text(1 << 16, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  std::remove(path);
+  return text;
+}
+
 Tensor sin2cos2(const Tensor& x) { return sin(x).pow(2) + cos(x).pow(2); }
 }  // namespace
 
@@ -54,23 +75,11 @@ TEST_F(CompileTest, GuardMissRecompilesWithReason) {
 }
 
 TEST_F(CompileTest, RecompileLogNamesTheGuard) {
-  setenv("COIL_LOGS", "recompiles", 1);
-  char path[] = "/tmp/coil_log_XXXXXX";
-  int fd = mkstemp(path);
-  close(fd);
-  setenv("COIL_LOG_FILE", path, 1);
-  compiler_reset();
-  auto cf = compile(sin2cos2, {.backend = "eager", .name = "f", .arg_names = {"x"}});
-  cf(randn({8}));
-  cf(randn({16}));
-  unsetenv("COIL_LOGS");
-  unsetenv("COIL_LOG_FILE");
-  compiler_reset();
-  std::FILE* f = std::fopen(path, "r");
-  std::string text(4096, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), f));
-  std::fclose(f);
-  std::remove(path);
+  std::string text = log_of("recompiles", [] {
+    auto cf = compile(sin2cos2, {.backend = "eager", .name = "f", .arg_names = {"x"}});
+    cf(randn({8}));
+    cf(randn({16}));
+  });
   EXPECT_NE(text.find("recompiling f: tensor 'x' size[0] changed 8 -> 16"), std::string::npos)
       << text;
 }
@@ -99,6 +108,30 @@ TEST_F(CompileTest, CapturedTensorsAreReferencesNotCopies) {
   w.mul_(5);  // the user updates the weight in place
   expect_close(cf(x), {10, 10, 10}, {3});
   EXPECT_EQ(count("captures"), 1);
+}
+
+// What the graph baked in about a captured tensor is guarded like an input: a weight that
+// starts requiring grad after the first call gets a training graph, as eager would.
+TEST_F(CompileTest, CapturedTensorsAreGuarded) {
+  Tensor w = full({3}, 2.0);
+  Tensor x = full({3}, 3.0);
+  std::string text = log_of("recompiles,guards", [&] {
+    auto cf = compile([&w](const Tensor& x) { return (x * w).sum(); },
+                      {.backend = "aot_eager", .name = "f"});
+    EXPECT_FALSE(cf(x).requires_grad());
+    EXPECT_FALSE(cf(x).requires_grad());
+    EXPECT_EQ(count("recompiles"), 0);
+    w.requires_grad_();
+    Tensor y = cf(x);
+    EXPECT_EQ(count("recompiles"), 1);
+    y.backward();
+    expect_close(w.grad(), {3, 3, 3}, {3});
+  });
+  EXPECT_NE(text.find("captured captured: float32 sizes [3]"), std::string::npos) << text;
+  EXPECT_NE(text.find("recompiling f: captured tensor 'captured' requires_grad changed false -> "
+                      "true"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(CompileTest, ResultsOfManyKinds) {
