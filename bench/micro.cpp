@@ -71,4 +71,11 @@ int main(int argc, char** argv) {
   auto mlp = compile([](const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
                         const Tensor& b2) { return linear(gelu(linear(x, w1, b1)), w2, b2); });
   row("compiled mlp", median_ms([&] { return mlp(x, w1, b1, w2, b2); }), 2 * f2);
+
+  std::printf("reductions over the outer dim of [2048,2048] (folded along memory):\n");
+  auto col_mean = compile([](const Tensor& t) { return mean(t, {0}); });
+  auto col_var = compile([](const Tensor& t) { return var(t, {0}); });
+  row("compiled mean(x, 0)", median_ms([&] { return col_mean(h); }));
+  row("compiled var(x, 0)", median_ms([&] { return col_var(h); }));
+  row("eager var(x, 0)", median_ms([&] { return var(h, {0}); }));
 }

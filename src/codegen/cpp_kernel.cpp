@@ -527,6 +527,12 @@ class KernelWriter {
   // would gather. When every access instead runs along the innermost output dim, the kernel
   // keeps a chunk of outputs in their buffer and folds in one reduction step at a time, with
   // vector loads along memory (the loop order that suits the layout, as Inductor reorders).
+  // Welford's variance folds the same way: every output of a chunk has seen the same number
+  // of steps, so its update runs across outputs with one shared 1/n, the running means in a
+  // chunk-sized array beside the outputs.
+  static constexpr int64_t kColumnChunk = 256;
+
+  static bool column_foldable(ReduceKind k) { return fold_op(k) || k == ReduceKind::WelfordM2; }
   static std::optional<ir::Op> fold_op(ReduceKind k) {
     switch (k) {
       case ReduceKind::Sum:
@@ -552,7 +558,7 @@ class KernelWriter {
     };
     for (const KernelNode& n : k_.nodes) {
       int64_t s = 0;
-      if (!n.reduce || !n.store || !fold_op(*n.reduce) || !is_floating(n.dtype) ||
+      if (!n.reduce || !n.store || !column_foldable(*n.reduce) || !is_floating(n.dtype) ||
           n.body->dtype() != n.dtype || !sym::constant_stride(n.store_index, xl, &s) || s != 1)
         return false;
       ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
@@ -566,7 +572,36 @@ class KernelWriter {
   std::string column_kernel() {
     using V = ir::ValueNode;
     std::vector<KernelNode> init, fold;
+    const sym::Expr chunk_start = sym::var("chunk", sym::Range{0, k_.outer.back()});
+    const sym::Expr in_chunk = k_.outer_vars.back() - chunk_start;
+    std::vector<const KernelNode*> welfords;  // each keeps its running means in an array
     for (const KernelNode& n : k_.nodes) {
+      if (*n.reduce == ReduceKind::WelfordM2) {
+        // d = x - mean; mean += d / count; m2 += d * (x - mean), count = reduction step + 1.
+        std::string mean = "wmean_" + n.buffer, delta = "wdelta_" + n.buffer;
+        welfords.push_back(&n);
+        ir::Value count = V::binary(
+            ir::Op::Add, V::cast(V::index_value(ir::ravel(k_.inner_vars, k_.inner)), n.dtype),
+            V::make_constant(1.0, n.dtype));
+        KernelNode zero = n, zero_mean = n, d = n, step_mean = n, step_m2 = n;
+        for (KernelNode* k : {&zero, &zero_mean, &d, &step_mean, &step_m2}) k->reduce.reset();
+        zero.body = zero_mean.body = V::make_constant(0.0, n.dtype);
+        zero_mean.buffer = step_mean.buffer = mean;
+        zero_mean.store_index = step_mean.store_index = in_chunk;
+        d.buffer = delta;
+        d.store = false;
+        d.body = V::binary(ir::Op::Sub, n.body, V::load(mean, n.dtype, in_chunk));
+        step_mean.body =
+            V::binary(ir::Op::Add, V::load(mean, n.dtype, in_chunk),
+                      V::binary(ir::Op::Div, V::load(delta, n.dtype, in_chunk), count));
+        step_m2.body =
+            V::binary(ir::Op::Add, V::load(n.buffer, n.dtype, n.store_index),
+                      V::binary(ir::Op::Mul, V::load(delta, n.dtype, in_chunk),
+                                V::binary(ir::Op::Sub, n.body, V::load(mean, n.dtype, in_chunk))));
+        init.insert(init.end(), {zero, zero_mean});
+        fold.insert(fold.end(), {d, step_mean, step_m2});
+        continue;
+      }
       bool lowest = *n.reduce == ReduceKind::Max;
       double start = *n.reduce == ReduceKind::Sum    ? 0.0
                      : *n.reduce == ReduceKind::Prod ? 1.0
@@ -579,15 +614,13 @@ class KernelWriter {
       fold.push_back(step);
     }
     std::vector<const KernelNode*> init_nodes, fold_nodes;
-    for (size_t i = 0; i < init.size(); ++i) {
-      init_nodes.push_back(&init[i]);
-      fold_nodes.push_back(&fold[i]);
-    }
+    for (const KernelNode& n : init) init_nodes.push_back(&n);
+    for (const KernelNode& n : fold) fold_nodes.push_back(&n);
     lane_ = k_.outer_vars.back();
     vector_ = true;
     for (const KernelNode* n : fold_nodes)
       vector_ = vector_ && n->dtype == kFloat32 && vectorizable(n->body, lane_);
-    const int64_t chunk = 256, n_last = k_.outer.back();
+    const int64_t chunk = kColumnChunk, n_last = k_.outer.back();
     size_t depth = k_.outer.size();
     parallel_ = numel_of(k_.outer) * numel_of(k_.inner) >= kParallelMin &&
                 numel_of(k_.outer) / std::min(chunk, n_last) > 1;
@@ -602,6 +635,8 @@ class KernelWriter {
     out += indent + "for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ") {\n";
     std::string in = indent + "  ";
     out += in + "i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";\n";
+    for (const KernelNode* w : welfords)
+      out += in + compute_type(w->dtype) + " wmean_" + w->buffer + "[" + c + "];\n";
     out += in + "{\n";
     innermost(out, in + "  ", lane_, "chunk", "end", init_nodes);
     out += in + "}\n";

@@ -113,3 +113,18 @@ TEST(Golden, ColumnReductionRunsAlongMemory) {
   EXPECT_EQ(k.code.find("k_"), std::string::npos) << k.code;  // no per-lane gather
   EXPECT_TRUE(k.vectorized);
 }
+
+// Welford's variance over the outer dim folds along memory the same way, its running means
+// in a chunk-sized array.
+TEST(Golden, ColumnVarianceRunsAlongMemory) {
+  Compiled c = stages(
+      "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"
+      "    var_1: \"f32[48][1]cpu\" = coil.var(x, [0])\n"
+      "    return (var_1,)\n");
+  ASSERT_GE(c.schedule.kernels.size(), 1u);
+  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  EXPECT_NE(k.code.find("float wmean_"), std::string::npos) << k.code;
+  EXPECT_NE(k.code.find("vload(in0 + 48*r0 + x0)"), std::string::npos) << k.code;
+  EXPECT_EQ(k.code.find("k_"), std::string::npos) << k.code;
+  EXPECT_TRUE(k.vectorized);
+}

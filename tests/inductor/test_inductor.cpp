@@ -218,3 +218,16 @@ TEST_F(Inductor, ColumnReductionsMatchEager) {
     }
   }
 }
+
+// Welford's variance folds across a chunk of outputs too; values far from zero test that
+// the running means (not sums of squares) carry the precision.
+TEST_F(Inductor, ColumnVarianceMatchesFloat64) {
+  auto f = [](const Tensor& x) { return var(x, {0}) + var(x, {0}, 0.0); };
+  for (Shape s : {Shape{301, 517}, Shape{33, 7}, Shape{5, 3, 40}}) {
+    for (DType t : {kFloat32, kFloat64}) {
+      SCOPED_TRACE(dtype_name(t));
+      Tensor x = random(s, t) + 1000;
+      expect_matches(compile(f)(x), f(x.to(kFloat64)).to(t), 1e-4, 1e-4);
+    }
+  }
+}
