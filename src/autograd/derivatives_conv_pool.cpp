@@ -2,7 +2,8 @@
 // gradient is a correlation of the input with the output's gradient (channels taking the
 // batch's place), the input's a transposed convolution (the gradient spread out by the stride,
 // convolved with the flipped kernel). The pools scatter the gradient back through their
-// windows with ops of their own (max_pool2d_backward, ...: src/ops/pool.cpp).
+// windows with ops of their own (max_pool2d_backward, ...: src/ops/pool.cpp), which have rules
+// too, for second derivatives.
 #include <coil/ops.h>
 
 #include <map>
@@ -91,13 +92,51 @@ void pool_rule(C c) {
   c.set(0, call_op1(backward.at(c.op), std::move(args)));
 }
 
+// The pools' backward ops, for second derivatives. Each is linear in its gradient argument
+// (0) and piecewise constant in the pool's input (1), whose gradient is zero (almost everywhere
+// for max pooling: the argmax moves only at ties). The gradient of the gradient argument is the
+// op's adjoint: the forward pool for the averages; for max pooling the element at each window's
+// argmax (max_pool2d_double_backward), whose own adjoint is max_pool2d_backward again.
+void pool_backward_rule(C c) {
+  if (c.wants(1)) c.set(1, zeros_like(c.args.tensor(1)));  // only the sizes are read
+  if (!c.wants(0)) return;
+  const Tensor& g = c.grad();
+  // The same window options after (gradient, self), or after the pooled tensor alone.
+  auto with_options = [&](std::vector<Arg> args) {
+    for (size_t i = 2; i < c.args.size(); ++i) args.push_back(c.args[i]);
+    return args;
+  };
+  switch (c.op) {
+    case OpId::max_pool2d_backward:
+      c.set(0, call_op1(OpId::max_pool2d_double_backward, with_options({g, c.in(1)})));
+      return;
+    case OpId::max_pool2d_double_backward:
+      c.set(0, call_op1(OpId::max_pool2d_backward, with_options({g, c.in(1)})));
+      return;
+    case OpId::avg_pool2d_backward:
+      c.set(0, call_op1(OpId::avg_pool2d, with_options({g})));
+      return;
+    case OpId::adaptive_avg_pool2d_backward: {
+      const Tensor& grad_output = c.args.tensor(0);  // only its sizes are read
+      c.set(0, adaptive_avg_pool2d(g, {grad_output.size(-2), grad_output.size(-1)}));
+      return;
+    }
+    default:
+      COIL_ASSERT(false, "pool_backward_rule: unexpected op ", op_name(c.op));
+  }
+}
+
 }  // namespace
 
 std::vector<RuleEntry> conv_pool_rules() {
   return {{OpId::conv2d, conv2d_rule},
           {OpId::max_pool2d, pool_rule},
           {OpId::avg_pool2d, pool_rule},
-          {OpId::adaptive_avg_pool2d, pool_rule}};
+          {OpId::adaptive_avg_pool2d, pool_rule},
+          {OpId::max_pool2d_backward, pool_backward_rule},
+          {OpId::avg_pool2d_backward, pool_backward_rule},
+          {OpId::adaptive_avg_pool2d_backward, pool_backward_rule},
+          {OpId::max_pool2d_double_backward, pool_backward_rule}};
 }
 
 }  // namespace coil::autograd

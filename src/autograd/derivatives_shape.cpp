@@ -2,6 +2,9 @@
 // output's gradient (a reshape back, the inverse permutation, zeros padded around a slice).
 #include <coil/ops.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "autograd/derivatives.h"
 #include "ops/meta_util.h"
 
@@ -129,6 +132,73 @@ void repeat_rule(C c) {
   c.set(0, sum(c.grad().reshape(split), dims).reshape(x.sizes()));
 }
 
+// The storage positions of the elements of a view (sizes, strides, offset), minus `base`: an
+// int64 tensor of the view's sizes.
+Tensor storage_positions(const Shape& sizes, const Shape& strides, int64_t offset, int64_t base,
+                         Device device) {
+  Tensor pos = full({}, offset - base, kInt64, device);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    Shape along(sizes.size(), 1);
+    along[d] = sizes[d];
+    pos = pos + (arange(0, sizes[d], 1, kInt64) * strides[d]).reshape(along).to(device);
+  }
+  return pos.expand(sizes);
+}
+
+// The lowest and highest storage positions a non-empty view reaches.
+std::pair<int64_t, int64_t> storage_span(const Shape& sizes, const Shape& strides, int64_t offset) {
+  int64_t lo = offset, hi = offset;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t reach = (sizes[d] - 1) * strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {lo, hi};
+}
+
+// Whether two elements of a view may share a storage position (false: they certainly do not).
+// The dims by stride, each stride past everything the smaller ones reach.
+bool may_overlap(const Shape& sizes, const Shape& strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dims of size > 1
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1) dims.emplace_back(std::abs(strides[d]), sizes[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += (size - 1) * stride;
+  }
+  return false;
+}
+
+// as_strided reads storage positions: each element of the gradient goes to the position it was
+// read from (summed where the view's elements overlap), and each element of the input takes
+// what its own position received. An input whose elements share positions (an expanded
+// tensor) shares each position's gradient out evenly among them, as PyTorch does.
+void as_strided_rule(C c) {
+  const Tensor& x = c.args.tensor(0);  // only its geometry is read
+  const Tensor& g = c.grad();
+  const Shape &sizes = c.args.ints(1), &strides = c.args.ints(2);
+  const int64_t offset = c.args.opt_i64(3).value_or(x.storage_offset());
+  if (x.numel() == 0 || g.numel() == 0) {
+    c.set(0, zeros(x.sizes(), g.dtype(), g.device()));
+    return;
+  }
+  auto [in_lo, in_hi] = storage_span(x.sizes(), x.strides(), x.storage_offset());
+  auto [out_lo, out_hi] = storage_span(sizes, strides, offset);
+  const int64_t base = std::min(in_lo, out_lo), span = std::max(in_hi, out_hi) - base + 1;
+  Tensor out_pos = storage_positions(sizes, strides, offset, base, g.device()).reshape({-1});
+  Tensor in_pos =
+      storage_positions(x.sizes(), x.strides(), x.storage_offset(), base, g.device()).reshape({-1});
+  Tensor storage = scatter_add(zeros({span}, g.dtype(), g.device()), 0, out_pos, g.reshape({-1}));
+  Tensor r = index_select(storage, 0, in_pos);
+  if (may_overlap(x.sizes(), x.strides())) {
+    Tensor count = scatter_add(zeros({span}, g.dtype(), g.device()), 0, in_pos,
+                               ones({x.numel()}, g.dtype(), g.device()));
+    r = r / index_select(count, 0, in_pos);
+  }
+  c.set(0, r.reshape(x.sizes()));
+}
+
 }  // namespace
 
 std::vector<RuleEntry> shape_rules() {
@@ -149,6 +219,7 @@ std::vector<RuleEntry> shape_rules() {
     {O::pad, pad_rule},
     {O::repeat, repeat_rule},
     {O::flip, [](C c) { c.set(0, flip(c.grad(), c.args.ints(1))); }},
+    {O::as_strided, as_strided_rule},
   };
   // clang-format on
 }

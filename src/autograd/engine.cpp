@@ -140,6 +140,9 @@ struct GraphTask {
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   std::map<std::pair<Node*, uint32_t>, std::vector<size_t>> captures;
   std::vector<Tensor> captured;
+  // autograd::grad runs only the nodes from which a captured gradient can still be reached
+  // (PyTorch's exec_info): not the history behind the inputs, nor branches that lead elsewhere.
+  std::unordered_map<Node*, bool> useful;
 
   void add_to(std::vector<Tensor>& buffer, size_t slot, const Tensor& g) {
     if (!buffer[slot].defined()) {
@@ -177,9 +180,38 @@ struct GraphTask {
     }
   }
 
+  // Marks `useful` the nodes with an edge into a captured node or a useful node: a pass over the
+  // nodes in reverse topological order (Kahn's, on a copy of the pending counts).
+  void find_useful(const std::vector<Edge>& roots) {
+    std::unordered_map<Node*, bool> captured_node;
+    for (const auto& [key, slots] : captures) captured_node[key.first] = true;
+    std::unordered_map<Node*, int> left = pending;
+    std::vector<Node*> order, ready;
+    std::unordered_map<Node*, bool> queued;
+    for (const Edge& e : roots)
+      if (e.valid() && left[e.fn.get()] == 0 && !queued[e.fn.get()]) {
+        queued[e.fn.get()] = true;
+        ready.push_back(e.fn.get());
+      }
+    while (!ready.empty()) {
+      Node* n = ready.back();
+      ready.pop_back();
+      order.push_back(n);
+      for (const Edge& e : n->next_edges)
+        if (e.valid() && --left[e.fn.get()] == 0) ready.push_back(e.fn.get());
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      bool u = false;
+      for (const Edge& e : (*it)->next_edges)
+        u = u || (e.valid() && (captured_node.count(e.fn.get()) || useful[e.fn.get()]));
+      useful[*it] = u;
+    }
+  }
+
   void run(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads,
            bool create_graph) {
     count_dependencies(roots);
+    if (!accumulate) find_useful(roots);
     std::vector<std::shared_ptr<Node>> ready;
     for (size_t i = 0; i < roots.size(); ++i) {
       if (!roots[i].valid()) continue;
@@ -206,7 +238,7 @@ struct GraphTask {
           for (size_t k : c->second) captured[k] = grads[s];
       }
       std::vector<Tensor> next;
-      if (accumulate || node->name() != "AccumulateGrad") next = node->apply(std::move(grads));
+      if (accumulate || useful[node.get()]) next = node->apply(std::move(grads));
       if (!keep_graph) node->release_saved();
       for (size_t i = 0; i < node->next_edges.size(); ++i) {
         const Edge& e = node->next_edges[i];

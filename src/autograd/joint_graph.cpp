@@ -10,7 +10,8 @@
 namespace coil::autograd {
 
 std::vector<Tensor> replay(const Graph& forward, const std::vector<Tensor>& primals,
-                           std::vector<Tensor>* parameters_requiring_grad) {
+                           std::vector<Tensor>* parameters_requiring_grad,
+                           const ReplayHooks& hooks) {
   std::unordered_map<const Node*, std::vector<Tensor>> env;
   auto tensor_of = [&](const Node* n) { return env.at(n).at(0); };
   size_t next = 0;
@@ -22,13 +23,18 @@ std::vector<Tensor> replay(const Graph& forward, const std::vector<Tensor>& prim
       case NodeKind::Parameter:
       case NodeKind::Constant:
         env[n] = {n->value()};
-        if (parameters_requiring_grad && n->kind() == NodeKind::Parameter &&
-            n->value().requires_grad())
-          parameters_requiring_grad->push_back(n->value());
+        if (n->kind() == NodeKind::Parameter && n->value().requires_grad()) {
+          if (parameters_requiring_grad) parameters_requiring_grad->push_back(n->value());
+          if (hooks.parameter) env[n] = {hooks.parameter(n->value())};
+        }
         break;
       case NodeKind::Call: {
         std::vector<Arg> args;
         for (const NodeArg& a : n->args()) args.push_back(to_arg(a, tensor_of));
+        // batch_norm(input, weight, bias, running_mean, running_var, training, ...): in training
+        // the result does not read the running statistics, which a replay must not update.
+        if (!hooks.update_state && n->op() == OpId::batch_norm && Args(args).b(5))
+          args[3] = args[4] = Arg{};
         env[n] = call_op(n->op(), std::move(args));
         break;
       }

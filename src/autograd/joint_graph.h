@@ -4,6 +4,7 @@
 // parameters that require grad from the results' gradients (the tangents).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,11 +35,20 @@ struct JointGraph {
 JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requires_grad,
                              size_t num_results);
 
+// How a replay may differ from the graph: `parameter` (when set) gives the tensor that stands
+// for each parameter that requires grad, in node order; `update_state` false keeps training
+// batch_norm from updating its running statistics (a second run of a forward already run).
+struct ReplayHooks {
+  std::function<Tensor(const Tensor&)> parameter;
+  bool update_state = true;
+};
+
 // Runs `forward`'s nodes through the dispatcher (call_op), so that autograd records them and
 // an installed hook (the tracer) sees them; returns the output node's values. Parameters that
 // require grad are appended to `parameters_requiring_grad` when given.
 std::vector<Tensor> replay(const Graph& forward, const std::vector<Tensor>& primals,
-                           std::vector<Tensor>* parameters_requiring_grad = nullptr);
+                           std::vector<Tensor>* parameters_requiring_grad = nullptr,
+                           const ReplayHooks& hooks = {});
 
 // Whether compiling `forward` for these inputs needs the joint graph: grad mode is on and an
 // input or a captured parameter requires grad.

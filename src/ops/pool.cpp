@@ -1,7 +1,9 @@
-// 2-D pooling: max_pool2d, avg_pool2d, adaptive_avg_pool2d, and their gradients with respect to
-// the input. Direct loops over each output window, parallel over the N * C planes; shapes and
+// 2-D pooling: max_pool2d, avg_pool2d, adaptive_avg_pool2d, their gradients with respect to
+// the input, and max_pool2d_double_backward (what a second derivative through max pooling
+// needs). Direct loops over each output window, parallel over the N * C planes; shapes and
 // window rules follow PyTorch's Pool.h. Each pool visits its windows through one function, so
 // the forward (gather from a window) and the backward (scatter into it) agree on the windows.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -154,6 +156,30 @@ void adaptive_windows(int64_t h, int64_t w, int64_t oh, int64_t ow, F f) {
   for (int64_t oy = 0; oy < oh; ++oy)
     for (int64_t ox = 0; ox < ow; ++ox)
       f(oy * ow + ox, start(oy, h, oh), end(oy, h, oh), start(ox, w, ow), end(ox, w, ow));
+}
+
+// The tap each max-pooling window of the plane `src` takes, as max_pool2d_backward routes its
+// gradient: f(o, at) for output cell o and the plane offset `at` of the window's first maximum
+// (or first NaN), compared in the compute type C. Windows with no tap inside the input are
+// skipped.
+template <typename C, typename T, typename F>
+void max_taps(const PoolGeometry& g, const T* src, F f) {
+  max_windows(
+      g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        int64_t best_at = -1;
+        C best = C(0);
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = j0; j < j1; ++j) {
+            int64_t at = (y0 + i * g.y.dil) * g.p.w + x0 + j * g.x.dil;
+            C v = static_cast<C>(src[at]);
+            if (best_at < 0 || v > best || (is_nan(v) && !is_nan(best))) {
+              best = v;
+              best_at = at;
+            }
+            if (is_nan(best)) break;
+          }
+        if (best_at >= 0) f(o, best_at);
+      });
 }
 
 }  // namespace
@@ -336,24 +362,48 @@ std::vector<Tensor> eager_max_pool2d_backward(const Args& a, const std::vector<T
   auto scatter = [&]<typename C>(const auto* gp, C* acc, int64_t plane, C) {
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(gp)>>;
     const T* src = x.data_ptr<T>() + plane * g.p.h * g.p.w;
-    max_windows(
-        g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-          int64_t best_at = -1;
-          C best = C(0);
-          for (int64_t i = i0; i < i1; ++i)
-            for (int64_t j = j0; j < j1; ++j) {
-              int64_t at = (y0 + i * g.y.dil) * g.p.w + x0 + j * g.x.dil;
-              C v = static_cast<C>(src[at]);
-              if (best_at < 0 || v > best || (is_nan(v) && !is_nan(best))) {
-                best = v;
-                best_at = at;
-              }
-              if (is_nan(best)) break;
-            }
-          if (best_at >= 0) acc[best_at] += static_cast<C>(gp[o]);
-        });
+    max_taps<C>(g, src, [&](int64_t o, int64_t at) { acc[at] += static_cast<C>(gp[o]); });
   };
   return one(pool_input_grad(a.tensor(0), x, g.p, out[0], "max_pool2d_backward", scatter));
+}
+
+// ---- max_pool2d_double_backward --------------------------------------------------------------
+
+std::vector<TensorMeta> meta_max_pool2d_double_backward(const Args& a) {
+  const Tensor &grad = a.tensor(0), &x = a.tensor(1);
+  PoolGeometry g = pool_geometry(x, "max_pool2d_double_backward", a.ints(2), a.ints(3), a.ints(4),
+                                 a.ints(5), a.b(6));
+  COIL_CHECK(is_floating(x.dtype()) && grad.dtype() == x.dtype() && grad.sizes() == x.sizes(),
+             "max_pool2d_double_backward: expects a floating grad shaped as the input, of its "
+             "dtype, got ",
+             describe(grad), " and ", describe(x));
+  return one(pooled_meta(x, g.p, g.y.out, g.x.out));
+}
+
+// Each window takes the element of `grad` at the tap max_pool2d_backward sends its gradient to
+// (0 for a window with no tap inside the input): the adjoint of max_pool2d_backward.
+std::vector<Tensor> eager_max_pool2d_double_backward(const Args& a,
+                                                     const std::vector<TensorMeta>& out) {
+  Tensor grad = contiguous_input(a.tensor(0)), x = contiguous_input(a.tensor(1));
+  PoolGeometry g = pool_geometry(x, "max_pool2d_double_backward", a.ints(2), a.ints(3), a.ints(4),
+                                 a.ints(5), a.b(6));
+  Tensor r = empty_from_meta(out[0]);
+  const int64_t in_plane = g.p.h * g.p.w, out_plane = g.y.out * g.x.out;
+  dispatch_floating(x.dtype(), [&]<typename T>() {
+    using C = acc_type<T>;
+    const T *src = x.data_ptr<T>(), *gp = grad.data_ptr<T>();
+    T* dst = r.data_ptr<T>();
+    auto plane = [&](int64_t i) {
+      T* d = dst + i * out_plane;
+      const T* gi = gp + i * in_plane;
+      std::fill(d, d + out_plane, T(0));
+      max_taps<C>(g, src + i * in_plane, [&](int64_t o, int64_t at) { d[o] = gi[at]; });
+    };
+    const bool parallel = g.p.planes > 1 && g.p.planes * (in_plane + out_plane) >= kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t i = 0; i < g.p.planes; ++i) plane(i);
+  });
+  return one(r);
 }
 
 std::vector<TensorMeta> meta_avg_pool2d_backward(const Args& a) {

@@ -14,12 +14,10 @@
 namespace coil::testing {
 namespace {
 
-// Ops with floating inputs and outputs whose backward is still missing (as_strided; the pools'
-// own gradients, which only a second derivative would need): calling backward through them is
-// a clear error, never a wrong gradient.
+// Ops with floating inputs and outputs whose backward is still missing (none now): calling
+// backward through such an op is a clear error, never a wrong gradient.
 const std::set<std::string>& without_derivative() {
-  static const std::set<std::string> s = {"as_strided", "max_pool2d_backward",
-                                          "avg_pool2d_backward", "adaptive_avg_pool2d_backward"};
+  static const std::set<std::string> s = {};
   return s;
 }
 
@@ -196,6 +194,122 @@ TEST(Gradcheck, OptionsOfTheNnOps) {
           return index_select(x[0], 1, tensor<int64_t>({2, 0, 2}));
         },
         {random({2, 3}, kFloat64)});
+}
+
+// as_strided over overlapping views (stride 0, sliding windows), views of non-contiguous inputs
+// (transposed, narrowed with a storage offset, expanded so that elements share positions), and
+// its second derivative.
+TEST(Gradcheck, AsStridedLayouts) {
+  manual_seed(13);
+  using V = std::vector<Tensor>;
+  auto check = [](const char* what, auto fn, const V& inputs) {
+    SCOPED_TRACE(what);
+    EXPECT_NO_THROW(gradcheck([&](const V& x) { return V{fn(x[0])}; }, inputs)) << what;
+  };
+  Tensor x = random({4, 5}, kFloat64);
+  check("stride 0", [](const Tensor& t) { return t.as_strided({3, 4}, {0, 1}, 2); }, {x});
+  check("sliding windows",
+        [](const Tensor& t) {
+          return t.as_strided({6, 4}, {3, 1}, 1) * t.sum();
+        },
+        {x});
+  check("transposed input", [](const Tensor& t) { return t.t().as_strided({3, 2}, {1, 5}); }, {x});
+  check("offset input, offset kept",
+        [](const Tensor& t) {
+          return t.narrow(0, 1, 2).as_strided({2, 3}, {2, 3});
+        },
+        {x});
+  check("expanded input",
+        [](const Tensor& t) {
+          return t.select(0, 0).expand({3, 5}).as_strided({2, 4}, {1, 1});
+        },
+        {x});
+  check("0-dim result", [](const Tensor& t) { return t.as_strided({}, {}, 7) * t; }, {x});
+  // Second derivative: the gradient of sum(as_strided(t)^3) is itself differentiated.
+  auto grad_of = [](const V& x) {
+    EnableGradGuard grad_mode;  // gradcheck's finite differences run without grad mode
+    Tensor y = x[0].as_strided({3, 3}, {2, 1}, 1);
+    return V{autograd::grad({(y * y * y).sum()}, {x[0]}, {}, false, true)[0]};
+  };
+  EXPECT_NO_THROW(gradcheck(grad_of, {x}));
+}
+
+// Second derivatives through the pools: gradcheck of the pools' backward ops (with respect to
+// the gradient and the input), and of the first gradient of a function that pools, taken with
+// create_graph, against finite differences.
+TEST(Gradcheck, PoolsSecondDerivatives) {
+  manual_seed(17);
+  using V = std::vector<Tensor>;
+  auto check = [](const char* what, auto fn, const V& inputs) {
+    SCOPED_TRACE(what);
+    EXPECT_NO_THROW(gradcheck([&](const V& x) { return V{fn(x)}; }, inputs)) << what;
+  };
+  Tensor img = random({2, 3, 7, 6}, kFloat64);
+  const Shape max_sizes = max_pool2d(img, {3, 2}, {2, 2}, {1, 1}, {1, 2}, true).sizes();
+  Tensor g_max = random(max_sizes, kFloat64), g_avg = random({2, 3, 4, 6}, kFloat64);
+  Tensor g_adaptive = random({2, 3, 4, 5}, kFloat64);
+  check("max_pool2d_backward",
+        [](const V& x) {
+          return call_op1(OpId::max_pool2d_backward,
+                          {x[0], x[1], Shape{3, 2}, Shape{2, 2}, Shape{1, 1}, Shape{1, 2}, true});
+        },
+        {g_max, img});
+  check("avg_pool2d_backward",
+        [](const V& x) {
+          return call_op1(OpId::avg_pool2d_backward,
+                          {x[0], x[1], Shape{3, 3}, Shape{2, 1}, Shape{1, 1}, true, false});
+        },
+        {g_avg, img});
+  check("adaptive_avg_pool2d_backward",
+        [](const V& x) {
+          return call_op1(OpId::adaptive_avg_pool2d_backward, {x[0], x[1]});
+        },
+        {g_adaptive, img});
+  check("max_pool2d_double_backward",
+        [](const V& x) {
+          return call_op1(OpId::max_pool2d_double_backward,
+                          {x[0], x[1], Shape{3, 2}, Shape{2, 2}, Shape{1, 1}, Shape{1, 2}, true});
+        },
+        {random({2, 3, 7, 6}, kFloat64), img});
+  // grad of grad: d/dx of (d/dx sum(w * pool(x)^2)) for each pool; the first gradient reads the
+  // pool's backward op, so the second runs its rule.
+  Tensor w_max = random(max_sizes, kFloat64);
+  auto grad_of = [](auto pool, const Tensor& w) {
+    return [pool, w](const V& x) {
+      EnableGradGuard grad_mode;  // gradcheck's finite differences run without grad mode
+      Tensor p = pool(x[0]);
+      return V{autograd::grad({(w * p * p).sum()}, {x[0]}, {}, false, true)[0]};
+    };
+  };
+  EXPECT_NO_THROW(gradcheck(grad_of(
+                                [](const Tensor& t) {
+                                  return max_pool2d(t, {3, 2}, {2, 2}, {1, 1}, {1, 2}, true);
+                                },
+                                w_max),
+                            {img}))
+      << "max_pool2d";
+  EXPECT_NO_THROW(gradcheck(grad_of(
+                                [](const Tensor& t) {
+                                  return avg_pool2d(t, {3, 3}, {2, 1}, {1, 1}, true, false);
+                                },
+                                g_avg),
+                            {img}))
+      << "avg_pool2d";
+  EXPECT_NO_THROW(gradcheck(grad_of(
+                                [](const Tensor& t) {
+                                  return adaptive_avg_pool2d(t, {4, 5});
+                                },
+                                g_adaptive),
+                            {img}))
+      << "adaptive_avg_pool2d";
+  // The second derivative of max pooling by hand: d/dx of d/dx sum(pool(x)^2) is 2 at each
+  // window's maximum (once per window that takes it), 0 elsewhere.
+  Tensor x = tensor<double>({1, 5, 2, 3, 4, 0, 7, 6, 8}, Shape{1, 3, 3}).requires_grad_();
+  Tensor p = max_pool2d(x, {2, 2}, {1, 1});  // windows take 5, 5, 7, 8
+  Tensor dx = autograd::grad({(p * p).sum()}, {x}, {}, false, true)[0];
+  EXPECT_EQ(values(dx), (std::vector<double>{0, 20, 0, 0, 0, 0, 14, 0, 16}));
+  Tensor ddx = autograd::grad({dx.sum()}, {x})[0];
+  EXPECT_EQ(values(ddx), (std::vector<double>{0, 4, 0, 0, 0, 0, 2, 0, 2}));
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ inline const std::map<std::string, ExampleInput>& example_inputs() {
       {"img", {kFloat32, {2, 3, 8, 8}}},
       {"img_g", {kFloat32, {2, 3, 4, 4}}},   // gradients of img pooled to 4 x 4
       {"img_g3", {kFloat32, {2, 3, 3, 3}}},  // and to 3 x 3
+      {"img_dx", {kFloat32, {2, 3, 8, 8}}},  // a gradient shaped as img
       {"w", {kFloat32, {4, 3, 3, 3}}},
       {"v4", {kFloat32, {4}}},
       {"c3", {kFloat32, {3}}},
@@ -165,6 +166,7 @@ inline const std::vector<OpExample>& op_examples() {
       {"max_pool2d_backward", {In{"img_g"}, In{"img"}, L({2, 2})}},
       {"avg_pool2d_backward", {In{"img_g"}, In{"img"}, L({3, 3}), L({2, 2}), L({1, 1})}},
       {"adaptive_avg_pool2d_backward", {In{"img_g3"}, In{"img"}}},
+      {"max_pool2d_double_backward", {In{"img_dx"}, In{"img"}, L({3, 3}), L({2, 2}), L({1, 1})}},
       {"embedding", {In{"x"}, In{"idx"}}},
       {"dropout", {In{"x"}, F(0.5), B(false)}},
       {"dropout", {In{"x"}, F(0.5), B(true)}, true},
