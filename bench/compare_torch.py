@@ -147,17 +147,20 @@ def main():
 
     print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
           f"matmul {coil['blas_gflops']:.0f} GFLOP/s")
-    head = ("workload", "torch eager", "inductor", "coil", "coil/ind", "roof %",
+    head = ("workload", "torch eager", "inductor", "coil", "coil/ind", "roof %", "lib %",
             "ind first", "coil first", "coil warm")
-    print("%-15s %11s %10s %10s %9s %7s %10s %10s %10s" % head)
+    print("%-15s %11s %10s %10s %9s %7s %6s %10s %10s %10s" % head)
     rows = []
     for w in coil["workloads"]:
         t = torch_results[w["name"]]
         speed = t["inductor_ms"] / w["compiled_ms"]
-        print("%-15s %9.3fms %8.3fms %8.3fms %8.2fx %6.0f%% %8.0fms %8.0fms %8.1fms" % (
+        # lib %: the library's own time for the workload's products over coil's time.
+        lib = w.get("library_ms")
+        lib_pct = "%5.0f%%" % (100 * lib / w["compiled_ms"]) if lib else "     -"
+        print("%-15s %9.3fms %8.3fms %8.3fms %8.2fx %6.0f%% %s %8.0fms %8.0fms %8.1fms" % (
             w["name"], t["torch_eager_ms"], t["inductor_ms"], w["compiled_ms"], speed,
-            100 * w["roofline_fraction"], t["inductor_first_ms"], w["first_call_cold_ms"],
-            w["first_call_warm_new_process_ms"]))
+            100 * w["roofline_fraction"], lib_pct, t["inductor_first_ms"],
+            w["first_call_cold_ms"], w["first_call_warm_new_process_ms"]))
         rows.append({**w, **t, "speedup_vs_inductor": speed})
     if a.json:
         json.dump({"machine": {k: coil[k] for k in ("cpu", "threads", "copy_gbps", "blas_gflops")},

@@ -1,18 +1,8 @@
 #!/bin/bash
-# On the device machine (16 CPU cores, PyTorch 2.11, no package registry): unpack the Debian
-# packages carried in .deps/ (fetched here with `apt-get download`, see docs/performance.md),
-# build coil, and run bench/compare_torch.py. Results land in $OUT.
+# On the device machine: build coil (bench/device_setup.sh) and run bench/compare_torch.py,
+# coil next to PyTorch eager and torch.compile. Results land in $OUT.
 set -euo pipefail
-for f in .deps/*.deb; do dpkg -x "$f" /tmp/debroot; done
-cp -rn /tmp/debroot/usr/include/* /usr/include/ 2>/dev/null || true
-cp -rn /tmp/debroot/usr/lib/x86_64-linux-gnu/* /usr/lib/x86_64-linux-gnu/ 2>/dev/null || true
-cp -rn /tmp/debroot/usr/share/* /usr/share/ 2>/dev/null || true
-# Debian's alternatives would point libopenblas.so and cblas.h at the OpenMP build.
-ln -sf /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libopenblas.so.0 || true
-ldconfig
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_BUILD_TESTS=OFF \
-  -DCOIL_BUILD_EXAMPLES=OFF > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
-ninja -C build-device coil-bench coil-micro > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+source bench/device_setup.sh
 [ "${PROBE_ONLY:-0}" = 1 ] && exec bash bench/device_blas_probe.sh
 [ "${MICRO_ONLY:-0}" = 1 ] && exec build-device/bench/coil-micro --threads "${THREADS:-16}"
 export PYTHONUNBUFFERED=1

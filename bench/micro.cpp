@@ -59,6 +59,15 @@ int main(int argc, char** argv) {
          v4 = v.reshape({2, 4, 256, 64});
   row("compiled attention", median_ms([&] { return att(q4, k4, v4); }), 2 * f1);
 
+  std::printf("mm_softmax (512x512):\n");
+  Tensor a = randn({512, 512}), b = randn({512, 512}), ab = randn({512, 512});
+  double f0 = 2.0 * 512 * 512 * 512;
+  row("mm a @ b", median_ms([&] { return mm(a, b); }), f0);
+  auto sm1 = compile([](const Tensor& x) { return softmax(x, 1); });
+  row("compiled softmax(x, 1) [512,512]", median_ms([&] { return sm1(ab); }));
+  auto mm_sm = compile([](const Tensor& a, const Tensor& b) { return softmax(mm(a, b), 1); });
+  row("compiled mm_softmax", median_ms([&] { return mm_sm(a, b); }), f0);
+
   std::printf("mlp (2048x512, hidden 2048):\n");
   Tensor x = randn({2048, 512}), w1 = randn({2048, 512}), b1 = randn({2048}),
          w2 = randn({512, 2048}), b2 = randn({512}), h = randn({2048, 2048});

@@ -12,8 +12,6 @@ std::vector<Tensor> randn_all(const std::vector<Shape>& shapes) {
   return out;
 }
 
-double mm_flops(double m, double n, double k) { return 2 * m * n * k; }
-
 // One Adam step of Linear -> GELU -> Linear -> LayerNorm with loss mean(y^2): all eager, or
 // compiled (a joint graph partitioned into a compiled forward and backward, and Adam's step as
 // one combo kernel). The model's initial weights are the same in both programs.
@@ -128,22 +126,21 @@ std::vector<Workload> workloads() {
   return w;
 }
 
-// Flops of the matmul-bound workloads, from their inputs.
-double workload_flops(const std::string& name, const std::vector<Tensor>& in) {
-  if (name == "mm_softmax") return mm_flops(in[0].size(0), in[1].size(1), in[0].size(1));
+std::vector<Product> workload_products(const std::string& name, const std::vector<Tensor>& in) {
+  if (name == "mm_softmax") return {{1, in[0].size(0), in[1].size(1), in[0].size(1)}};
   if (name == "mlp") {
-    double n = in[0].size(0), d = in[0].size(1), h = in[1].size(0);
-    return mm_flops(n, h, d) + mm_flops(n, d, h);
+    int64_t n = in[0].size(0), d = in[0].size(1), h = in[1].size(0);
+    return {{1, n, h, d}, {1, n, d, h}};
   }
-  if (name == "train_mlp") {  // forward, and backward's two products per linear
-    double n = in[0].size(0), d = in[0].size(1);
-    return 3 * (mm_flops(n, 4 * d, d) + mm_flops(n, d, 4 * d));
+  if (name == "train_mlp") {  // the forward's two products, and two per linear backward
+    int64_t n = in[0].size(0), d = in[0].size(1), h = 4 * d;
+    return {{1, n, h, d}, {1, n, d, h}, {1, n, h, d}, {1, d, h, n}, {1, n, d, h}, {1, h, d, n}};
   }
   if (name == "attention") {
-    double b = in[0].size(0) * in[0].size(1), s = in[0].size(2), d = in[0].size(3);
-    return b * (mm_flops(s, s, d) + mm_flops(s, d, s));
+    int64_t b = in[0].size(0) * in[0].size(1), s = in[0].size(2), d = in[0].size(3);
+    return {{b, s, s, d}, {b, s, d, s}};
   }
-  return 0;
+  return {};
 }
 
 }  // namespace coil::bench

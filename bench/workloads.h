@@ -27,7 +27,13 @@ struct Workload {
 };
 
 std::vector<Workload> workloads();
-// The flops of a matmul-bound workload's products for these inputs (0 for the others).
-double workload_flops(const std::string& name, const std::vector<Tensor>& inputs);
+
+// One matrix product of a workload: `batch` products of (m x k) by (k x n).
+struct Product {
+  int64_t batch, m, n, k;
+  double flops() const { return 2.0 * static_cast<double>(batch * m * n * k); }
+};
+// The products a matmul-bound workload computes for these inputs (none for the others).
+std::vector<Product> workload_products(const std::string& name, const std::vector<Tensor>& in);
 
 }  // namespace coil::bench

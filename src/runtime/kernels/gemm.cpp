@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <optional>
+#include <string>
 #include <type_traits>
 
 #include <coil/error.h>
@@ -23,6 +25,24 @@ constexpr int64_t kParallelWork = int64_t{1} << 16;
 // From this many multiply-adds on, float32 products go to oneDNN (onednn_matmul.h says why);
 // below, calling a library costs more than the product.
 constexpr int64_t kOnednnWork = int64_t{1} << 15;
+
+// Which library takes a single float32 product: oneDNN (its brgemm kernels, generated per
+// shape in under a millisecond) unless COIL_MATMUL_LIBRARY=openblas. On the 16-core device
+// machine oneDNN is the faster of the two at every workload shape (docs/performance.md); the
+// switch is there to compare them. A batch of products always goes to oneDNN, which spreads
+// one batch over every core.
+bool onednn_for_single_products() {
+  static const bool onednn = [] {
+    const char* v = std::getenv("COIL_MATMUL_LIBRARY");
+    const std::string library = v ? v : "";
+    COIL_CHECK(library.empty() || library == "openblas" || library == "onednn",
+               "COIL_MATMUL_LIBRARY='", library,
+               "' is not a matrix-product library coil calls: set it to 'onednn' (the "
+               "default) or 'openblas', or leave it unset");
+    return library != "openblas";
+  }();
+  return onednn;
+}
 
 // How BLAS reads a row-major operand: A itself (NoTrans, element (i, j) at i * ld + j) or the
 // transpose of a stored matrix (Trans, element (i, j) at j * ld + i).
@@ -167,7 +187,8 @@ void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void
       if constexpr (std::is_same_v<T, float>) {
         StridedMats sa{static_cast<const float*>(a.data), 0, a.row_stride, a.col_stride};
         StridedMats sb{static_cast<const float*>(b.data), 0, b.row_stride, b.col_stride};
-        if (m * n * k >= kOnednnWork && onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate))
+        if (m * n * k >= kOnednnWork && onednn_for_single_products() &&
+            onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate))
           return;
       }
       gemm_blas<T>(m, n, k, a, b, pc, ldc, accumulate);

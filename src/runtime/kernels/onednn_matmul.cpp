@@ -2,6 +2,7 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <mutex>
@@ -34,8 +35,15 @@ Cache& cache() {
   return c;
 }
 
-dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, Dims strides) {
-  return dnnl::memory::desc(Dims{batch, rows, cols}, dnnl::memory::data_type::f32, strides);
+// A batch of `batch` rows x cols matrices. A batch of one still needs a batch stride that
+// oneDNN can match to a plain layout: with stride 1 it reads the matrices as "bca", which its
+// brgemm kernels decline, and the generic jit gemm it falls back to spends about 20 ms
+// generating its kernels on a process's first product.
+dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, int64_t batch_stride,
+                        int64_t row_stride, int64_t col_stride) {
+  if (batch == 1) batch_stride = std::max(rows * row_stride, cols * col_stride);
+  return dnnl::memory::desc(Dims{batch, rows, cols}, dnnl::memory::data_type::f32,
+                            Dims{batch_stride, row_stride, col_stride});
 }
 
 }  // namespace
@@ -62,9 +70,9 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
         attr.set_post_ops(ops);
       }
       try {
-        dnnl::matmul::desc d(desc(batch, m, k, {std::max<int64_t>(a.batch, 1), a.row, a.col}),
-                             desc(batch, k, n, {std::max<int64_t>(b.batch, 1), b.row, b.col}),
-                             desc(batch, m, n, {std::max<int64_t>(c_batch, 1), ldc, 1}));
+        dnnl::matmul::desc d(desc(batch, m, k, a.batch, a.row, a.col),
+                             desc(batch, k, n, b.batch, b.row, b.col),
+                             desc(batch, m, n, c_batch, ldc, 1));
         dnnl::matmul::primitive_desc pd(d, attr, cc.engine);
         it = cc.primitives.emplace(key, Prepared{pd, dnnl::matmul(pd)}).first;
       } catch (const dnnl::error&) {
