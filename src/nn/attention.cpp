@@ -4,7 +4,9 @@
 #include <coil/nn/init.h>
 #include <coil/ops.h>
 
+#include <cmath>
 #include <limits>
+#include <utility>
 
 namespace coil::nn {
 
@@ -57,9 +59,10 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionO
   if (o.bias) init::zeros_(out_proj->bias);
 }
 
-Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                                   const Tensor& attn_mask, const Tensor& key_padding_mask,
-                                   bool is_causal) {
+MultiheadAttention::Heads MultiheadAttention::prepare(const Tensor& query, const Tensor& key,
+                                                      const Tensor& value, const Tensor& attn_mask,
+                                                      const Tensor& key_padding_mask,
+                                                      bool is_causal) const {
   const int64_t e = embed_dim, h = num_heads, d = head_dim;
   const int64_t rank = query.dim();
   COIL_CHECK((rank == 3 || rank == 2) && key.dim() == rank && value.dim() == rank, kWho,
@@ -132,12 +135,43 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
   auto heads = [&](const Tensor& t, int64_t len) {
     return t.reshape({n, len, h, d}).transpose(1, 2);  // (N, H, len, D)
   };
-  const double p = is_training() ? options.dropout : 0.0;
-  Tensor out =
-      scaled_dot_product_attention(heads(qp, l), heads(kp, s), heads(vp, s), mask, p, is_causal);
-  out = out_proj->forward(out.transpose(1, 2).reshape({n, l, e}));
-  if (rank == 2) return out.squeeze(0);
+  return {heads(qp, l), heads(kp, s), heads(vp, s), mask, is_causal, rank == 2};
+}
+
+Tensor MultiheadAttention::finish(const Tensor& heads_out, bool unbatched) const {
+  const int64_t n = heads_out.size(0), l = heads_out.size(2);
+  Tensor out = out_proj->forward(heads_out.transpose(1, 2).reshape({n, l, embed_dim}));
+  if (unbatched) return out.squeeze(0);
   return options.batch_first ? out : out.transpose(0, 1);
+}
+
+Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                   const Tensor& attn_mask, const Tensor& key_padding_mask,
+                                   bool is_causal) {
+  Heads x = prepare(query, key, value, attn_mask, key_padding_mask, is_causal);
+  const double p = is_training() ? options.dropout : 0.0;
+  return finish(scaled_dot_product_attention(x.q, x.k, x.v, x.mask, p, x.is_causal), x.unbatched);
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::forward_with_weights(
+    const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask,
+    const Tensor& key_padding_mask, bool average_attn_weights, bool is_causal) {
+  Heads x = prepare(query, key, value, attn_mask, key_padding_mask, is_causal);
+  // SDPA's arithmetic, written out so that the weights exist as a tensor.
+  Tensor scores = matmul(x.q, x.k.transpose(-2, -1)) * (1.0 / std::sqrt(double(head_dim)));
+  Tensor allowed = x.is_causal ? logical_not(triu(ones({x.q.size(2), x.k.size(2)}, kBool), 1))
+                   : x.mask.defined() && x.mask.dtype() == kBool ? x.mask
+                                                                 : Tensor();
+  if (allowed.defined())
+    scores = where(allowed, scores, zeros({}, scores.dtype()) - INFINITY);
+  else if (x.mask.defined())
+    scores = scores + x.mask;
+  Tensor weights = softmax(scores, -1);
+  // As PyTorch: dropout acts on the weights, and the weights returned are the dropped ones.
+  if (is_training() && options.dropout > 0) weights = dropout(weights, options.dropout, true);
+  Tensor out = finish(matmul(weights, x.v), x.unbatched);
+  if (average_attn_weights) weights = mean(weights, {1});
+  return {out, x.unbatched ? weights.squeeze(0) : weights};
 }
 
 }  // namespace coil::nn

@@ -255,8 +255,10 @@ TEST(NnLayers, SequentialAndModuleList) {
 // Multi-head attention in float64 with plain loops: per batch and head, softmax(q k^T / sqrt(d)
 // + mask) v, with PyTorch's in_proj / out_proj layout.
 namespace {
+// `weights`, when given, receives the attention weights (N, H, L, S).
 std::vector<double> mha_reference(const nn::MultiheadAttention& mha, const Tensor& q,
-                                  const Tensor& k, const Tensor& v, const Tensor& blocked) {
+                                  const Tensor& k, const Tensor& v, const Tensor& blocked,
+                                  std::vector<double>* weights = nullptr) {
   const int64_t n = q.size(0), l = q.size(1), s = k.size(1), e = mha.embed_dim, h = mha.num_heads,
                 d = mha.head_dim;
   std::vector<double> w = values(mha.in_proj_weight), b = values(mha.in_proj_bias),
@@ -275,6 +277,7 @@ std::vector<double> mha_reference(const nn::MultiheadAttention& mha, const Tenso
   };
   std::vector<double> qp = project(qv, l, 0), kp = project(kv, s, 1), vp = project(vv, s, 2);
   std::vector<double> att(n * l * e);
+  if (weights) weights->assign(n * h * l * s, 0);
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t hi = 0; hi < h; ++hi)
       for (int64_t i = 0; i < l; ++i) {
@@ -290,6 +293,8 @@ std::vector<double> mha_reference(const nn::MultiheadAttention& mha, const Tenso
         }
         double z = 0;
         for (int64_t j = 0; j < s; ++j) z += sc[j] = std::exp(sc[j] - mx);
+        if (weights)
+          for (int64_t j = 0; j < s; ++j) (*weights)[((bi * h + hi) * l + i) * s + j] = sc[j] / z;
         for (int64_t c = 0; c < d; ++c) {
           double acc = 0;
           for (int64_t j = 0; j < s; ++j) acc += sc[j] / z * vp[(bi * s + j) * e + hi * d + c];
@@ -342,6 +347,42 @@ TEST(NnLayers, MultiheadAttentionMatchesLoops) {
   expect_close(y.narrow(0, 1, 1),
                mha_reference(mha, q.narrow(0, 1, 1), k.narrow(0, 1, 1), v.narrow(0, 1, 1), {}),
                {1, 3, 8}, 1e-10, 1e-10);
+}
+
+TEST(NnLayers, MultiheadAttentionReturnsWeights) {
+  manual_seed(8);
+  nn::MultiheadAttention mha(8, 2, {.batch_first = true, .dtype = kFloat64});
+  Tensor q = random({2, 3, 8}, kFloat64), k = random({2, 5, 8}, kFloat64),
+         v = random({2, 5, 8}, kFloat64);
+  std::vector<double> w;
+  std::vector<double> out = mha_reference(mha, q, k, v, {}, &w);
+  auto [y, per_head] = mha.forward_with_weights(q, k, v, {}, {}, /*average_attn_weights=*/false);
+  expect_close(y, out, {2, 3, 8}, 1e-10, 1e-10);
+  expect_close(per_head, w, {2, 2, 3, 5}, 1e-10, 1e-10);
+  // Averaged over the heads: (N, L, S).
+  std::vector<double> avg(2 * 3 * 5);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 15; ++i)
+      avg[b * 15 + i] = (w[(b * 2) * 15 + i] + w[(b * 2 + 1) * 15 + i]) / 2;
+  expect_close(mha.forward_with_weights(q, k, v).second, avg, {2, 3, 5}, 1e-10, 1e-10);
+  // Masks as in forward: bool, float and causal agree; masked weights are exactly 0.
+  Tensor causal = triu(ones({3, 3}, kBool), 1);
+  std::vector<double> wc;
+  std::vector<double> causal_out = mha_reference(mha, q, q, q, causal, &wc);
+  for (const auto& [out_c, weights_c] :
+       {mha.forward_with_weights(q, q, q, causal, {}, false),
+        mha.forward_with_weights(q, q, q, where(causal, -INFINITY, zeros({3, 3}, kFloat64)), {},
+                                 false),
+        mha.forward_with_weights(q, q, q, {}, {}, false, /*is_causal=*/true)}) {
+    expect_close(out_c, causal_out, {2, 3, 8}, 1e-10, 1e-10);
+    expect_close(weights_c, wc, {2, 2, 3, 3}, 1e-10, 1e-10);
+    EXPECT_EQ(weights_c.select(3, 2).select(2, 0).select(1, 0).select(0, 0).item<double>(), 0.0);
+  }
+  // Unbatched: (L, S) weights.
+  auto [yu, wu] = mha.forward_with_weights(q.select(0, 1), k.select(0, 1), v.select(0, 1));
+  EXPECT_EQ(wu.sizes(), (Shape{3, 5}));
+  expect_close(wu, std::vector<double>(avg.begin() + 15, avg.end()), {3, 5}, 1e-10, 1e-10);
+  expect_close(yu, std::vector<double>(out.begin() + 24, out.end()), {3, 8}, 1e-10, 1e-10);
 }
 
 TEST(NnLayers, MultiheadAttentionLayoutsAndErrors) {
