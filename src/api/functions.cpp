@@ -1,5 +1,6 @@
 // The public free functions of coil/ops.h: each boxes its arguments and calls the op through
 // the dispatcher (so capture and autograd see every call).
+#include <coil/autograd.h>
 #include <coil/ops.h>
 
 #include "graph/registry.h"
@@ -265,6 +266,20 @@ Tensor rms_norm(const Tensor& x, const Shape& shape, const Tensor& w, std::optio
 }
 Tensor batch_norm(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& rm,
                   const Tensor& rv, bool training, double momentum, double eps) {
+  if (training && (rm.defined() || rv.defined()) && current_dispatch_hook() && x.dim() >= 2 &&
+      x.numel() > 0) {
+    // Being captured: the update of the running statistics, a side effect of the eager kernel,
+    // is recorded as ops and in-place copies instead, which capture turns into extra results
+    // written back after each call. The normalisation itself then decomposes and fuses like
+    // any other op rather than running the eager kernel inside the compiled graph.
+    Tensor y = batch_norm(x, w, b, Tensor(), Tensor(), true, momentum, eps);
+    NoGradGuard no_grad;
+    Shape dims{0};
+    for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+    if (rm.defined()) rm.copy_(rm * (1 - momentum) + mean(x, dims) * momentum);
+    if (rv.defined()) rv.copy_(rv * (1 - momentum) + var(x, dims, /*correction=*/1) * momentum);
+    return y;
+  }
   return call_op1(OpId::batch_norm,
                   {x, none_or(w), none_or(b), none_or(rm), none_or(rv), training, momentum, eps});
 }

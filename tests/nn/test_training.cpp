@@ -228,3 +228,40 @@ TEST_F(NnCompile, BatchNormTrainingUpdatesBuffersLikeEager) {
     EXPECT_TRUE(allclose(model->get_buffer(b), eager->get_buffer(b), 1e-5, 1e-6)) << b;
   EXPECT_EQ(model->get_buffer("0.num_batches_tracked").item<int64_t>(), 3);
 }
+
+// Compiled by the full compiler, training batch_norm's running-statistics update is captured as
+// ops and write-backs: the forward is generated kernels only (no eager batch_norm inside), and
+// the buffers, the outputs and the gradients follow eager step for step.
+TEST_F(NnCompile, BatchNormTrainingIsFunctionalisedAndFused) {
+  manual_seed(40);
+  auto make = [] {
+    return std::make_shared<nn::Sequential>(std::make_shared<nn::BatchNorm2d>(3),
+                                            std::make_shared<nn::ReLU>());
+  };
+  auto eager = make(), model = make();
+  auto compiled = coil::compile(model);
+  for (int step = 0; step < 3; ++step) {
+    Tensor x = randn({4, 3, 5, 5});
+    {
+      NoGradGuard no_grad;
+      EXPECT_TRUE(allclose(compiled(x), eager->forward(x), 1e-5, 1e-5));
+    }
+    if (step == 0) {
+      EXPECT_EQ(counters()["extern_calls"], 0);
+      EXPECT_GE(counters()["generated_kernels"], 1);
+    }
+    for (const char* b : {"0.running_mean", "0.running_var"})
+      EXPECT_TRUE(allclose(model->get_buffer(b), eager->get_buffer(b), 1e-5, 1e-6)) << b;
+  }
+  // With gradients: the joint graph carries the same updates.
+  Tensor x = randn({4, 3, 5, 5});
+  Tensor xe = x.clone().requires_grad_(), xc = x.clone().requires_grad_();
+  sum(eager->forward(xe) * x).backward();
+  sum(compiled(xc) * x).backward();
+  EXPECT_TRUE(allclose(xc.grad(), xe.grad(), 1e-4, 1e-5));
+  auto grad_of = [](const nn::Module& m) { return m.get_parameter("0.weight").grad(); };
+  EXPECT_TRUE(allclose(grad_of(*model), grad_of(*eager), 1e-4, 1e-5));
+  for (const char* b : {"0.running_mean", "0.running_var"})
+    EXPECT_TRUE(allclose(model->get_buffer(b), eager->get_buffer(b), 1e-5, 1e-6)) << b;
+  EXPECT_EQ(model->get_buffer("0.num_batches_tracked").item<int64_t>(), 4);
+}
