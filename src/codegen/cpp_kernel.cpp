@@ -1,6 +1,7 @@
 #include "codegen/cpp_kernel.h"
 
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -414,9 +415,69 @@ class KernelWriter {
     return a;
   }
 
-  // One pass of the inner loops over `section`, then the section's reductions' results.
+  // Whether a variance over the inner loops is computed in two passes, the row's mean and then
+  // the squared deviations from it, rather than by Welford's update (a division per step, in
+  // a dependent chain): when the row is a vector kernel's, fits in L1 for the second pass
+  // (kMaxScratch), and is read rather than computed (a second pass recomputes the body).
+  bool two_pass_variance(const KernelNode& n) const {
+    if (!vector_ || n.reduce != ReduceKind::WelfordM2) return false;
+    int64_t numel = 1;
+    for (int64_t s : k_.inner) numel *= s;
+    const ir::Value& b = n.body;
+    const bool read =
+        b->op() == ir::Op::Load || (b->op() == ir::Op::Cast && b->args()[0]->op() == ir::Op::Load);
+    return numel <= kMaxScratch && read;
+  }
+
+  // One pass of the inner loops over `section`, then the section's reductions' results; a
+  // two-pass variance sums its row in this pass and its squared deviations in a second one.
   void emit_section(std::string& out, const std::string& indent,
                     const std::vector<const KernelNode*>& section) {
+    std::vector<KernelNode> sums, squares;
+    sums.reserve(section.size());
+    squares.reserve(section.size());
+    std::vector<const KernelNode*> first;
+    std::map<std::string, std::string> sum_of;  // a two-pass variance's buffer -> its row sum's
+    for (const KernelNode* n : section) {
+      if (!two_pass_variance(*n)) {
+        first.push_back(n);
+        continue;
+      }
+      // The row's sum: a Sum of the same values in this section (layer norm's mean) or a new one.
+      for (const KernelNode* m : section)
+        if (m->reduce == ReduceKind::Sum && ir::to_string(m->body) == ir::to_string(n->body))
+          sum_of[n->buffer] = m->buffer;
+      if (!sum_of.count(n->buffer)) {
+        KernelNode sum = *n;
+        sum.buffer = sum_of[n->buffer] = n->buffer + "_sum";
+        sum.reduce = ReduceKind::Sum;
+        sum.store = false;
+        first.push_back(&sums.emplace_back(std::move(sum)));
+      }
+      KernelNode square = *n;
+      square.reduce = ReduceKind::Sum;
+      ir::Value mean = ir::ValueNode::load(n->buffer + "_mean", n->body->dtype(), sym::constant(0));
+      ir::Value d = ir::ValueNode::binary(ir::Op::Sub, n->body, mean);
+      square.body = ir::ValueNode::binary(ir::Op::Mul, d, d);
+      squares.push_back(std::move(square));
+    }
+    emit_pass(out, indent, first);
+    if (squares.empty()) return;
+    int64_t numel = 1;
+    for (int64_t s : k_.inner) numel *= s;
+    std::vector<const KernelNode*> second;
+    for (const KernelNode& n : squares) {
+      std::string mean = "mean_" + n.buffer;
+      out += indent + compute_type(n.body->dtype()) + " " + mean + " = red_" + sum_of.at(n.buffer) +
+             " / " + std::to_string(numel) + ";\n";
+      outer_values_[n.buffer + "_mean"] = Emitted{mean, false};
+      second.push_back(&n);
+    }
+    emit_pass(out, indent, second);
+  }
+
+  void emit_pass(std::string& out, const std::string& indent,
+                 const std::vector<const KernelNode*>& section) {
     for (const KernelNode* n : section)
       if (n->reduce) declare(out, indent, *n);
     std::string in = indent;

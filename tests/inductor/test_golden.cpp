@@ -116,6 +116,23 @@ TEST(Golden, ColumnReductionRunsAlongMemory) {
 
 // Welford's variance over the outer dim folds along memory the same way, its running means
 // in a chunk-sized array.
+// A row's variance, short enough for L1, is two passes over the row (the mean, then squared
+// deviations); no Welford update.
+TEST(Golden, RowVarianceTakesTwoPasses) {
+  Compiled c = stages(
+      "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"
+      "    var_1: \"f32[64][1]cpu\" = coil.var(x, [1])\n"
+      "    return (var_1,)\n");
+  std::string code;
+  for (const schedule::Kernel& kernel : c.schedule.kernels) {
+    codegen::KernelSource k = codegen::generate_kernel(kernel, c.program);
+    EXPECT_TRUE(k.vectorized);
+    code += k.code;
+  }
+  EXPECT_EQ(code.find("welford"), std::string::npos) << code;
+  EXPECT_NE(code.find("vsplat(mean_"), std::string::npos) << code;
+}
+
 TEST(Golden, ColumnVarianceRunsAlongMemory) {
   Compiled c = stages(
       "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"

@@ -223,6 +223,16 @@ TEST_F(Inductor, ColumnReductionsMatchEager) {
 
 // Welford's variance folds across a chunk of outputs too; values far from zero test that
 // the running means (not sums of squares) carry the precision.
+// Rows in two passes (short rows), by Welford (long rows), and the scalar remainder, all against
+// float64 on data far from 0, where a one-pass sum of squares would lose every digit.
+TEST_F(Inductor, RowVarianceMatchesFloat64) {
+  auto f = [](const Tensor& x) { return var(x, {1}) + mean(x, {1}); };
+  for (Shape s : {Shape{37, 300}, Shape{8, 20000}, Shape{5, 7}}) {
+    Tensor x = random(s) + 1000;
+    expect_matches(compile(f)(x), f(x.to(kFloat64)).to(kFloat32), 1e-4, 1e-4);
+  }
+}
+
 TEST_F(Inductor, ColumnVarianceMatchesFloat64) {
   auto f = [](const Tensor& x) { return var(x, {0}) + var(x, {0}, 0.0); };
   for (Shape s : {Shape{301, 517}, Shape{33, 7}, Shape{5, 3, 40}}) {
