@@ -187,7 +187,7 @@ int probe(const Options& o) {
   const Workload* w = find(ws, o.probe);
   if (!w) return 2;
   std::vector<Tensor> in = w->inputs(o.gpu);
-  Program cf = w->compiled();
+  Program cf = w->compiled(o.gpu);
   auto t0 = Clock::now();
   cf(in);
   std::printf("%.3f\n", ms_since(t0));
@@ -229,7 +229,7 @@ int run_bench(int argc, char** argv) {
   for (const Workload& w : workloads()) {
     if (!o.filter.empty() && w.name.find(o.filter) == std::string::npos) continue;
     std::vector<Tensor> first = w.inputs(o.gpu);
-    Program eager_fn = w.eager();
+    Program eager_fn = w.eager(o.gpu);
     Tensor want = eager_fn(first);
     double bytes = bytes_of(first, want);
     // Enough copies of the inputs that the set rotated through exceeds the last-level cache.
@@ -237,7 +237,7 @@ int run_bench(int argc, char** argv) {
     std::vector<std::vector<Tensor>> sets = {first};
     while (sets.size() < copies) sets.push_back(w.inputs(o.gpu));
 
-    Program cf = w.compiled();
+    Program cf = w.compiled(o.gpu);
     auto before = counters();
     auto t0 = Clock::now();
     Tensor got = cf(first);

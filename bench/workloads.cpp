@@ -15,42 +15,36 @@ std::vector<Tensor> randn_all(const std::vector<Shape>& shapes) {
 // One Adam step of Linear -> GELU -> Linear -> LayerNorm with loss mean(y^2): all eager, or
 // compiled (a joint graph partitioned into a compiled forward and backward, and Adam's step as
 // one combo kernel). The model's initial weights are the same in both programs.
-Program train_mlp_step(bool compiled) {
-  struct State {
-    std::shared_ptr<nn::Sequential> model = std::make_shared<nn::Sequential>();
-    std::shared_ptr<optim::Adam> opt;
-  };
-  auto state = std::make_shared<State>();
-  auto loss_of = [state](const Tensor& x) {
-    Tensor y = state->model->forward(x);
+Program train_mlp_step(bool compiled, bool gpu) {
+  const int64_t d = gpu ? 1024 : 256;
+  manual_seed(0);
+  auto model = std::make_shared<nn::Sequential>();
+  model->push_back(std::make_shared<nn::Linear>(d, 4 * d));
+  model->push_back(std::make_shared<nn::GELU>());
+  model->push_back(std::make_shared<nn::Linear>(4 * d, d));
+  model->push_back(std::make_shared<nn::LayerNorm>(d));
+  auto opt =
+      std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.compiled = compiled});
+  auto loss_of = [model](const Tensor& x) {
+    Tensor y = model->forward(x);
     return mean(y * y);
   };
   std::function<Tensor(const Tensor&)> loss = loss_of;  // and Adam: eager, or compiled
   if (compiled)
     loss = [cf = compile(loss_of, {.name = "train_mlp"})](const Tensor& x) { return cf(x); };
-  return [state, loss, compiled](const std::vector<Tensor>& a) {
-    if (!state->opt) {  // the model's sizes come with the first input
-      const int64_t d = a[0].size(1);
-      manual_seed(0);
-      state->model->push_back(std::make_shared<nn::Linear>(d, 4 * d));
-      state->model->push_back(std::make_shared<nn::GELU>());
-      state->model->push_back(std::make_shared<nn::Linear>(4 * d, d));
-      state->model->push_back(std::make_shared<nn::LayerNorm>(d));
-      state->opt = std::make_shared<optim::Adam>(state->model->parameters(),
-                                                 optim::AdamOptions{.compiled = compiled});
-    }
+  return [model, opt, loss](const std::vector<Tensor>& a) {
     Tensor l = loss(a[0]);
     l.backward();
-    state->opt->step();
-    state->opt->zero_grad();
+    opt->step();
+    opt->zero_grad();
     return l;
   };
 }
 
 }  // namespace
 
-Program Workload::compiled() const {
-  if (make) return make(true);
+Program Workload::compiled(bool gpu) const {
+  if (make) return make(true, gpu);
   auto cf = compile(fn, {.name = name});
   return [cf](const std::vector<Tensor>& in) { return cf(in); };
 }

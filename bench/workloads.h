@@ -19,11 +19,12 @@ struct Workload {
   Program fn;
   bool matmul_bound = false;  // the roofline is the BLAS rate, not the copy bandwidth
   // A workload with state (a training step: model, optimizer) makes its eager and compiled
-  // programs here instead, each with the same initial state; fn is then unused.
-  std::function<Program(bool compiled)> make;
-  // The eager and the compiled program of `w`.
-  Program eager() const { return make ? make(false) : fn; }
-  Program compiled() const;
+  // programs here instead, each with the same initial state, built before the first call (as
+  // PyTorch's side builds its model before timing); fn is then unused.
+  std::function<Program(bool compiled, bool gpu)> make;
+  // The eager and the compiled program of `w` at the CPU or the GPU size.
+  Program eager(bool gpu) const { return make ? make(false, gpu) : fn; }
+  Program compiled(bool gpu) const;
 };
 
 std::vector<Workload> workloads();

@@ -4,14 +4,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
-#include <map>
-#include <mutex>
 #include <sstream>
 
 #include <coil/error.h>
-
-#include "jit/subprocess.h"
 
 namespace coil::jit {
 
@@ -66,15 +63,18 @@ std::string resolve_compiler() {
       "to a compiler's path");
 }
 
-std::string compiler_version(const std::string& compiler) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> versions;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = versions.find(compiler); it != versions.end()) return it->second;
-  ProcessOutput result = run_process({compiler, "--version"});
-  COIL_CHECK(result.status.ok(), "jit: '", compiler, " --version' ", result.status.describe(),
-             ":\n", result.output, "set COIL_CXX to a working C++ compiler");
-  return versions.emplace(compiler, result.output).first->second;
+// The compiler's identity without running it (starting `g++ --version` costs 2 ms, paid by
+// every process's warm-cache first call): the file the path resolves to (g++ -> g++-12 -> ...),
+// its size and its modification time, as ccache's default compiler check. Installing another
+// compiler version replaces that file, and so changes every cache key.
+std::string compiler_identity(const std::string& compiler) {
+  std::error_code error;
+  std::filesystem::path real = std::filesystem::canonical(compiler, error);
+  struct stat st;
+  COIL_CHECK(!error && ::stat(real.c_str(), &st) == 0, "jit: cannot read the C++ compiler '",
+             compiler, "'; set COIL_CXX to a working C++ compiler");
+  return real.string() + " " + std::to_string(st.st_size) + " " +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
 // The CPU's model name and feature flags (x86 "flags", Arm "Features"), read once.
@@ -107,7 +107,7 @@ std::vector<std::string> flags_from_env() {
 Toolchain current_toolchain() {
   Toolchain t;
   t.compiler = resolve_compiler();
-  t.version = compiler_version(t.compiler);
+  t.version = compiler_identity(t.compiler);
   t.flags = flags_from_env();
   t.libs = kLibs;
   t.machine = machine_id();
