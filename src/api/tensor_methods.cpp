@@ -150,11 +150,20 @@ const Tensor& Tensor::add_(const Tensor& o) const {
 const Tensor& Tensor::sub_(const Tensor& o) const {
   return assign_result(*this, coil::sub(*this, o), "sub_");
 }
+// What an in-place op whose derivative reads `self` computes from: under autograd, a copy of
+// its old value (the write is about to replace it, and the rule would find it changed), as
+// PyTorch saves original_self.
+namespace {
+Tensor old_value(const Tensor& self, const Tensor& other) {
+  return autograd::should_record({self, other}) ? self.clone() : self;
+}
+}  // namespace
+
 const Tensor& Tensor::mul_(const Tensor& o) const {
-  return assign_result(*this, coil::mul(*this, o), "mul_");
+  return assign_result(*this, coil::mul(old_value(*this, o), o), "mul_");
 }
 const Tensor& Tensor::div_(const Tensor& o) const {
-  return assign_result(*this, coil::div(*this, o), "div_");
+  return assign_result(*this, coil::div(old_value(*this, o), o), "div_");
 }
 const Tensor& Tensor::add_(const Scalar& o) const {
   return assign_result(*this, coil::add(*this, o), "add_");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/view_replay.h"
 #include "graph/registry.h"
 
 namespace coil::autograd {
@@ -67,12 +68,24 @@ class Node : public std::enable_shared_from_this<Node> {
 
 // The autograd state of a tensor: its grad_fn and which output of it the tensor is, or (for
 // a leaf) its accumulated gradient.
+// Where a view comes from: its base (the tensor whose storage it shares; never itself a view)
+// and the view ops that lead from the base to it.
+struct ViewOrigin {
+  Tensor base;
+  std::vector<capture::ViewStep> steps;
+};
+
 struct AutogradMeta : TensorExtension {
   std::shared_ptr<Node> grad_fn;
   uint32_t output_nr = 0;
   Tensor grad;
   std::weak_ptr<Node> accumulator;  // a leaf's AccumulateGrad, shared by all its uses
-  bool is_view = false;             // made by a view op: shares its input's storage
+  // Set on views made in grad mode (PyTorch's view + in-place): a write through the view
+  // rewrites its base's history, and a view whose base was written since its history was set
+  // takes its history again, from the base, when next used.
+  std::shared_ptr<const ViewOrigin> view;
+  uint64_t view_base_version = 0;  // the base's history_version when this view's was set
+  uint64_t history_version = 0;    // counts the in-place writes that rebased this tensor
 };
 
 AutogradMeta* autograd_meta(const Tensor& t);  // null when the tensor has none

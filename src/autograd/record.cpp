@@ -95,7 +95,11 @@ class OpNode : public Node {
     std::vector<Tensor> result(next_edges.size());
     Args a(args);
     std::vector<bool> modified_in, modified_out;
-    for (const SavedTensor& s : saved_inputs_) modified_in.push_back(s.modified());
+    // A view op's rule reads its input's sizes and strides, never its elements: writes through
+    // the view (or into its base) after the forward do not matter to it.
+    const bool reads_elements = op_info(op_).kind != OpKind::View;
+    for (const SavedTensor& s : saved_inputs_)
+      modified_in.push_back(reads_elements && s.modified());
     for (const SavedTensor& s : saved_outputs_) modified_out.push_back(s.modified());
     rule(GradCtx{op_, a, outputs, grads, needed, result, modified_in, modified_out});
     for (size_t i = 0; i < result.size(); ++i) {
@@ -121,11 +125,82 @@ class OpNode : public Node {
 
 }  // namespace
 
+namespace {
+
+uint64_t history_version(const Tensor& t) {
+  const AutogradMeta* m = autograd_meta(t);
+  return m ? m->history_version : 0;
+}
+
+// A view of `base`'s current value: `origin`'s steps taken again (recorded when base needs grad).
+Tensor view_again(const ViewOrigin& origin, const Tensor& base) {
+  Tensor v = base;
+  for (const capture::ViewStep& step : origin.steps) v = capture::apply_view(step, v);
+  return v;
+}
+
+// A view whose base was written in place after the view's history was set takes its history
+// again, from the base's (the view's data is the base's: only the graph is stale).
+void refresh_view(const Tensor& t) {
+  AutogradMeta* m = autograd_meta(t);
+  if (!m || !m->view) return;
+  const uint64_t base_version = history_version(m->view->base);
+  if (m->view_base_version == base_version) return;
+  std::shared_ptr<const ViewOrigin> origin = m->view;  // view_again makes new views, not of t
+  Tensor again = view_again(*origin, origin->base);
+  m->view_base_version = base_version;
+  if (const AutogradMeta* am = autograd_meta(again); am && am->grad_fn) {
+    set_history(t, am->grad_fn, am->output_nr);
+  } else if (!t.is_leaf()) {
+    m->grad_fn = nullptr;
+    t.impl()->requires_grad = false;
+  }
+}
+
+// `self` (no longer a view in the history's sense) now holds `value`.
+void take_history(const Tensor& self, const Tensor& value) {
+  AutogradMeta* vm = autograd_meta(value);
+  if (vm && vm->grad_fn) {
+    set_history(self, vm->grad_fn, vm->output_nr);
+    vm->grad_fn->on_rebase(self.impl());
+  } else {
+    // The new contents do not depend on anything that requires grad: self becomes constant.
+    ensure_autograd_meta(self).grad_fn = nullptr;
+    self.impl()->requires_grad = false;
+  }
+  ++ensure_autograd_meta(self).history_version;
+}
+
+}  // namespace
+
 bool should_record(const std::vector<Arg>& args) {
   if (!grad_mode_enabled()) return false;
   bool any = false;
-  for_each_tensor(args, [&](const Tensor& t) { any = any || needs_grad(t); });
+  for_each_tensor(args, [&](const Tensor& t) {
+    refresh_view(t);
+    any = any || needs_grad(t);
+  });
   return any;
+}
+
+void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>& outs) {
+  const Tensor* in = std::get_if<Tensor>(&args.at(0));
+  if (!in || !in->defined() || !in->is_floating_point()) return;
+  const AutogradMeta* im = autograd_meta(*in);
+  const ViewOrigin* parent = im && im->view ? im->view.get() : nullptr;
+  const Tensor& base = parent ? parent->base : *in;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].is_same(*in) || !capture::aliases_input(op, *in, outs[i])) continue;
+    auto origin = std::make_shared<ViewOrigin>();
+    origin->base = base;
+    if (parent) origin->steps = parent->steps;
+    capture::ViewStep step{op, args, static_cast<int64_t>(i)};
+    step.args[0] = Tensor();
+    origin->steps.push_back(std::move(step));
+    AutogradMeta& m = ensure_autograd_meta(outs[i]);
+    m.view = std::move(origin);
+    m.view_base_version = history_version(base);
+  }
 }
 
 std::vector<Tensor> call_recording(OpId op, std::vector<Arg>& args) {
@@ -146,39 +221,48 @@ std::vector<Tensor> call_recording(OpId op, std::vector<Arg>& args) {
   }
   auto node = std::make_shared<OpNode>(op, args);
   node->sequence_nr = next_sequence_nr();
-  const bool view = op_info(op).kind == OpKind::View;
-  for (uint32_t i = 0; i < outs.size(); ++i) {
-    if (!outs[i].is_floating_point()) continue;
-    set_history(outs[i], node, i);
-    ensure_autograd_meta(outs[i]).is_view = view;
-  }
+  for (uint32_t i = 0; i < outs.size(); ++i)
+    if (outs[i].is_floating_point()) set_history(outs[i], node, i);
   node->save_outputs(outs);
   return outs;
 }
 
 void rebase_history(const Tensor& self, const Tensor& value, const char* op) {
   if (!grad_mode_enabled()) return;
-  if (!self.requires_grad() && !(value.defined() && value.requires_grad())) return;
+  AutogradMeta* sm = autograd_meta(self);
+  // While capturing, the tracer functionalises writes into views itself.
+  std::shared_ptr<const ViewOrigin> origin = sm && !current_dispatch_hook() ? sm->view : nullptr;
+  const bool base_needs_grad = origin && origin->base.requires_grad();
+  if (!self.requires_grad() && !(value.defined() && value.requires_grad()) && !base_needs_grad)
+    return;
   COIL_CHECK(!(self.is_leaf() && self.requires_grad()), op,
              ": a leaf tensor that requires grad (sizes ", shape_str(self.sizes()),
              ") cannot be changed in place while recording; do it under coil::NoGradGuard, or "
              "use the out-of-place op");
-  // The base a view shares its storage with would need its history rewritten too (PyTorch's
-  // view + in-place rebase); coil does not do that yet, so it refuses rather than give a
-  // wrong gradient.
-  const AutogradMeta* sm = autograd_meta(self);
-  COIL_CHECK(!(sm && sm->is_view), op, ": the tensor (sizes ", shape_str(self.sizes()),
-             ") is a view of another tensor that requires grad, and coil's autograd cannot "
-             "update a view in place yet; clone() the view first, or use the out-of-place op");
-  AutogradMeta* vm = autograd_meta(value);
-  if (vm && vm->grad_fn) {
-    set_history(self, vm->grad_fn, vm->output_nr);
-    vm->grad_fn->on_rebase(self.impl());
-  } else {
-    // The new contents do not depend on anything that requires grad: self becomes constant.
-    ensure_autograd_meta(self).grad_fn = nullptr;
-    self.impl()->requires_grad = false;
+  if (!origin) {
+    take_history(self, value);
+    return;
   }
+  const Tensor& base = origin->base;
+  COIL_CHECK(!(base.is_leaf() && base.requires_grad()), op, ": the tensor (sizes ",
+             shape_str(self.sizes()), ") is a view of a leaf tensor that requires grad (sizes ",
+             shape_str(base.sizes()),
+             "), which cannot be changed in place while recording; clone() the leaf first, or "
+             "do it under coil::NoGradGuard");
+  // The base's new value, out of place: its old value with the view's elements replaced, each
+  // view step undone from the innermost out (recorded, so gradients reach both the old value
+  // and `value`). The write itself still happens in place, after this.
+  std::vector<Tensor> inputs{base};
+  for (size_t i = 0; i + 1 < origin->steps.size(); ++i)
+    inputs.push_back(capture::apply_view(origin->steps[i], inputs.back()));
+  Tensor v = value.dtype() == self.dtype() ? value : value.to(self.dtype());
+  for (size_t i = origin->steps.size(); i-- > 0;)
+    v = capture::scatter_view(origin->steps[i], inputs[i], v);
+  take_history(base, v);
+  // The view's own history: the view of the base's new value.
+  Tensor again = view_again(*origin, v);
+  take_history(self, again);
+  ensure_autograd_meta(self).view_base_version = history_version(base);
 }
 
 }  // namespace coil::autograd

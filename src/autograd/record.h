@@ -18,8 +18,14 @@ std::vector<Tensor> call_recording(OpId op, std::vector<Arg>& args);
 
 // In-place updates (Tensor::add_ and friends, copy_, fill_): `self` now holds `value`, which
 // was computed out of place; `self` takes over value's history. A leaf that requires grad
-// cannot be changed in place while grad mode is on (its gradient would be meaningless).
+// cannot be changed in place while grad mode is on (its gradient would be meaningless). When
+// `self` is a view, its base takes the history of its old value with the view's elements
+// replaced by `value` (computed out of place, recorded), and `self` that of the view of it.
 void rebase_history(const Tensor& self, const Tensor& value, const char* op);
+
+// After a view op ran in grad mode: remembers each output that aliases its floating-point
+// input as a view of the input's base.
+void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>& outs);
 
 // An implicit composite: the op written with other ops, for autograd to record part by part.
 using CompositeFn = std::vector<Tensor> (*)(const Args& args);

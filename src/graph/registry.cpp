@@ -1,5 +1,7 @@
 #include "graph/registry.h"
 
+#include <coil/autograd.h>
+
 #include "autograd/record.h"
 
 #include <unordered_map>
@@ -87,8 +89,11 @@ std::vector<Tensor> call_below_autograd(OpId op, std::vector<Arg>& args) {
 // then capture or the eager kernel.
 std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
   normalize_args(op, args);
-  if (autograd::should_record(args)) return autograd::call_recording(op, args);
-  return call_below_autograd(op, args);
+  std::vector<Tensor> outs = autograd::should_record(args) ? autograd::call_recording(op, args)
+                                                           : call_below_autograd(op, args);
+  if (op_info(op).kind == OpKind::View && grad_mode_enabled() && !current_dispatch_hook())
+    autograd::note_views(op, args, outs);
+  return outs;
 }
 
 }  // namespace coil

@@ -136,15 +136,55 @@ TEST(Autograd, InPlaceRules) {
   Tensor s = e.sum();
   e.add_(1);
   EXPECT_THROW(s.backward(), Error);
-  // Views cannot be changed in place while recording.
-  Tensor v = (x2 * 1).select(0, 0);
-  EXPECT_THROW(v.mul_(2), Error);
+  // A view of a leaf that requires grad cannot be changed in place while recording.
+  EXPECT_COIL_ERROR(x2.select(0, 0).mul_(2), "is a view of a leaf tensor that requires grad");
   // A leaf's copy_ under no_grad, as load_state_dict does.
   {
     NoGradGuard no_grad;
     leaf.copy_(zeros({3}));
   }
   EXPECT_EQ(values(leaf), std::vector<double>(3, 0.0));
+}
+
+// Writing through a view rewrites its base's history (PyTorch's view + in-place): the base's
+// gradient sees the write, and so does every other view of the base used afterwards.
+TEST(Autograd, InPlaceThroughAViewReachesTheBase) {
+  Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}, Shape{2, 3}).requires_grad_();
+  Tensor y = x * 2;
+  y.select(0, 1).mul_(3);
+  y.sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 2, 2, 6, 6, 6}));
+
+  // A base that did not require grad starts to, through a value written into its view.
+  Tensor w = tensor<double>({1, 2}).requires_grad_();
+  Tensor b = zeros({2, 3}, kFloat64);
+  b.narrow(1, 1, 2).select(0, 0).copy_(w);
+  EXPECT_TRUE(b.requires_grad());
+  (b * b).sum().backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{2, 4}));
+
+  // A view taken before the write, used after it, has the write in its history too.
+  Tensor x3 = tensor<double>({1, 2, 3, 4}, Shape{2, 2}).requires_grad_();
+  Tensor w3 = tensor<double>({10, 20}).requires_grad_();
+  Tensor y3 = x3 * 1;
+  Tensor column = y3.select(1, 0);  // elements (0, 0) and (1, 0)
+  y3.select(0, 0).mul_(w3);         // row 0 times w3
+  (column * column).sum().backward();
+  // column = [x00 * w0, x10]: d/dx00 = 2 x00 w0^2, d/dx10 = 2 x10; d/dw0 = 2 x00^2 w0.
+  EXPECT_EQ(values(x3.grad()), (std::vector<double>{200, 0, 6, 0}));
+  EXPECT_EQ(values(w3.grad()), (std::vector<double>{20, 0}));
+}
+
+TEST(Autograd, InPlaceThroughViewsPassesGradcheck) {
+  using V = std::vector<Tensor>;
+  auto f = [](const V& in) {
+    Tensor y = in[0].sin();
+    y.t().narrow(0, 1, 2).mul_(in[1]);            // a transpose's rows: columns 1 and 2
+    y.reshape({12}).narrow(0, 0, 3).add_(in[2]);  // a contiguous reshape is a view
+    Tensor s = y.select(1, 0);                    // taken after both writes
+    return V{y.exp(), s * 2};
+  };
+  EXPECT_NO_THROW(gradcheck(f, {random({3, 4}), random({2, 3}), random({3})}));
 }
 
 TEST(Autograd, CopyIntoANonLeafCarriesTheGradient) {
