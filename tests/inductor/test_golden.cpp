@@ -114,8 +114,6 @@ TEST(Golden, ColumnReductionRunsAlongMemory) {
   EXPECT_TRUE(k.vectorized);
 }
 
-// Welford's variance over the outer dim folds along memory the same way, its running means
-// in a chunk-sized array.
 // A row's variance, short enough for L1, is two passes over the row (the mean, then squared
 // deviations); no Welford update.
 TEST(Golden, RowVarianceTakesTwoPasses) {
@@ -133,6 +131,8 @@ TEST(Golden, RowVarianceTakesTwoPasses) {
   EXPECT_NE(code.find("vsplat(mean_"), std::string::npos) << code;
 }
 
+// Welford's variance over the outer dim folds along memory the same way as a sum, its running
+// means in a chunk-sized array.
 TEST(Golden, ColumnVarianceRunsAlongMemory) {
   Compiled c = stages(
       "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"
