@@ -1,5 +1,6 @@
 #include "codegen/cpp_expr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cctype>
 #include <cstdio>
@@ -137,10 +138,34 @@ Emitted BodyEmitter::emit(const ir::Value& v) {
   return e;
 }
 
-Emitted BodyEmitter::emit_load(const ir::ValueNode& v) {
-  if (auto it = forwarded_.find(v.buffer()); it != forwarded_.end()) return it->second;
-  if (recompute)
-    if (std::optional<ir::Value> body = recompute(v.buffer())) return emit(*body);
+// An indirect load's index with each of its symbols replaced by a checked copy of the value
+// it stands for: out of range, the copy is 0 (a valid address) and the error record is set.
+sym::Expr BodyEmitter::checked_index(const ir::ValueNode& v, const std::vector<Emitted>& args) {
+  COIL_ASSERT(checks, "codegen: an indirect load in a body with no error record");
+  sym::Bindings at;
+  for (size_t k = 0; k < args.size(); ++k) {
+    // vectorizable() keeps varying integers, hence varying index values, out of vector mode.
+    COIL_ASSERT(!args[k].varying, "codegen: a vector index value for ", v.buffer());
+    const IndexCheck check{v.bounds_op(), v.index_bounds()[k]};
+    auto it = std::find(checks->begin(), checks->end(), check);
+    if (it == checks->end()) it = checks->insert(it, check);
+    Emitted i = temp("i64",
+                     "coil_checked_index(" + args[k].text + ", " + std::to_string(check.bound) +
+                         "LL, " + std::to_string(it - checks->begin()) + ", index_error)",
+                     false);
+    at.emplace(ir::ValueNode::indirect_var(k, check.bound), sym::index_var(i.text, check.bound));
+  }
+  return sym::substitute(v.index(), at);
+}
+
+Emitted BodyEmitter::emit_load(const ir::ValueNode& v, const std::vector<Emitted>& args) {
+  // An indirect load reads its buffer at another point than the one computed here.
+  if (!v.is_indirect()) {
+    if (auto it = forwarded_.find(v.buffer()); it != forwarded_.end()) return it->second;
+    if (recompute)
+      if (std::optional<ir::Value> body = recompute(v.buffer())) return emit(*body);
+  }
+  const sym::Expr index = v.is_indirect() ? checked_index(v, args) : v.index();
   DType t = v.dtype();
   const std::string& buf = v.buffer();
   auto scalar_read = [&](const std::string& index) {
@@ -149,14 +174,14 @@ Emitted BodyEmitter::emit_load(const ir::ValueNode& v) {
     if (t == kFloat16) return "(float)" + at;
     return at;
   };
-  bool var = lane_ && sym::depends_on(v.index(), lane_);
-  if (!var) return temp(compute_type(t), scalar_read(sym::to_c(v.index())), false);
+  bool var = lane_ && sym::depends_on(index, lane_);
+  if (!var) return temp(compute_type(t), scalar_read(sym::to_c(index)), false);
   int64_t stride = 0;
-  if (sym::constant_stride(v.index(), lane_, &stride) && stride == 1)
-    return temp("vf32", "vload(" + buf + " + " + sym::to_c(v.index()) + ")", true);
+  if (sym::constant_stride(index, lane_, &stride) && stride == 1)
+    return temp("vf32", "vload(" + buf + " + " + sym::to_c(index) + ")", true);
   // A gather: each lane computes its own index.
   sym::Expr k = sym::var("k_", sym::Range{0, 15});
-  sym::Expr at = sym::substitute(v.index(), {{lane_, lane_ + k}});
+  sym::Expr at = sym::substitute(index, {{lane_, lane_ + k}});
   Emitted e{"t" + std::to_string(counter_++), true};
   line("vf32 " + e.text + ";");
   line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " + e.text + "[k_] = " + buf + "[" + sym::to_c(at) +
@@ -167,7 +192,7 @@ Emitted BodyEmitter::emit_load(const ir::ValueNode& v) {
 Emitted BodyEmitter::emit_node(const ir::ValueNode& v, const std::vector<Emitted>& a) {
   switch (v.op()) {
     case Op::Load:
-      return emit_load(v);
+      return emit_load(v, a);
     case Op::Constant:
       return {c_literal(v.constant(), v.dtype()), false};
     case Op::Index:

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/value.h"
 
@@ -19,6 +20,15 @@ namespace coil::codegen {
 // its buffers hold.
 const char* compute_type(DType t);
 const char* memory_type(DType t);
+
+// A bound an indirect load's index value is checked against. A kernel that has any takes a
+// pointer to an error record after its buffers (i64[2]: the failed check's position in the
+// kernel's list plus one, and the value); the wrapper turns a record into a coil::Error.
+struct IndexCheck {
+  std::string op;  // named in the error
+  int64_t bound;
+  bool operator==(const IndexCheck&) const = default;
+};
 
 struct Emitted {
   std::string text;      // a temporary's name or a literal
@@ -50,13 +60,16 @@ class BodyEmitter {
             bool defines) {
     kept_[key] = Kept{array, index, defines};
   }
+  // Where indirect loads register their checks (shared by the bodies of one kernel).
+  std::vector<IndexCheck>* checks = nullptr;
   // Appends a statement.
   void line(const std::string& s) { out_ += indent_ + s + "\n"; }
 
  private:
   Emitted temp(const std::string& type, const std::string& expr, bool varying);
   Emitted emit_node(const ir::ValueNode& v, const std::vector<Emitted>& args);
-  Emitted emit_load(const ir::ValueNode& v);
+  Emitted emit_load(const ir::ValueNode& v, const std::vector<Emitted>& args);
+  sym::Expr checked_index(const ir::ValueNode& v, const std::vector<Emitted>& args);
   Emitted emit_scalar_op(const ir::ValueNode& v, const std::vector<Emitted>& a);
   Emitted emit_vector_op(const ir::ValueNode& v, const std::vector<Emitted>& a);
 

@@ -81,6 +81,7 @@ std::string extreme(DType t, bool lowest) {
 // and __restrict unless it may share memory with another (an in-place pair).
 std::string function_head(const std::string& name, const std::vector<std::string>& args,
                           const std::set<std::string>& written, const ir::Program& p,
+                          const std::vector<IndexCheck>& checks,
                           const std::vector<std::pair<std::string, std::string>>& inplace = {}) {
   std::set<std::string> aliased;
   for (const auto& [w, r] : inplace) aliased.insert({w, r});
@@ -92,6 +93,8 @@ std::string function_head(const std::string& name, const std::vector<std::string
             (aliased.count(args[i]) ? "* " : "* __restrict ") + args[i] + " = (" +
             (w ? "" : "const ") + type + "*)args[" + std::to_string(i) + "];\n";
   }
+  if (!checks.empty())
+    head += "  i64* index_error = (i64*)args[" + std::to_string(args.size()) + "];\n";
   return head;
 }
 
@@ -99,8 +102,10 @@ class KernelWriter {
  public:
   // `in_region`: the kernel is one part of a combo kernel, inside a parallel region its
   // function opens: its loops share out their iterations (omp for nowait) instead of forking.
-  KernelWriter(const Kernel& k, const ir::Program& p, bool in_region = false)
-      : k_(k), p_(p), in_region_(in_region) {
+  // `checks`: where the index checks go (a combo kernel's parts share one list).
+  KernelWriter(const Kernel& k, const ir::Program& p, bool in_region = false,
+               std::vector<IndexCheck>* checks = nullptr)
+      : k_(k), p_(p), in_region_(in_region), checks_(checks ? checks : &own_checks_) {
     for (const KernelNode& n : k.nodes) nodes_[n.buffer] = &n;
   }
 
@@ -112,7 +117,9 @@ class KernelWriter {
     src.parallel = parallel_;
     src.args = arguments();
     src.inplace = inplace_pairs();
-    src.code = function_head(k_.name, src.args, written(), p_, src.inplace) + src.code + "}\n";
+    src.index_checks = *checks_;
+    src.code = function_head(k_.name, src.args, written(), p_, src.index_checks, src.inplace) +
+               src.code + "}\n";
     return src;
   }
 
@@ -222,6 +229,7 @@ class KernelWriter {
     BodyEmitter em(out, indent, vector ? lane_ : nullptr, counter_);
     for (const auto& [buffer, e] : outer_values_) em.forward(buffer, e);
     em.recompute = [this](const std::string& b) { return recompute(b); };
+    em.checks = checks_;
     if (!scratch_.empty()) {
       std::string row = sym::to_c(ir::ravel(k_.inner_vars, k_.inner));
       for (const auto& [key, name] : scratch_)
@@ -623,7 +631,8 @@ class KernelWriter {
           n.body->dtype() != n.dtype || !sym::constant_stride(n.store_index, xl, &s) || s != 1)
         return false;
       ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
-        ok = ok && !nodes_.count(l.buffer()) && unit(l.index(), xl);
+        // Column order would need the index values per output column: left to row order.
+        ok = ok && !l.is_indirect() && !nodes_.count(l.buffer()) && unit(l.index(), xl);
         gathers = gathers || !unit(l.index(), rl);
       });
     }
@@ -725,6 +734,8 @@ class KernelWriter {
   bool parallel_ = false;
   bool in_region_ = false;
   int counter_ = 0;
+  std::vector<IndexCheck> own_checks_;
+  std::vector<IndexCheck>* checks_;
 };
 
 // A combo kernel: one parallel region, each part's loops shared out in turn without a barrier
@@ -737,7 +748,7 @@ KernelSource combo_kernel(const Kernel& k, const ir::Program& program) {
   std::set<std::string> written, seen;
   std::string bodies;
   for (const Kernel& part : k.parts) {
-    KernelWriter w(part, program, /*in_region=*/true);
+    KernelWriter w(part, program, /*in_region=*/true, &src.index_checks);
     std::string body = w.body();
     src.vectorized = src.vectorized && w.vectorized();
     for (const std::string& a : w.arguments())
@@ -745,8 +756,8 @@ KernelSource combo_kernel(const Kernel& k, const ir::Program& program) {
     for (const std::string& b : w.written()) written.insert(b);
     bodies += "  {  // " + part.name + "\n" + body + "  }\n";
   }
-  src.code = function_head(k.name, src.args, written, program) + "#pragma omp parallel\n{\n" +
-             bodies + "}\n}\n";
+  src.code = function_head(k.name, src.args, written, program, src.index_checks) +
+             "#pragma omp parallel\n{\n" + bodies + "}\n}\n";
   return src;
 }
 

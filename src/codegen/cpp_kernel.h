@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp_expr.h"
 #include "ir/program.h"
 #include "schedule/kernel.h"
 
@@ -21,6 +22,8 @@ struct KernelSource {
   // element it then writes the first, before writing it. When the read buffer dies at this
   // kernel, the wrapper writes the result into it (Inductor's in-place buffers).
   std::vector<std::pair<std::string, std::string>> inplace;
+  // The bounds its indirect loads check; when any, the kernel takes the error record too.
+  std::vector<IndexCheck> index_checks;
 };
 
 KernelSource generate_kernel(const schedule::Kernel& k, const ir::Program& program);

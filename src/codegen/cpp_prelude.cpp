@@ -47,6 +47,15 @@ template <typename T> static inline T smax(T a, T b) { return (a > b || a != a) 
 template <typename T> static inline T smin(T a, T b) { return (a < b || a != a) ? a : b; }
 static inline float hmax(vf32 v) { float s = v[0]; for (int k = 1; k < COIL_VEC; ++k) s = smax(s, v[k]); return s; }
 static inline float hmin(vf32 v) { float s = v[0]; for (int k = 1; k < COIL_VEC; ++k) s = smin(s, v[k]); return s; }
+// An indirect load's index value if it lies in [0, size); else 0, a safe address, with the
+// first failure (check number + 1, value) kept in the error record the wrapper reads.
+static inline i64 coil_checked_index(i64 v, i64 size, i64 check, i64* err) {
+  if (__builtin_expect((unsigned long long)v < (unsigned long long)size, 1)) return v;
+  i64 none = 0;
+  if (__atomic_compare_exchange_n(&err[0], &none, check + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    __atomic_store_n(&err[1], v, __ATOMIC_RELAXED);
+  return 0;
+}
 static inline bool hany(vi32 m) { for (int k = 0; k < COIL_VEC; ++k) if (m[k]) return true; return false; }
 static inline bool hall(vi32 m) { for (int k = 0; k < COIL_VEC; ++k) if (!m[k]) return false; return true; }
 static inline float bf2f(bf16 h) { return __builtin_bit_cast(float, (unsigned)h << 16); }

@@ -98,12 +98,17 @@ Wrapper::Wrapper(const ir::Program& program, const schedule::Schedule& schedule,
       }
       const KernelSource& k = kernels[st.kernel];
       plan.fn = reinterpret_cast<KernelFn>(library_->symbol(k.name));
+      plan.index_checks = k.index_checks;
       std::string call;
       for (const std::string& a : k.args) {
         plan.args.push_back(slot_of_.at(a));
         call += (call.empty() ? "" : ", ") + a;
       }
-      text_ += "    " + k.name + "(" + call + ")\n";
+      std::string checks;
+      for (const IndexCheck& c : k.index_checks)
+        checks += (checks.empty() ? "  # raises for an index outside " : ", ") + c.op + "'s [0, " +
+                  std::to_string(c.bound) + ")";
+      text_ += "    " + k.name + "(" + call + ")" + checks + "\n";
     } else {
       const ir::Buffer& b = program.buffer(st.buffer);
       plan.extern_buffer = &b;
@@ -171,7 +176,15 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
     if (st.fn) {
       ptrs.clear();
       for (int s : st.args) ptrs.push_back(slots[s].impl()->data());
+      int64_t index_error[2] = {0, 0};
+      if (!st.index_checks.empty()) ptrs.push_back(index_error);
       st.fn(ptrs.data());
+      if (index_error[0] != 0) {
+        const IndexCheck& c = st.index_checks.at(static_cast<size_t>(index_error[0] - 1));
+        throw Error(detail::str_cat(c.op, ": index ", index_error[1],
+                                    " is out of range for a dimension of size ", c.bound,
+                                    "; indices must lie in [0, ", c.bound, ")"));
+      }
     } else {
       std::vector<Arg> args;
       const std::vector<ir::ExternArg>& call_args = st.extern_buffer->call->args;

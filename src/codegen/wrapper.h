@@ -36,7 +36,8 @@ class Wrapper {
   };
   struct StepPlan {
     KernelFn fn = nullptr;
-    std::vector<int> args;  // slots, for a kernel
+    std::vector<int> args;                 // slots, for a kernel
+    std::vector<IndexCheck> index_checks;  // when any, the kernel takes an error record
     const ir::Buffer* extern_buffer = nullptr;
     int extern_slot = -1;
     std::vector<std::vector<int>> extern_arg_slots;  // per argument: the slots of its tensors

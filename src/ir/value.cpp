@@ -43,6 +43,29 @@ Value ValueNode::load(const std::string& buffer, DType dtype, sym::Expr index) {
   return n;
 }
 
+Value ValueNode::indirect_load(const std::string& buffer, DType dtype, sym::Expr index,
+                               std::vector<Value> indices, std::vector<int64_t> bounds,
+                               std::string bounds_op) {
+  COIL_ASSERT(!indices.empty() && indices.size() == bounds.size(),
+              "ir: an indirect load needs one bound per index value");
+  for (size_t k = 0; k < indices.size(); ++k)
+    COIL_ASSERT(indices[k]->dtype() == kInt64 && bounds[k] > 0, "ir: indirect index ", k, " of ",
+                buffer, " is ", dtype_name(indices[k]->dtype()), " with bound ", bounds[k]);
+  auto n = std::shared_ptr<ValueNode>(new ValueNode());
+  n->op_ = Op::Load;
+  n->dtype_ = dtype;
+  n->buffer_ = buffer;
+  n->index_ = index;
+  n->args_ = std::move(indices);
+  n->bounds_ = std::move(bounds);
+  n->bounds_op_ = std::move(bounds_op);
+  return n;
+}
+
+sym::Expr ValueNode::indirect_var(size_t k, int64_t bound) {
+  return sym::index_var("ind" + std::to_string(k), bound);
+}
+
 Value ValueNode::make_constant(Scalar value, DType dtype) {
   auto n = std::shared_ptr<ValueNode>(new ValueNode());
   n->op_ = Op::Constant;
@@ -126,9 +149,10 @@ class Substituter : public Mutator {
  public:
   explicit Substituter(const sym::Bindings& b) : bindings_(b) {}
   Value mutate(const Value& v) override {
-    if (v->index() == nullptr) return Mutator::mutate(v);
+    Value n = Mutator::mutate(v);  // an indirect load's index values hold loop variables too
+    if (v->index() == nullptr) return n;
     sym::Expr e = sym::substitute(v->index(), bindings_);
-    return e == v->index() ? v : v->with_index(e);
+    return e == v->index() ? n : n->with_index(e);
   }
 
  private:
@@ -163,8 +187,14 @@ bool any_node(const Value& v, const std::function<bool(const ValueNode&)>& pred)
 
 std::string to_string(const ValueNode& v) {
   switch (v.op()) {
-    case Op::Load:
-      return "load(" + v.buffer() + ", " + sym::to_string(v.index()) + ")";
+    case Op::Load: {
+      std::string s = "load(" + v.buffer() + ", " + sym::to_string(v.index());
+      for (size_t k = 0; k < v.args().size(); ++k)
+        s += (k ? ", " : "; ") + sym::to_string(ValueNode::indirect_var(k, v.index_bounds()[k])) +
+             " = " + to_string(v.args()[k]) + " < " + std::to_string(v.index_bounds()[k]);
+      if (v.is_indirect()) s += " for " + v.bounds_op();
+      return s + ")";
+    }
     case Op::Constant:
       return v.constant().str() + dtype_short_name(v.dtype());
     case Op::Index:

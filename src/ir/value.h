@@ -35,7 +35,7 @@ namespace coil::ir {
 // clang-format on
 
 enum class Op : uint8_t {
-  Load,      // buffer[index]: buffer(), index()
+  Load,      // buffer[index]: buffer(), index(); an indirect load also has args (below)
   Constant,  // constant() in dtype()
   Index,     // the integer value of index() (int64): iota, masks such as tril
   Cast,      // args[0] converted to dtype()
@@ -61,8 +61,24 @@ class ValueNode {
   sym::Expr index() const { return index_; }             // Load, Index
   const Scalar& constant() const { return constant_; }   // Constant
 
+  // An indirect load (Inductor's indirect_indexing): its index depends on loaded data. Each
+  // args()[k] is an int64 value (computed at the same point as the load), and index() refers
+  // to it through indirect_var(k, bounds[k]). A value must lie in [0, bounds[k]): one outside
+  // that range reads no memory; the compiled call fails with an error naming bounds_op().
+  // Negative values are out of range too, as in the eager gather/index_select/embedding.
+  bool is_indirect() const { return op_ == Op::Load && !args_.empty(); }
+  const std::vector<int64_t>& index_bounds() const { return bounds_; }
+  const std::string& bounds_op() const { return bounds_op_; }
+
   // Leaves.
   static Value load(const std::string& buffer, DType dtype, sym::Expr index);
+  static Value indirect_load(const std::string& buffer, DType dtype, sym::Expr index,
+                             std::vector<Value> indices, std::vector<int64_t> bounds,
+                             std::string bounds_op);
+  // The symbol that stands for an indirect load's args()[k] inside its index: "ind0", ...,
+  // ranging over [0, bound). It means args()[k] of the load whose index holds it, so loads
+  // share these names; loop variables never take them.
+  static sym::Expr indirect_var(size_t k, int64_t bound);
   static Value make_constant(Scalar value, DType dtype);
   static Value index_value(sym::Expr index);
   // Inner nodes; operands of binary ops and of Where's branches must share a dtype (lowering
@@ -84,6 +100,8 @@ class ValueNode {
   std::string buffer_;
   sym::Expr index_ = nullptr;
   Scalar constant_;
+  std::vector<int64_t> bounds_;
+  std::string bounds_op_;
 };
 
 // Rebuilds a value bottom-up; the default visits children and rebuilds a node only when one of
@@ -94,13 +112,17 @@ class Mutator {
   virtual Value mutate(const Value& v);
 };
 
-// Substitutes index variables in every Load and Index of `v`.
+// Substitutes index variables in every Load and Index of `v` (an indirect load's index values
+// included).
 Value substitute(const Value& v, const sym::Bindings& bindings);
-// Calls f(load) for every Load node of `v`, each distinct node once, in first-visit order.
+// Calls f(load) for every Load node of `v`, each distinct node once, in first-visit order
+// (the loads inside an indirect load's index values before the indirect load).
 void for_each_load(const Value& v, const std::function<void(const ValueNode&)>& f);
 // Whether any node of `v` satisfies `pred`.
 bool any_node(const Value& v, const std::function<bool(const ValueNode&)>& pred);
-// "add(load(buf0, i0 + 8*i1), 1.0f)" — the form the loop-IR printer and logs use.
+// "add(load(buf0, i0 + 8*i1), 1.0f)" — the form the loop-IR printer and logs use; an indirect
+// load prints its values after the index: "load(buf0, 8*ind0 + i1; ind0 = load(buf1, i0) < 10
+// for embedding)".
 std::string to_string(const ValueNode& v);
 inline std::string to_string(const Value& v) { return to_string(*v); }
 

@@ -156,6 +156,7 @@ const Lowering* find_lowering(OpId op) {
     register_views(t);
     register_factories(t);
     register_concat_pad(t);
+    register_indexing(t);
     return t;
   }();
   auto it = table.find(op);

@@ -90,6 +90,7 @@ void register_reductions(std::unordered_map<OpId, Lowering>& table);
 void register_views(std::unordered_map<OpId, Lowering>& table);
 void register_factories(std::unordered_map<OpId, Lowering>& table);
 void register_concat_pad(std::unordered_map<OpId, Lowering>& table);
+void register_indexing(std::unordered_map<OpId, Lowering>& table);
 
 // Broadcasting: the loader of `b` read at an index of `sizes` (right-aligned, size-1 dims at 0).
 ir::Value load_broadcast(const TensorBox& b, const Shape& sizes, const Index& index);

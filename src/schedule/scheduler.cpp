@@ -89,7 +89,10 @@ FusionDecision same_elements(const Group& g, const ir::Buffer& b) {
   ir::for_each_load(candidate.body, [&](const ir::ValueNode& l) {
     auto it = produced.find(l.buffer());
     if (it == produced.end() || !problem.empty()) return;
-    if (l.index() != it->second.store_index) {
+    if (l.is_indirect()) {
+      problem = b.name + " reads " + l.buffer() + " at a data-dependent index (" +
+                sym::to_string(l.index()) + "), not at the point the kernel computes";
+    } else if (l.index() != it->second.store_index) {
       problem = b.name + " reads " + l.buffer() + "[" + sym::to_string(l.index()) +
                 "] where the kernel writes " + l.buffer() + "[" +
                 sym::to_string(it->second.store_index) + "]";

@@ -1,7 +1,9 @@
-// Random programs (pointwise chains with broadcasting, views, reductions, softmax, matmul)
+// Random programs (pointwise chains with broadcasting, views, reductions, softmax, matmul,
+// index_select and gather)
 // through the inductor backend, against the eager interpreter. A seeded generator builds the
 // programs op by op, letting the meta functions reject ill-shaped calls; many programs share
 // one graph, so hundreds of programs cost a handful of C++ compiles.
+#include <map>
 #include <random>
 
 #include "compile_fx.h"
@@ -20,8 +22,11 @@ constexpr int kProgramsPerGraph = 40;
 
 class ProgramGenerator {
  public:
-  ProgramGenerator(Graph& g, std::mt19937_64& rng, const std::string& prefix)
-      : g_(g), rng_(rng), prefix_(prefix) {}
+  // `index_bounds`: for each int64 placeholder the generator adds, the bound its values must
+  // stay below (the size of the dim it indexes).
+  ProgramGenerator(Graph& g, std::mt19937_64& rng, const std::string& prefix,
+                   std::map<std::string, int64_t>& index_bounds)
+      : g_(g), rng_(rng), prefix_(prefix), index_bounds_(index_bounds) {}
 
   // Adds one program's placeholders and ops to the graph; returns its results.
   std::vector<Node*> generate() {
@@ -77,6 +82,12 @@ class ProgramGenerator {
     return st;
   }
 
+  Node* index_input(const Shape& sizes, int64_t bound) {
+    std::string name = prefix_ + "idx" + std::to_string(n_inputs_++);
+    index_bounds_[name] = bound;
+    return g_.placeholder(name, TensorMeta{kInt64, sizes, contiguous_strides(sizes), 0, kCPU});
+  }
+
   Node* call(OpId op, std::vector<NodeArg> args) {
     try {
       return g_.call(op, std::move(args));
@@ -91,7 +102,7 @@ class ProgramGenerator {
     auto dim = [&] {
       return static_cast<int64_t>(pick(0, static_cast<int>(std::max<int64_t>(rank, 1)) - 1));
     };
-    switch (pick(0, 17)) {
+    switch (pick(0, 19)) {
       case 0:
         return call(OpId::sin, {a});
       case 1:
@@ -137,6 +148,21 @@ class ProgramGenerator {
         int64_t d = dim(), size = a->tensor_meta().sizes[static_cast<size_t>(d)];
         return size > 1 ? call(OpId::slice, {a, d, int64_t{1}, size, int64_t{1}}) : nullptr;
       }
+      case 17: {
+        if (!rank) return nullptr;
+        int64_t d = dim();
+        Node* idx = index_input({pick(1, 9)}, a->tensor_meta().sizes[static_cast<size_t>(d)]);
+        return call(OpId::index_select, {a, d, idx});
+      }
+      case 18: {
+        if (!rank) return nullptr;
+        int64_t d = dim();
+        Shape sizes = a->tensor_meta().sizes;
+        Shape is = sizes;
+        for (size_t k = 0; k < is.size(); ++k)
+          is[k] = static_cast<int64_t>(k) == d ? pick(1, 9) : pick(1, static_cast<int>(sizes[k]));
+        return call(OpId::gather, {a, d, index_input(is, sizes[static_cast<size_t>(d)])});
+      }
       default: {
         if (rank != 2) return nullptr;
         int64_t k = a->tensor_meta().sizes[1];
@@ -151,6 +177,7 @@ class ProgramGenerator {
   std::string prefix_;
   std::vector<Node*> pool_;
   int n_inputs_ = 0;
+  std::map<std::string, int64_t>& index_bounds_;
 };
 
 // Tolerance scaled to the result: sums and matmuls accumulate in another order than eager.
@@ -165,25 +192,32 @@ void expect_matches(const Tensor& got, const Tensor& want) {
 
 TEST(Fuzz, RandomProgramsMatchEager) {
   std::mt19937_64 rng(20261122);
-  int checked = 0;
+  int checked = 0, indexing_ops = 0;
   for (int start = 0; start < kPrograms; start += kProgramsPerGraph) {
     Graph g;
     std::vector<Node*> results;
     std::vector<int> program_of;
+    std::map<std::string, int64_t> index_bounds;
     for (int p = start; p < start + kProgramsPerGraph; ++p) {
-      ProgramGenerator gen(g, rng, "p" + std::to_string(p) + "_");
+      ProgramGenerator gen(g, rng, "p" + std::to_string(p) + "_", index_bounds);
       for (Node* r : gen.generate()) {
         results.push_back(r);
         program_of.push_back(p);
       }
     }
     g.output(results);
+    for (const Node* n : g.nodes())
+      if (n->kind() == NodeKind::Call && (n->op() == OpId::index_select || n->op() == OpId::gather))
+        ++indexing_ops;
     auto graph = std::make_shared<const Graph>(std::move(g));
     std::vector<Tensor> inputs;
     for (const Node* ph : graph->placeholders()) {
       const TensorMeta& m = ph->tensor_meta();
       Tensor t = empty_from_meta(m);
-      t.copy_(random(m.sizes));
+      if (auto it = index_bounds.find(ph->name()); it != index_bounds.end())
+        t.copy_(randint(0, it->second, m.sizes));
+      else
+        t.copy_(random(m.sizes));
       inputs.push_back(t);
     }
     capture::CompiledGraph cg = compile_fx(graph, CompileOptions{}, "fuzz");
@@ -202,4 +236,5 @@ TEST(Fuzz, RandomProgramsMatchEager) {
     checked += kProgramsPerGraph;
   }
   EXPECT_GE(checked, 200);
+  EXPECT_GE(indexing_ops, 20);
 }
