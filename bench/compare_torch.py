@@ -87,11 +87,20 @@ def run_torch(names, gpu, threads):
     import torch.nn.functional as F
     if threads:
         torch.set_num_threads(threads)
+    # PyTorch before 2.0 (Debian 12's 1.13) has no torch.compile: then eager only.
+    has_compile = hasattr(torch, "compile")
+    if not has_compile:
+        print(f"  torch {torch.__version__} has no torch.compile: PyTorch eager only", flush=True)
     out = {}
     if "train_mlp" in names:
         eager_step, make = train_mlp(torch, gpu, False)
         sets = [make() for _ in range(2)]
         eager = median_ms(eager_step, sets)
+        if not has_compile:
+            out["train_mlp"] = {"torch_eager_ms": eager, "inductor_ms": None,
+                                "inductor_first_ms": None}
+            print(f"  torch train_mlp: eager {eager:.3f} ms", flush=True)
+    if "train_mlp" in names and has_compile:
         torch._dynamo.reset()
         compiled_step, _ = train_mlp(torch, gpu, True)
         t0 = time.perf_counter()
@@ -110,6 +119,11 @@ def run_torch(names, gpu, threads):
             nbytes = sum(t.numel() * t.element_size() for t in first)
             sets = [first] + [make() for _ in range(max(0, min(7, int(64e6 // max(nbytes, 1)))))]
             eager = median_ms(fn, sets)
+            if not has_compile:
+                out[name] = {"torch_eager_ms": eager, "inductor_ms": None,
+                             "inductor_first_ms": None}
+                print(f"  torch {name}: eager {eager:.3f} ms", flush=True)
+                continue
             torch._dynamo.reset()
             compiled = torch.compile(fn)
             t0 = time.perf_counter()
@@ -147,19 +161,22 @@ def main():
 
     print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
           f"matmul {coil['blas_gflops']:.0f} GFLOP/s")
-    head = ("workload", "torch eager", "inductor", "coil", "coil/ind", "roof %", "lib %",
-            "ind first", "coil first", "coil warm")
-    print("%-15s %11s %10s %10s %9s %7s %6s %10s %10s %10s" % head)
+    head = ("workload", "torch eager", "inductor", "coil", "coil/eager", "coil/ind", "roof %",
+            "lib %", "ind first", "coil first", "coil warm")
+    print("%-15s %11s %10s %10s %10s %9s %7s %6s %10s %10s %10s" % head)
     rows = []
     for w in coil["workloads"]:
         t = torch_results[w["name"]]
-        speed = t["inductor_ms"] / w["compiled_ms"]
+        ind = t["inductor_ms"]
+        speed = ind / w["compiled_ms"] if ind else None
         # lib %: the library's own time for the workload's products over coil's time.
         lib = w.get("library_ms")
         lib_pct = "%5.0f%%" % (100 * lib / w["compiled_ms"]) if lib else "     -"
-        print("%-15s %9.3fms %8.3fms %8.3fms %8.2fx %6.0f%% %s %8.0fms %8.0fms %8.1fms" % (
-            w["name"], t["torch_eager_ms"], t["inductor_ms"], w["compiled_ms"], speed,
-            100 * w["roofline_fraction"], lib_pct, t["inductor_first_ms"],
+        print("%-15s %9.3fms %10s %8.3fms %9.2fx %9s %6.0f%% %s %10s %8.0fms %8.1fms" % (
+            w["name"], t["torch_eager_ms"], "%.3fms" % ind if ind else "-", w["compiled_ms"],
+            t["torch_eager_ms"] / w["compiled_ms"], "%.2fx" % speed if speed else "-",
+            100 * w["roofline_fraction"], lib_pct,
+            "%.0fms" % t["inductor_first_ms"] if ind else "-",
             w["first_call_cold_ms"], w["first_call_warm_new_process_ms"]))
         rows.append({**w, **t, "speedup_vs_inductor": speed})
     if a.json:
