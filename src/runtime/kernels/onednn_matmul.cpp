@@ -1,6 +1,7 @@
 #include "runtime/kernels/onednn_matmul.h"
 
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -50,6 +51,10 @@ dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, int64_t batch
 
 bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
                    float* c, int64_t c_batch, int64_t ldc, bool accumulate) {
+  // Inside a parallel region (a convolution's samples, one per thread) oneDNN runs on one
+  // thread but its brgemm kernels split the work for the team size they were made for, and
+  // part of the product would be skipped: BLAS takes it, single-threaded there.
+  if (omp_in_parallel()) return false;
   // oneDNN wants positive strides; a broadcast batch (stride 0) is described as one matrix
   // only when the batch has one.
   for (int64_t s : {a.row, a.col, b.row, b.col})
