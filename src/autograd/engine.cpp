@@ -98,7 +98,15 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output_of_saver)
   if (!t.defined()) return;
   if (t.has_storage()) version_ = t.impl()->storage->version;
   if (!is_output_) {
-    data_ = t;
+    // A view's history is taken again when its base is written in place (refresh_view); the
+    // saved value keeps the history it had when saved, through an alias of its own.
+    const AutogradMeta* m = autograd_meta(t);
+    if (m && m->view) {
+      data_ = t.detach();
+      if (m->grad_fn) set_history(data_, m->grad_fn, m->output_nr);
+    } else {
+      data_ = t;
+    }
     return;
   }
   data_ = t.detach();

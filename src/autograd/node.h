@@ -69,10 +69,14 @@ class Node : public std::enable_shared_from_this<Node> {
 // The autograd state of a tensor: its grad_fn and which output of it the tensor is, or (for
 // a leaf) its accumulated gradient.
 // Where a view comes from: its base (the tensor whose storage it shares; never itself a view)
-// and the view ops that lead from the base to it.
+// and the view ops that lead from the base to it. The base is held weakly: nodes save views,
+// and a write through a view makes such nodes part of the base's history (a strong reference
+// would be a cycle). `orphan_writes`, shared by every view of one base, counts the writes made
+// through them after the base was gone, which no other view's history can follow.
 struct ViewOrigin {
-  Tensor base;
+  std::weak_ptr<TensorImpl> base;
   std::vector<capture::ViewStep> steps;
+  std::shared_ptr<uint64_t> orphan_writes;
 };
 
 struct AutogradMeta : TensorExtension {
@@ -84,8 +88,10 @@ struct AutogradMeta : TensorExtension {
   // rewrites its base's history, and a view whose base was written since its history was set
   // takes its history again, from the base, when next used.
   std::shared_ptr<const ViewOrigin> view;
-  uint64_t view_base_version = 0;  // the base's history_version when this view's was set
-  uint64_t history_version = 0;    // counts the in-place writes that rebased this tensor
+  uint64_t view_base_version = 0;           // the base's history_version when this view's was set
+  uint64_t orphan_writes_seen = 0;          // *view->orphan_writes then
+  uint64_t history_version = 0;             // counts the in-place writes that rebased this tensor
+  std::shared_ptr<uint64_t> orphan_writes;  // as a base: shared with its views' origins
 };
 
 AutogradMeta* autograd_meta(const Tensor& t);  // null when the tensor has none

@@ -42,10 +42,14 @@ std::string backward_name(OpId op) {
 class OpNode : public Node {
  public:
   OpNode(OpId op, const std::vector<Arg>& args) : op_(op), args_(args) {
+    const bool view_op = op_info(op).kind == OpKind::View;
     for_each_tensor(args, [&](const Tensor& t) {
       next_edges.push_back(needs_grad(t) ? gradient_edge(t) : Edge{});
       input_metas_.push_back(meta_of(t));
-      saved_inputs_.emplace_back(t, false);
+      // A view op's rule reads its input's sizes and strides only: it keeps an alias without
+      // history, so that a base whose history a write through the view rewrites is not held by
+      // a node of that very history.
+      saved_inputs_.emplace_back(view_op && t.defined() ? t.detach() : t, false);
     });
     // The saved copies stand in for the tensors: the arguments keep only the rest.
     for (Arg& a : args_) {
@@ -144,10 +148,19 @@ Tensor view_again(const ViewOrigin& origin, const Tensor& base) {
 void refresh_view(const Tensor& t) {
   AutogradMeta* m = autograd_meta(t);
   if (!m || !m->view) return;
-  const uint64_t base_version = history_version(m->view->base);
-  if (m->view_base_version == base_version) return;
   std::shared_ptr<const ViewOrigin> origin = m->view;  // view_again makes new views, not of t
-  Tensor again = view_again(*origin, origin->base);
+  COIL_CHECK(*origin->orphan_writes == m->orphan_writes_seen,
+             "autograd: another view of the same tensor was changed in place after that tensor "
+             "was freed, and this view (sizes ",
+             shape_str(t.sizes()),
+             ") cannot take the change into its history; keep the viewed tensor alive while its "
+             "views are written, or clone() the views");
+  std::shared_ptr<TensorImpl> base_impl = origin->base.lock();
+  if (!base_impl) return;
+  Tensor base(base_impl);
+  const uint64_t base_version = history_version(base);
+  if (m->view_base_version == base_version) return;
+  Tensor again = view_again(*origin, base);
   m->view_base_version = base_version;
   if (const AutogradMeta* am = autograd_meta(again); am && am->grad_fn) {
     set_history(t, am->grad_fn, am->output_nr);
@@ -187,19 +200,24 @@ void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>
   const Tensor* in = std::get_if<Tensor>(&args.at(0));
   if (!in || !in->defined() || !in->is_floating_point()) return;
   const AutogradMeta* im = autograd_meta(*in);
-  const ViewOrigin* parent = im && im->view ? im->view.get() : nullptr;
-  const Tensor& base = parent ? parent->base : *in;
+  // A view of a view is a view of the same base, when that base still exists.
+  const ViewOrigin* parent = im && im->view && !im->view->base.expired() ? im->view.get() : nullptr;
+  Tensor base = parent ? Tensor(parent->base.lock()) : *in;
+  AutogradMeta& bm = ensure_autograd_meta(base);
+  if (!bm.orphan_writes) bm.orphan_writes = std::make_shared<uint64_t>(0);
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].is_same(*in) || !capture::aliases_input(op, *in, outs[i])) continue;
     auto origin = std::make_shared<ViewOrigin>();
-    origin->base = base;
+    origin->base = base.impl_ptr();
+    origin->orphan_writes = bm.orphan_writes;
     if (parent) origin->steps = parent->steps;
     capture::ViewStep step{op, args, static_cast<int64_t>(i)};
     step.args[0] = Tensor();
     origin->steps.push_back(std::move(step));
     AutogradMeta& m = ensure_autograd_meta(outs[i]);
     m.view = std::move(origin);
-    m.view_base_version = history_version(base);
+    m.view_base_version = bm.history_version;
+    m.orphan_writes_seen = *bm.orphan_writes;
   }
 }
 
@@ -232,18 +250,25 @@ void rebase_history(const Tensor& self, const Tensor& value, const char* op) {
   AutogradMeta* sm = autograd_meta(self);
   // While capturing, the tracer functionalises writes into views itself.
   std::shared_ptr<const ViewOrigin> origin = sm && !current_dispatch_hook() ? sm->view : nullptr;
-  const bool base_needs_grad = origin && origin->base.requires_grad();
+  std::shared_ptr<TensorImpl> base_impl = origin ? origin->base.lock() : nullptr;
+  const bool base_needs_grad = base_impl && base_impl->requires_grad;
   if (!self.requires_grad() && !(value.defined() && value.requires_grad()) && !base_needs_grad)
     return;
   COIL_CHECK(!(self.is_leaf() && self.requires_grad()), op,
              ": a leaf tensor that requires grad (sizes ", shape_str(self.sizes()),
              ") cannot be changed in place while recording; do it under coil::NoGradGuard, or "
              "use the out-of-place op");
-  if (!origin) {
+  if (origin && !base_impl) {
+    // The base is gone: only the other views of it could see this write, and they are told
+    // (refresh_view) rather than given a history that misses it.
+    ++*origin->orphan_writes;
+    sm->orphan_writes_seen = *origin->orphan_writes;
+  }
+  if (!base_impl) {
     take_history(self, value);
     return;
   }
-  const Tensor& base = origin->base;
+  const Tensor base(base_impl);
   COIL_CHECK(!(base.is_leaf() && base.requires_grad()), op, ": the tensor (sizes ",
              shape_str(self.sizes()), ") is a view of a leaf tensor that requires grad (sizes ",
              shape_str(base.sizes()),
@@ -251,8 +276,13 @@ void rebase_history(const Tensor& self, const Tensor& value, const char* op) {
              "do it under coil::NoGradGuard");
   // The base's new value, out of place: its old value with the view's elements replaced, each
   // view step undone from the innermost out (recorded, so gradients reach both the old value
-  // and `value`). The write itself still happens in place, after this.
-  std::vector<Tensor> inputs{base};
+  // and `value`). The write itself still happens in place, after this. The old value is read
+  // through a stand-in with the base's old history: the nodes that read it must not hold the
+  // base itself, whose history they are about to become (a reference cycle).
+  Tensor old = base.detach();
+  if (const AutogradMeta* bm = autograd_meta(base); bm && bm->grad_fn)
+    set_history(old, bm->grad_fn, bm->output_nr);
+  std::vector<Tensor> inputs{old};
   for (size_t i = 0; i + 1 < origin->steps.size(); ++i)
     inputs.push_back(capture::apply_view(origin->steps[i], inputs.back()));
   Tensor v = value.dtype() == self.dtype() ? value : value.to(self.dtype());

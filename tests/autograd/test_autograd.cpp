@@ -175,6 +175,22 @@ TEST(Autograd, InPlaceThroughAViewReachesTheBase) {
   EXPECT_EQ(values(w3.grad()), (std::vector<double>{20, 0}));
 }
 
+// A view does not keep its base alive. Written after the base is gone, it takes the new history
+// alone; another view of that base, used afterwards, raises rather than miss the write.
+TEST(Autograd, InPlaceThroughAViewOfAFreedTensor) {
+  Tensor x = tensor<double>({1, 2, 3, 4}, Shape{2, 2}).requires_grad_();
+  Tensor row, column;
+  {
+    Tensor y = x * 1;
+    row = y.select(0, 0);
+    column = y.select(1, 0);
+  }
+  row.mul_(3);
+  row.sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3, 3, 0, 0}));
+  EXPECT_COIL_ERROR(column * 2, "another view of the same tensor was changed in place");
+}
+
 TEST(Autograd, InPlaceThroughViewsPassesGradcheck) {
   using V = std::vector<Tensor>;
   auto f = [](const V& in) {
