@@ -1,28 +1,12 @@
 // Golden text for the compiler's stages on small graphs: a change in lowering, fusion or code
 // generation shows up here as a visible diff. (Update the expected text when a change is meant.)
 #include "codegen/cpp_kernel.h"
-#include "graph/parser.h"
-#include "lower/lower_graph.h"
-#include "schedule/scheduler.h"
+#include "inductor/stages.h"
 #include "testing.h"
 
 using namespace coil;
-
-namespace {
-
-struct Compiled {
-  ir::Program program;
-  schedule::Schedule schedule;
-};
-
-Compiled stages(const std::string& graph_text) {
-  Graph g = parse_graph(graph_text);
-  Compiled c{lower::lower_graph(g), {}};
-  c.schedule = schedule::schedule(c.program);
-  return c;
-}
-
-}  // namespace
+using testing_stages::Compiled;
+using testing_stages::stages;
 
 TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
   Compiled c = stages(

@@ -2,9 +2,7 @@
 // extern call): they match eager exactly for every dtype, index dtype and layout, fuse with
 // their producers and consumers, and an out-of-range index fails the call as eager does.
 #include "codegen/cpp_kernel.h"
-#include "graph/parser.h"
-#include "lower/lower_graph.h"
-#include "schedule/scheduler.h"
+#include "inductor/stages.h"
 #include "testing.h"
 
 namespace coil::testing {
@@ -199,17 +197,8 @@ TEST_F(Indexing, ChecksOfACombinedKernelNameTheirOp) {
 
 // ---- the loop IR and the generated code of an indirect load ----------------------------------
 
-struct Compiled {
-  ir::Program program;
-  schedule::Schedule schedule;
-};
-
-Compiled stages(const std::string& graph_text) {
-  Graph g = parse_graph(graph_text);
-  Compiled c{lower::lower_graph(g), {}};
-  c.schedule = schedule::schedule(c.program);
-  return c;
-}
+using testing_stages::Compiled;
+using testing_stages::stages;
 
 // The table's row is read with vector loads at a scalar base: the index value does not change
 // along the vectorised loop, so it is loaded and checked once per step, not per lane.
