@@ -158,11 +158,13 @@ Node* decompose_mse_loss(Graph& g, Node* node) {
   return e.to(reduce_loss(e, sq, arg<std::string>(node, 2), nullptr), t);
 }
 
-// scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where a bool (or causal)
-// mask sets the scores it excludes to -inf, and a row with every key excluded attends to
-// nothing (zeros, where softmax would give nan), as eager's safe softmax. Dropout declines.
+// scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where a bool mask sets the scores it excludes to -inf, and a row with every key excluded attends to
+// nothing (zeros, where softmax would give nan), as eager's safe softmax. Dropout declines
+// (random draws: eager keeps the stream), and so does attention with no mask or a causal one:
+// its eager kernel, blocked with vectorised rows, keeps the scores in cache where the
+// decomposition writes them out between two products and a softmax kernel.
 Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
-  if (arg<double>(node, 4) > 0) return nullptr;  // random draws: eager keeps the stream
+  if (arg<double>(node, 4) > 0 || !input(node, 3)) return nullptr;
   Emit e{g, node};
   const DType t = dtype(node), ct = compute_type(t);
   Node *q = e.to(input(node, 0), ct), *k = e.to(input(node, 1), ct), *v = e.to(input(node, 2), ct);
@@ -171,15 +173,9 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
       opt_arg<double>(node, 6).value_or(1 / std::sqrt(static_cast<double>(sizes(q).back())));
   Node* kt = e(OpId::transpose, {k, int64_t{-2}, int64_t{-1}});
   Node* scores = e(OpId::mul, {e(OpId::matmul, {q, kt}), Scalar(scale)});
-  const Shape& ss = sizes(scores);
-  if (arg<bool>(node, 5)) {
-    Node* ones = e(OpId::full,
-                   {Shape{ss[ss.size() - 2], ss.back()}, Scalar(true), kBool, meta(node).device});
-    mask = e(OpId::tril, {ones});
-  }
-  if (mask && dtype(mask) == kBool) {
+  if (dtype(mask) == kBool) {
     scores = e(OpId::where, {mask, scores, Scalar(-kInf)});
-  } else if (mask) {
+  } else {
     scores = e(OpId::add, {scores, e.to(mask, ct)});
   }
   Node* excluded = e(OpId::all, {e(OpId::eq, {scores, Scalar(-kInf)}), Shape{-1}, true});

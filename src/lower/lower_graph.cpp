@@ -85,7 +85,9 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
     }
   } else {
     why = op_info(n.op()).kind == OpKind::Extern ? "library kernel"
-                                                 : "no lowering: runs the eager kernel";
+          : n.op() == OpId::scaled_dot_product_attention
+              ? "fused attention kernel (decompositions keep it whole)"
+              : "no lowering: runs the eager kernel";
   }
   return lower_extern(cx, n, why);
 }

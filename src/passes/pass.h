@@ -28,7 +28,7 @@ bool run_pass_group(Graph& g, const char* group, const std::vector<Pass>& passes
                     const std::string& log_prefix, debug::Timeline* timeline = nullptr);
 
 // On the captured graph, before autograd: clean-ups and canonical forms that make the graph
-// smaller to differentiate.
+// smaller to differentiate, and written-out attention as one attention call.
 std::vector<Pass> pre_grad_passes();
 // On the joint forward+backward graph: the clean-ups, which the backward graph's duplicated
 // and dead computations need most.

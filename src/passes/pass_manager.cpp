@@ -64,6 +64,7 @@ std::vector<Pass> pre_grad_passes() {
           {"algebraic_simplification", run_algebraic_simplification},
           {"constant_folding", run_constant_folding},
           {"cse", run_cse},
+          {"fuse_attention", run_fuse_attention},
           {"dce", run_dce}};
 }
 

@@ -21,6 +21,8 @@ bool run_remove_noops(Graph& g);
 bool run_algebraic_simplification(Graph& g);
 // One form for each view: transpose and t as permute, chains of reshapes as one reshape.
 bool run_canonicalize_views(Graph& g);
+// softmax(q @ k^T * scale) @ v, written out, -> one scaled_dot_product_attention call.
+bool run_fuse_attention(Graph& g);
 // The post-grad pattern rewrites: add(mm, bias) -> addmm, relu(addmm) -> addmm_relu.
 bool run_post_grad_patterns(Graph& g);
 

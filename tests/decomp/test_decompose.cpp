@@ -19,8 +19,11 @@ TEST(Decompose, EveryExampleMatchesEager) {
     OpId op = *find_op(ex.op);
     if (!find_decomposition(op)) continue;
     covered.insert(op);
-    check_decomposition(op, example_args(ex, values),
-                        /*declines=*/ex.random);  // dropout in training
+    std::vector<Arg> args = example_args(ex, values);
+    // Dropout in training; attention without a mask, which runs its fused kernel.
+    bool declines = ex.random || (op == OpId::scaled_dot_product_attention &&
+                                  std::holds_alternative<std::monostate>(args.at(3)));
+    check_decomposition(op, args, declines);
   }
   for (OpId op : decomposed_ops()) EXPECT_TRUE(covered.count(op)) << op_name(op);
 }
@@ -49,6 +52,9 @@ TEST(Decompose, DeclinesWhatMustStay) {
   check_decomposition(OpId::dropout, {x, F(0.25), B(true)}, true);
   Tensor q = rnd({2, 4, 8});
   check_decomposition(OpId::scaled_dot_product_attention, {q, q, q, None(), F(0.1)}, true);
+  // Attention without a mask (or a causal one) runs its fused eager kernel.
+  check_decomposition(OpId::scaled_dot_product_attention, {q, q, q}, true);
+  check_decomposition(OpId::scaled_dot_product_attention, {q, q, q, None(), F(0), B(true)}, true);
 }
 
 // A declined node stays while the rest of the graph decomposes around it.

@@ -370,6 +370,43 @@ TEST(Attention, CausalIsTopLeftLowerTriangular) {
   }
 }
 
+TEST(Attention, BlocksOfQueryRowsCoverEveryRow) {
+  // More query rows than one block, a ragged last block, keys not a multiple of the vector
+  // width; causal with more queries than keys; operands read through strides.
+  for (DType dt : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor q = random({3, 300, 16}, dt), k = random({3, 77, 16}, dt), v = random({3, 77, 24}, dt);
+    Ref want = ref_attention(q, k, v, 0.25, no_mask);
+    ct::expect_close(scaled_dot_product_attention(noncontiguous(q), k, noncontiguous(v), {}, 0.0,
+                                                  false, 0.25),
+                     want.v, want.sizes, 1e-5, 1e-6);
+    Ref causal = ref_attention(q, k, v, 0.25, [](int64_t, int64_t l, int64_t s) {
+      return s > l ? -INFINITY : 0.0;
+    });
+    ct::expect_close(scaled_dot_product_attention(q, noncontiguous(k), v, {}, 0.0, true, 0.25),
+                     causal.v, causal.sizes, 1e-5, 1e-6);
+  }
+}
+
+TEST(Attention, ScoresOfInfinityAndNaN) {
+  // Query row 0 scores -inf against every key (+inf times negative keys): it attends to
+  // nothing and gives zeros, as the safe softmax does; a NaN in row 1 makes that row NaN; row 2
+  // is ordinary. Rows shorter than a vector and longer than two.
+  for (int64_t S : {5, 40}) {
+    Tensor q = random({3, 4}), k = random({S, 4}, kFloat32, -2, -0.5), v = random({S, 3});
+    q.select(0, 0).select(0, 0).fill_(INFINITY);
+    q.select(0, 0).narrow(0, 1, 3).fill_(0.0);
+    q.select(0, 1).select(0, 2).fill_(NAN);
+    std::vector<double> got = values(scaled_dot_product_attention(q, k, v));
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(got[j], 0.0);
+      EXPECT_TRUE(std::isnan(got[3 + j]));
+    }
+    Ref want = ref_attention(q.narrow(0, 2, 1), k, v, 0.5, no_mask);
+    for (int j = 0; j < 3; ++j) EXPECT_NEAR(got[6 + j], want.v[j], 1e-6);
+  }
+}
+
 TEST(Attention, BoolAndFloatMasks) {
   Tensor q = random({2, 3, 4, 5}), k = random({2, 3, 6, 5}), v = random({2, 3, 6, 2});
   double scale = 1 / std::sqrt(5.0);

@@ -1,0 +1,112 @@
+// Attention written out by hand, softmax(q @ k^T * scale) @ v, becomes one
+// scaled_dot_product_attention call (Inductor's fuse_attention patterns, on the captured graph):
+// its kernel takes a block of query rows from scores to output on one thread, so the scores
+// never go to memory, and a graph of nothing else needs no generated code at all.
+//
+// The scale may multiply the product on either side or divide it; the key's transpose is the
+// permute that view canonicalisation makes of transpose(-2, -1). The rewrite keeps the value
+// except for a row whose scores are all -inf (only infinite inputs make one), where the
+// attention kernel's safe softmax gives zeros instead of NaN.
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+#include "passes/pattern_matcher.h"
+
+namespace coil {
+
+namespace {
+
+using detail_passes::node_arg;
+using detail_passes::uniform_value;
+
+bool is_call(const Node* n, OpId op) {
+  return n != nullptr && n->kind() == NodeKind::Call && n->op() == op;
+}
+bool single_user(const Node* n) { return n->users().size() == 1; }
+const Shape& sizes(const Node* n) { return n->tensor_meta().sizes; }
+
+// The leading (batch) sizes of a matrix operand.
+Shape batch_of(const Node* n) { return Shape(sizes(n).begin(), sizes(n).end() - 2); }
+
+// Whether `n` permutes only its input's last two dims.
+bool swaps_last_two(const Node* n) {
+  if (!is_call(n, OpId::permute)) return false;
+  const Shape& dims = std::get<Shape>(n->args()[1]);
+  const int64_t r = static_cast<int64_t>(dims.size());
+  if (r < 2) return false;
+  for (int64_t i = 0; i < r; ++i) {
+    int64_t want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
+    if (dims[i] != want && dims[i] != want - r) return false;
+  }
+  return true;
+}
+
+struct Parts {
+  Node *q, *k;
+  double scale;
+};
+
+// q, k and the scale behind the softmax's input, when it is (q @ permute(k)) scaled once at
+// most, each intermediate read by nothing else.
+std::optional<Parts> attention_scores(Node* s) {
+  double scale = 1.0;
+  if (is_call(s, OpId::mul) && single_user(s)) {
+    for (int side = 0; side < 2; ++side) {
+      std::optional<double> f = uniform_value(s->args()[side]);
+      Node* x = node_arg(s->args()[1 - side]);
+      if (f && x) {
+        scale = *f;
+        s = x;
+        break;
+      }
+    }
+  } else if (is_call(s, OpId::div) && single_user(s) &&
+             std::holds_alternative<std::monostate>(s->args()[2])) {  // no rounding mode
+    std::optional<double> d = uniform_value(s->args()[1]);
+    Node* x = node_arg(s->args()[0]);
+    if (d && *d != 0 && x) {
+      scale = 1.0 / *d;
+      s = x;
+    }
+  }
+  if (!is_call(s, OpId::matmul) || !single_user(s)) return std::nullopt;
+  Node* kt = node_arg(s->args()[1]);
+  if (!swaps_last_two(kt)) return std::nullopt;
+  return Parts{node_arg(s->args()[0]), node_arg(kt->args()[0]), scale};
+}
+
+Pattern attention() {
+  Pattern p;
+  p.name = "softmax(q @ k^T * scale) @ v -> scaled_dot_product_attention(q, k, v, scale)";
+  p.expr = op(OpId::matmul, {op(OpId::softmax, {any("scores")}, "softmax"), any("v")});
+  p.predicate = [](const Match& m) {
+    Node *softmax = m["softmax"], *v = m["v"];
+    std::optional<Parts> parts = attention_scores(m["scores"]);
+    if (!parts || !single_user(softmax) || !parts->q || !parts->k) return false;
+    const int64_t r = static_cast<int64_t>(sizes(softmax).size());
+    const int64_t dim = std::get<int64_t>(softmax->args()[1]);
+    const DType t = v->tensor_meta().dtype;
+    // sdpa's operands share a dtype and batch shape; its float16/bfloat16 path would round the
+    // scores differently from this graph, so only float32 and float64 are rewritten.
+    for (const Node* x : {parts->q, parts->k, v})
+      if (x->tensor_meta().dtype != t || sizes(x).size() != sizes(softmax).size() ||
+          batch_of(x) != batch_of(softmax) || x->tensor_meta().device != v->tensor_meta().device)
+        return false;
+    return r >= 2 && (dim == r - 1 || dim == -1) && (t == kFloat32 || t == kFloat64) &&
+           softmax->tensor_meta().dtype == t && m.root->tensor_meta().dtype == t;
+  };
+  p.replacement = [](Graph& g, const Match& m) {
+    Parts parts = *attention_scores(m["scores"]);
+    return g.call(OpId::scaled_dot_product_attention,
+                  {parts.q, parts.k, m["v"], std::monostate{}, 0.0, false, parts.scale}, m.root);
+  };
+  return p;
+}
+
+}  // namespace
+
+bool run_fuse_attention(Graph& g) {
+  static const std::vector<Pattern> patterns = {attention()};
+  return apply_patterns(g, patterns);
+}
+
+}  // namespace coil

@@ -1,0 +1,91 @@
+// fuse_attention: written-out attention becomes one scaled_dot_product_attention call, with
+// the scale however the program wrote it, and stays as written where the rewrite would not
+// compute the same value or would drop an intermediate someone reads.
+#include "pass_testing.h"
+
+using namespace coil;
+using namespace coil::testing;
+
+namespace {
+
+const char* kHead =
+    "def forward(self, q: \"f32[2, 6, 4][24, 4, 1]cpu\", k: \"f32[2, 5, 4][20, 4, 1]cpu\", "
+    "v: \"f32[2, 5, 3][15, 3, 1]cpu\"):\n"
+    "    kt = coil.permute(k, [0, 2, 1])\n"
+    "    s = coil.matmul(q, kt)\n";
+
+std::string program(const std::string& scaled) {
+  return std::string(kHead) + scaled +
+         "    p = coil.softmax(scaled, -1)\n"
+         "    out = coil.matmul(p, v)\n"
+         "    return (out,)\n";
+}
+
+std::string fused(const std::string& scale) {
+  return "def forward(self, q: \"f32[2, 6, 4][24, 4, 1]cpu\", k: \"f32[2, 5, 4][20, 4, 1]cpu\", "
+         "v: \"f32[2, 5, 3][15, 3, 1]cpu\"):\n"
+         "    scaled_dot_product_attention = coil.scaled_dot_product_attention(q, k, v, None, "
+         "0.0, False, " +
+         scale +
+         ")\n"
+         "    return (scaled_dot_product_attention,)\n";
+}
+
+TEST(FuseAttention, TakesTheScaleAsWritten) {
+  expect_pass(run_fuse_attention, program("    scaled = coil.mul(s, 0.5)\n"), fused("0.5"));
+  expect_pass(run_fuse_attention, program("    scaled = coil.mul(0.25, s)\n"), fused("0.25"));
+  expect_pass(run_fuse_attention, program("    scaled = coil.div(s, 2.0)\n"), fused("0.5"));
+  expect_pass(run_fuse_attention, program("    scaled = coil.mul(s, 1)\n"), fused("1.0"));
+  // No scale at all: the product feeds the softmax directly.
+  std::string plain = std::string(kHead) +
+                      "    p = coil.softmax(s, 2)\n"
+                      "    out = coil.matmul(p, v)\n"
+                      "    return (out,)\n";
+  expect_pass(run_fuse_attention, plain, fused("1.0"));
+}
+
+TEST(FuseAttention, KeepsWhatItCannotFuse) {
+  // The weights are a result too: they must still be computed.
+  expect_no_change(run_fuse_attention, std::string(kHead) +
+                                           "    scaled = coil.mul(s, 0.5)\n"
+                                           "    p = coil.softmax(scaled, -1)\n"
+                                           "    out = coil.matmul(p, v)\n"
+                                           "    return (out, p)\n");
+  // A softmax over the queries, not the keys.
+  expect_no_change(run_fuse_attention, std::string(kHead) +
+                                           "    p = coil.softmax(s, 1)\n"
+                                           "    out = coil.matmul(p, v)\n"
+                                           "    return (out,)\n");
+  // A per-element scale is a mask, not a scale; a rounding division is not a scale either.
+  expect_no_change(run_fuse_attention,
+                   std::string(kHead) +
+                       "    scaled = coil.mul(s, s)\n"
+                       "    p = coil.softmax(scaled, -1)\n"
+                       "    out = coil.matmul(p, v)\n"
+                       "    return (out,)\n");
+  expect_no_change(run_fuse_attention,
+                   std::string(kHead) +
+                       "    scaled = coil.div(s, 2.0, \"floor\")\n"
+                       "    p = coil.softmax(scaled, -1)\n"
+                       "    out = coil.matmul(p, v)\n"
+                       "    return (out,)\n");
+  // The key is not transposed (q @ k with k already [.., E, S] could be anything).
+  expect_no_change(run_fuse_attention,
+                   "def forward(self, q: \"f32[6, 4][4, 1]cpu\", k: \"f32[4, 5][5, 1]cpu\", "
+                   "v: \"f32[5, 3][3, 1]cpu\"):\n"
+                   "    s = coil.matmul(q, k)\n"
+                   "    p = coil.softmax(s, -1)\n"
+                   "    out = coil.matmul(p, v)\n"
+                   "    return (out,)\n");
+  // float16 attention would round its scores differently from this graph.
+  expect_no_change(run_fuse_attention,
+                   "def forward(self, q: \"f16[6, 4][4, 1]cpu\", k: \"f16[5, 4][4, 1]cpu\", "
+                   "v: \"f16[5, 3][3, 1]cpu\"):\n"
+                   "    kt = coil.permute(k, [1, 0])\n"
+                   "    s = coil.matmul(q, kt)\n"
+                   "    p = coil.softmax(s, -1)\n"
+                   "    out = coil.matmul(p, v)\n"
+                   "    return (out,)\n");
+}
+
+}  // namespace
