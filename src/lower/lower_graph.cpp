@@ -86,7 +86,7 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
   } else {
     why = op_info(n.op()).kind == OpKind::Extern ? "library kernel"
           : n.op() == OpId::scaled_dot_product_attention
-              ? "fused attention kernel (decompositions keep it whole)"
+              ? "attention's eager kernel (library products, vectorised rows)"
               : "no lowering: runs the eager kernel";
   }
   return lower_extern(cx, n, why);

@@ -1,7 +1,8 @@
 // Attention written out by hand, softmax(q @ k^T * scale) @ v, becomes one
 // scaled_dot_product_attention call (Inductor's fuse_attention patterns, on the captured graph):
-// its kernel takes a block of query rows from scores to output on one thread, so the scores
-// never go to memory, and a graph of nothing else needs no generated code at all.
+// its eager kernel (library products around a vectorised row softmax) is as fast as the code
+// the decomposed form would generate, and a graph of nothing else then needs no generated code,
+// so no C++ compiler run on its first call.
 //
 // The scale may multiply the product on either side or divide it; the key's transpose is the
 // permute that view canonicalisation makes of transpose(-2, -1). The rewrite keeps the value
