@@ -158,11 +158,12 @@ Node* decompose_mse_loss(Graph& g, Node* node) {
   return e.to(reduce_loss(e, sq, arg<std::string>(node, 2), nullptr), t);
 }
 
-// scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where a bool mask sets the scores it excludes to -inf, and a row with every key excluded attends to
-// nothing (zeros, where softmax would give nan), as eager's safe softmax. Dropout declines
-// (random draws: eager keeps the stream), and so does attention with no mask or a causal one:
-// its eager kernel runs what the decomposition would generate (two library products around a
-// vectorised row softmax) as fast, with no code to compile.
+// scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where a bool mask sets the
+// scores it excludes to -inf, and a row with every key excluded attends to nothing (zeros, where
+// softmax would give nan), as eager's safe softmax. Dropout declines (random draws: eager keeps the
+// stream), and so does attention with no mask or a causal one: its eager kernel runs what the
+// decomposition would generate (two library products around a vectorised row softmax) as fast, with
+// no code to compile.
 Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   if (arg<double>(node, 4) > 0 || !input(node, 3)) return nullptr;
   Emit e{g, node};

@@ -81,84 +81,69 @@ AttentionShape attention_shape(const Args& a) {
   return s;
 }
 
-// The softmax of one row of scores, row r of the (batch..., L, S) scores: scale, mask and
-// causality first, then a "safe" softmax and dropout's keep-mask `keep` (when given).
+// Applies scale, mask and causality to each row of `scores` (contiguous, shape
+// (batch..., L, S)), then the safe softmax and dropout's keep-mask `keep` (when given).
 template <typename T>
-class RowSoftmax {
- public:
-  RowSoftmax(const AttentionShape& sh, double scale, const Tensor& mask, bool causal,
-             const Tensor& keep, double keep_scale)
-      : sh_(sh),
-        scale_(static_cast<T>(scale)),
-        causal_(causal),
-        mask_p_(mask.defined() ? static_cast<const char*>(mask.data_ptr()) : nullptr),
-        bool_mask_(mask.defined() && mask.dtype() == kBool),
-        mstride_(mask.defined() ? broadcast_strides(mask, scores_sizes(sh)) : Shape{}),
-        keep_p_(keep.defined() ? keep.data_ptr<T>() : nullptr),
-        keep_scale_(static_cast<T>(keep_scale)) {}
+void softmax_rows(Tensor& scores, const AttentionShape& sh, double scale, const Tensor& mask,
+                  bool causal, const Tensor& keep, double keep_scale) {
+  T* base = scores.data_ptr<T>();
+  const T* keep_p = keep.defined() ? keep.data_ptr<T>() : nullptr;
+  Shape mstride = mask.defined() ? broadcast_strides(mask, scores.sizes()) : Shape{};
+  bool bool_mask = mask.defined() && mask.dtype() == kBool;
+  const char* mask_p = mask.defined() ? static_cast<const char*>(mask.data_ptr()) : nullptr;
+  int64_t rows = numel_of(sh.batch) * sh.l, nb = static_cast<int64_t>(sh.batch.size());
+  const T neg_inf = -std::numeric_limits<T>::infinity();
 
-  static Shape scores_sizes(const AttentionShape& sh) {
-    Shape s = sh.batch;
-    s.push_back(sh.l);
-    s.push_back(sh.s);
-    return s;
-  }
-
-  void operator()(T* x, int64_t r) const {
-    const int64_t l = r % sh_.l, s = sh_.s, nb = static_cast<int64_t>(sh_.batch.size());
+  auto row = [&](int64_t r) {
+    T* x = base + r * sh.s;
+    int64_t l = r % sh.l;
     if constexpr (std::is_same_v<T, float>) {
-      if (!mask_p_ && !keep_p_) {  // the common case, vectorised: keys up to the causal limit
-        const int64_t valid = causal_ ? std::min(l + 1, s) : s;
-        softmax_row(x, valid, scale_);
-        std::fill(x + valid, x + s, 0.0f);
+      if (!mask_p && !keep_p) {  // the common case, vectorised: the keys up to the causal limit
+        const int64_t valid = causal ? std::min(l + 1, sh.s) : sh.s;
+        softmax_row(x, valid, static_cast<float>(scale));
+        std::fill(x + valid, x + sh.s, 0.0f);
         return;
       }
     }
-    const T neg_inf = -std::numeric_limits<T>::infinity();
     // The mask's offset for this row: unravel the batch index against its broadcast strides.
     int64_t moff = 0, ms = 0;
-    if (mask_p_) {
-      moff = l * mstride_[nb];
-      ms = mstride_[nb + 1];
-      for (int64_t d = nb - 1, rem = r / sh_.l; d >= 0; --d) {
-        moff += (rem % sh_.batch[d]) * mstride_[d];
-        rem /= sh_.batch[d];
+    if (mask_p) {
+      moff = l * mstride[nb];
+      ms = mstride[nb + 1];
+      for (int64_t d = nb - 1, rem = r / sh.l; d >= 0; --d) {
+        moff += (rem % sh.batch[d]) * mstride[d];
+        rem /= sh.batch[d];
       }
     }
     bool all_masked = true;
     T mx = neg_inf;
-    for (int64_t j = 0; j < s; ++j) {
-      T v = x[j] * scale_;
-      if (causal_ && j > l) v = neg_inf;
-      if (bool_mask_ && !reinterpret_cast<const bool*>(mask_p_)[moff + j * ms]) v = neg_inf;
-      if (mask_p_ && !bool_mask_) v += reinterpret_cast<const T*>(mask_p_)[moff + j * ms];
+    for (int64_t j = 0; j < sh.s; ++j) {
+      T v = x[j] * static_cast<T>(scale);
+      if (causal && j > l) v = neg_inf;
+      if (bool_mask && !reinterpret_cast<const bool*>(mask_p)[moff + j * ms]) v = neg_inf;
+      if (mask_p && !bool_mask) v += reinterpret_cast<const T*>(mask_p)[moff + j * ms];
       x[j] = v;
       if (v != neg_inf) all_masked = false;
       if (v > mx) mx = v;
     }
     if (all_masked) {
-      std::fill(x, x + s, T(0));
+      std::fill(x, x + sh.s, T(0));
       return;
     }
     T sum = 0;
-    for (int64_t j = 0; j < s; ++j) sum += (x[j] = std::exp(x[j] - mx));
-    const T inv = T(1) / sum;
-    for (int64_t j = 0; j < s; ++j) {
-      x[j] *= inv;
-      if (keep_p_) x[j] *= keep_p_[r * s + j] * keep_scale_;
+    for (int64_t j = 0; j < sh.s; ++j) sum += (x[j] = std::exp(x[j] - mx));
+    for (int64_t j = 0; j < sh.s; ++j) {
+      x[j] /= sum;
+      if (keep_p) x[j] *= keep_p[r * sh.s + j] * static_cast<T>(keep_scale);
     }
+  };
+  if (rows > 1 && rows * sh.s >= kParallelGrain) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) row(r);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) row(r);
   }
-
- private:
-  const AttentionShape& sh_;
-  T scale_;
-  bool causal_;
-  const char* mask_p_;
-  bool bool_mask_;
-  Shape mstride_;
-  const T* keep_p_;
-  T keep_scale_;
-};
+}
 
 }  // namespace
 
@@ -184,30 +169,29 @@ std::vector<Tensor> eager_scaled_dot_product_attention(const Args& a,
   double p = a.f64(4);
   double scale = a.opt_f64(6).value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
 
-  Tensor scores = empty_contiguous(RowSoftmax<float>::scores_sizes(sh), ct);
+  Shape score_sizes = sh.batch;
+  score_sizes.push_back(sh.l);
+  score_sizes.push_back(sh.s);
+  Tensor scores = empty_contiguous(score_sizes, ct);
   batched_product(scores, sh.batch, mat_operand(q, true), transposed(mat_operand(k, true)), false);
+
+  // Dropout on the attention weights, as torch.nn.functional.dropout in training mode: each
+  // weight is kept with probability 1 - p and scaled by 1 / (1 - p); p = 1 drops everything.
+  Tensor keep;
+  if (p > 0) {
+    keep = empty_contiguous(score_sizes, ct);
+    fill_uniform(keep, 0.0, 1.0);
+    dispatch_floating(ct, [&]<typename T>() {
+      T* u = keep.data_ptr<T>();
+      for (int64_t i = 0; i < keep.numel(); ++i) u[i] = u[i] >= static_cast<T>(p) ? T(1) : T(0);
+    });
+  }
+  double keep_scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
   dispatch_floating(ct, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      // Dropout on the attention weights, as torch.nn.functional.dropout in training mode: each
-      // weight is kept with probability 1 - p and scaled by 1 / (1 - p); p = 1 drops everything.
-      Tensor keep;
-      if (p > 0) {
-        keep = empty_contiguous(scores.sizes(), ct);
-        fill_uniform(keep, 0.0, 1.0);
-        T* u = keep.data_ptr<T>();
-        for (int64_t i = 0; i < keep.numel(); ++i) u[i] = u[i] >= static_cast<T>(p) ? T(1) : T(0);
-      }
-      RowSoftmax<T> softmax(sh, scale, mask, a.b(5), keep, p < 1 ? 1.0 / (1.0 - p) : 0.0);
-      T* rows = scores.data_ptr<T>();
-      const int64_t n = numel_of(sh.batch) * sh.l;
-      if (n > 1 && n * sh.s >= kParallelGrain) {
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; ++i) softmax(rows + i * sh.s, i);
-      } else {
-        for (int64_t i = 0; i < n; ++i) softmax(rows + i * sh.s, i);
-      }
-    }
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+      softmax_rows<T>(scores, sh, scale, mask, a.b(5), keep, keep_scale);
   });
+
   Tensor acc = r.dtype() == ct ? r : empty_contiguous(r.sizes(), ct);
   batched_product(acc, sh.batch, mat_operand(scores, true), mat_operand(v, true), false);
   if (!acc.is_same(r)) copy_into(r, acc);

@@ -377,12 +377,11 @@ TEST(Attention, BlocksOfQueryRowsCoverEveryRow) {
     SCOPED_TRACE(dtype_name(dt));
     Tensor q = random({3, 300, 16}, dt), k = random({3, 77, 16}, dt), v = random({3, 77, 24}, dt);
     Ref want = ref_attention(q, k, v, 0.25, no_mask);
-    ct::expect_close(scaled_dot_product_attention(noncontiguous(q), k, noncontiguous(v), {}, 0.0,
-                                                  false, 0.25),
-                     want.v, want.sizes, 1e-5, 1e-6);
-    Ref causal = ref_attention(q, k, v, 0.25, [](int64_t, int64_t l, int64_t s) {
-      return s > l ? -INFINITY : 0.0;
-    });
+    ct::expect_close(
+        scaled_dot_product_attention(noncontiguous(q), k, noncontiguous(v), {}, 0.0, false, 0.25),
+        want.v, want.sizes, 1e-5, 1e-6);
+    Ref causal = ref_attention(
+        q, k, v, 0.25, [](int64_t, int64_t l, int64_t s) { return s > l ? -INFINITY : 0.0; });
     ct::expect_close(scaled_dot_product_attention(q, noncontiguous(k), v, {}, 0.0, true, 0.25),
                      causal.v, causal.sizes, 1e-5, 1e-6);
   }

@@ -57,18 +57,16 @@ TEST(FuseAttention, KeepsWhatItCannotFuse) {
                                            "    out = coil.matmul(p, v)\n"
                                            "    return (out,)\n");
   // A per-element scale is a mask, not a scale; a rounding division is not a scale either.
-  expect_no_change(run_fuse_attention,
-                   std::string(kHead) +
-                       "    scaled = coil.mul(s, s)\n"
-                       "    p = coil.softmax(scaled, -1)\n"
-                       "    out = coil.matmul(p, v)\n"
-                       "    return (out,)\n");
-  expect_no_change(run_fuse_attention,
-                   std::string(kHead) +
-                       "    scaled = coil.div(s, 2.0, \"floor\")\n"
-                       "    p = coil.softmax(scaled, -1)\n"
-                       "    out = coil.matmul(p, v)\n"
-                       "    return (out,)\n");
+  expect_no_change(run_fuse_attention, std::string(kHead) +
+                                           "    scaled = coil.mul(s, s)\n"
+                                           "    p = coil.softmax(scaled, -1)\n"
+                                           "    out = coil.matmul(p, v)\n"
+                                           "    return (out,)\n");
+  expect_no_change(run_fuse_attention, std::string(kHead) +
+                                           "    scaled = coil.div(s, 2.0, \"floor\")\n"
+                                           "    p = coil.softmax(scaled, -1)\n"
+                                           "    out = coil.matmul(p, v)\n"
+                                           "    return (out,)\n");
   // The key is not transposed (q @ k with k already [.., E, S] could be anything).
   expect_no_change(run_fuse_attention,
                    "def forward(self, q: \"f32[6, 4][4, 1]cpu\", k: \"f32[4, 5][5, 1]cpu\", "
