@@ -94,6 +94,10 @@ const std::string& machine_id() {
 
 std::vector<std::string> flags_from_env() {
   std::vector<std::string> flags = kFlags;
+  // gold links a small library in a third of the time of the default linker (which spends
+  // 0.1-0.2 s reading the C++ runtime's symbols): a kernel's cold compile on 2 cores, 0.27 ->
+  // 0.15 s. Binutils ships it beside ld; where it is missing, the default linker does the job.
+  if (!find_program("ld.gold").empty()) flags.push_back("-fuse-ld=gold");
   if (const char* extra = std::getenv("COIL_CXXFLAGS")) {
     std::istringstream words(extra);
     std::string word;
