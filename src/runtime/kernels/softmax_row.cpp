@@ -28,7 +28,7 @@ bool zero_if_all_neg_inf(float* x, int64_t n) {
   return true;
 }
 
-// The row in three passes over x (in cache: a row is at most a few hundred KB): the scaled
+// The row in three passes over x (the later two from cache while the row fits): the scaled
 // values and their maximum, e = exp(x - max) and its sum, then e / sum. V vectors of W lanes;
 // the tail past the last whole vector is scalar. The maximum skips NaN, whose exp then makes
 // the sum and so the whole row NaN, as softmax's.
