@@ -14,11 +14,14 @@ const char* kHead =
     "    kt = coil.permute(k, [0, 2, 1])\n"
     "    s = coil.matmul(q, kt)\n";
 
-std::string program(const std::string& scaled) {
-  return std::string(kHead) + scaled +
-         "    p = coil.softmax(scaled, -1)\n"
+// kHead, then `lines`, then softmax(`input`, `dim`) @ v, returning `results`.
+std::string program(const std::string& lines, const std::string& input = "scaled",
+                    const std::string& dim = "-1", const std::string& results = "(out,)") {
+  return std::string(kHead) + lines + "    p = coil.softmax(" + input + ", " + dim +
+         ")\n"
          "    out = coil.matmul(p, v)\n"
-         "    return (out,)\n";
+         "    return " +
+         results + "\n";
 }
 
 std::string fused(const std::string& scale) {
@@ -37,36 +40,18 @@ TEST(FuseAttention, TakesTheScaleAsWritten) {
   expect_pass(run_fuse_attention, program("    scaled = coil.div(s, 2.0)\n"), fused("0.5"));
   expect_pass(run_fuse_attention, program("    scaled = coil.mul(s, 1)\n"), fused("1.0"));
   // No scale at all: the product feeds the softmax directly.
-  std::string plain = std::string(kHead) +
-                      "    p = coil.softmax(s, 2)\n"
-                      "    out = coil.matmul(p, v)\n"
-                      "    return (out,)\n";
-  expect_pass(run_fuse_attention, plain, fused("1.0"));
+  expect_pass(run_fuse_attention, program("", "s", "2"), fused("1.0"));
 }
 
 TEST(FuseAttention, KeepsWhatItCannotFuse) {
   // The weights are a result too: they must still be computed.
-  expect_no_change(run_fuse_attention, std::string(kHead) +
-                                           "    scaled = coil.mul(s, 0.5)\n"
-                                           "    p = coil.softmax(scaled, -1)\n"
-                                           "    out = coil.matmul(p, v)\n"
-                                           "    return (out, p)\n");
+  expect_no_change(run_fuse_attention,
+                   program("    scaled = coil.mul(s, 0.5)\n", "scaled", "-1", "(out, p)"));
   // A softmax over the queries, not the keys.
-  expect_no_change(run_fuse_attention, std::string(kHead) +
-                                           "    p = coil.softmax(s, 1)\n"
-                                           "    out = coil.matmul(p, v)\n"
-                                           "    return (out,)\n");
+  expect_no_change(run_fuse_attention, program("", "s", "1"));
   // A per-element scale is a mask, not a scale; a rounding division is not a scale either.
-  expect_no_change(run_fuse_attention, std::string(kHead) +
-                                           "    scaled = coil.mul(s, s)\n"
-                                           "    p = coil.softmax(scaled, -1)\n"
-                                           "    out = coil.matmul(p, v)\n"
-                                           "    return (out,)\n");
-  expect_no_change(run_fuse_attention, std::string(kHead) +
-                                           "    scaled = coil.div(s, 2.0, \"floor\")\n"
-                                           "    p = coil.softmax(scaled, -1)\n"
-                                           "    out = coil.matmul(p, v)\n"
-                                           "    return (out,)\n");
+  expect_no_change(run_fuse_attention, program("    scaled = coil.mul(s, s)\n"));
+  expect_no_change(run_fuse_attention, program("    scaled = coil.div(s, 2.0, \"floor\")\n"));
   // The key is not transposed (q @ k with k already [.., E, S] could be anything).
   expect_no_change(run_fuse_attention,
                    "def forward(self, q: \"f32[6, 4][4, 1]cpu\", k: \"f32[4, 5][5, 1]cpu\", "
