@@ -247,6 +247,7 @@ const std::map<Op, Forms>& forms() {
       {Op::LogicalNot, {"(!$a)", "(~$a)"}},
       {Op::IsNan, {"($a != $a)", "($a != $a)"}},
       {Op::IsInf, {"__builtin_isinf($a)", "(vabs($a) == __builtin_inff())"}},
+      {Op::SoftmaxExp, {"coil_softmax_exp($a)", "vsoftmax_exp($a)"}},
       {Op::Add, {"($a + $b)", "($a + $b)"}},
       {Op::Sub, {"($a - $b)", "($a - $b)"}},
       {Op::Mul, {"($a * $b)", "($a * $b)"}},
@@ -265,6 +266,7 @@ const std::map<Op, Forms>& forms() {
       {Op::Ge, {"($a >= $b)", "($a >= $b)"}},
       {Op::LogicalAnd, {"($a && $b)", "($a & $b)"}},
       {Op::LogicalOr, {"($a || $b)", "($a | $b)"}},
+      {Op::SoftmaxDiv, {"coil_softmax_div($a, $b)", "vsoftmax_div($a, 1.0f / $b, $b)"}},
   };
   return m;
 }
@@ -339,6 +341,9 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
   } else if (v.op() == Op::Div && !args[1].varying) {
     // By a value shared by every lane (a row's sum, a count): one reciprocal, then multiplies.
     e = "(" + x[0] + " * vsplat(1.0f / " + args[1].text + "))";
+  } else if (v.op() == Op::SoftmaxDiv && !args[1].varying) {
+    e = "vsoftmax_div(" + x[0] + ", vsplat(1.0f / " + args[1].text + "), vsplat(" + args[1].text +
+        "))";
   } else {
     auto it = forms().find(v.op());
     COIL_ASSERT(it != forms().end() && *it->second.vector, "codegen: no vector form of ",

@@ -29,6 +29,7 @@ bool is_expensive(ir::Op op) {
   using ir::Op;
   switch (op) {
     case Op::Exp:
+    case Op::SoftmaxExp:
     case Op::Exp2:
     case Op::Expm1:
     case Op::Log:

@@ -56,8 +56,18 @@ static inline i64 coil_checked_index(i64 v, i64 size, i64 check, i64* err) {
     __atomic_store_n(&err[1], v, __ATOMIC_RELAXED);
   return 0;
 }
-static inline bool hany(vi32 m) { for (int k = 0; k < COIL_VEC; ++k) if (m[k]) return true; return false; }
-static inline bool hall(vi32 m) { for (int k = 0; k < COIL_VEC; ++k) if (!m[k]) return false; return true; }
+static inline bool hany(vi32 m) {
+#if defined(__AVX512F__)
+  return __builtin_ia32_ptestmd512(m, m, (unsigned short)-1) != 0;
+#elif defined(__AVX2__)
+  typedef long long v4i64 __attribute__((vector_size(32)));
+  return !__builtin_ia32_ptestz256((v4i64)m, (v4i64)m);
+#else
+  for (int k = 0; k < COIL_VEC; ++k) if (m[k]) return true;
+  return false;
+#endif
+}
+static inline bool hall(vi32 m) { return !hany(~m); }
 static inline float bf2f(bf16 h) { return __builtin_bit_cast(float, (unsigned)h << 16); }
 static inline bf16 f2bf(float f) {
   unsigned u = __builtin_bit_cast(unsigned, f);
@@ -98,15 +108,18 @@ template <typename T> static inline T coil_remainder_float(T x, T y) {
 // with |r| <= ln2/2, e^r = 1 + r + r^2 Q(r) (a Chebyshev fit made with mpmath for coil), and
 // 2^n applied exactly, subnormal results included: AVX-512's scalef in one instruction (a
 // softmax row's exp pass 10-15% faster), elsewhere as two power-of-two factors.
-static inline vf32 vexp(vf32 x) {
-  vf32 c = x < -150.0f ? vsplat(-150.0f) : x;
-  c = c > 150.0f ? vsplat(150.0f) : c;
-  vf32 nf = (c * 1.44269502f + 12582912.0f) - 12582912.0f;
+static inline vf32 vexp_parts(vf32 c, vf32& nf) {  // e^c = result * 2^nf
+  nf = (c * 1.44269502f + 12582912.0f) - 12582912.0f;
   vf32 r = (c - nf * 0.693359375f) - nf * -2.12194442e-04f;
   vf32 q = vsplat(0.001392617612f);
   q = q * r + 0.008363173075f; q = q * r + 0.04166655466f; q = q * r + 0.1666657703f;
   q = q * r + 0.5f;
-  vf32 p = (1.0f + r) + (r * r) * q;
+  return (1.0f + r) + (r * r) * q;
+}
+static inline vf32 vexp(vf32 x) {
+  vf32 c = x < -150.0f ? vsplat(-150.0f) : x;
+  c = c > 150.0f ? vsplat(150.0f) : c;
+  vf32 nf, p = vexp_parts(c, nf);
 #if defined(__AVX512F__)
   vf32 y = __builtin_ia32_scalefps512_mask(p, nf, p, (unsigned short)-1, 4);
 #else
@@ -115,6 +128,37 @@ static inline vf32 vexp(vf32 x) {
 #endif
   return x != x ? x : y;
 }
+// A softmax row's exp and division with no subnormal value in between (ir/value.h): for
+// s = x - max(x) <= 0, 2^64 e^s lies in [2^-88, 2^64] once s >= -104.5. The division takes
+// r = 1 / sum too; a result below FLT_MIN (e < sum * 2^-126) is formed as t = e / sum * 2^149
+// < 2^23, rounded to an integer by adding 2^23, whose bits are then the subnormal's.
+static inline vf32 vsoftmax_exp(vf32 s) {
+  vf32 c = s < -104.5f ? vsplat(-104.5f) : s;
+  vf32 nf, p = vexp_parts(c, nf);
+#if defined(__AVX512F__)
+  vf32 y = __builtin_ia32_scalefps512_mask(p, nf + 64.0f, p, (unsigned short)-1, 4);
+#else
+  vf32 y = p * (vf32)((__builtin_convertvector(nf, vi32) + 191) << 23);
+#endif
+  return s != s ? s : y;
+}
+static inline vf32 vsoftmax_div(vf32 e, vf32 r, vf32 sum) {
+  vf32 bound = sum * 0x1p-126f;
+#if defined(__AVX512F__)
+  bool any_tiny = __builtin_ia32_cmpps512_mask(e, bound, 0x11, (unsigned short)-1, 4) != 0;
+#else
+  bool any_tiny = hany(e < bound);
+#endif
+  if (!any_tiny) return e * r;
+  vi32 tiny = e < bound;
+  vf32 normal = vselect(tiny, vsplat(1.0f), e) * r;
+  vf32 t = vselect(tiny, e, vsplat(0.0f)) * (0x1p85f / sum) * 0x1p64f + 8388608.0f;
+  return vselect(tiny, (vf32)((vi32)t - 0x4B000000), normal);
+}
+static inline float coil_softmax_exp(float s) {
+  return (float)__builtin_ldexp(__builtin_exp((double)smax(s, -104.5f)), 64);
+}
+static inline float coil_softmax_div(float e, float sum) { return (float)((double)e / sum); }
 // erf in float32 within 4.3e-7 relative (7 ulps near 1, where the fit's rounding shows; 2x the
 // piecewise form's speed): x * P(x^2) / Q(x^2) on [-4, 4], a rational fit of erf(x) / x
 // (degrees 6 and 4 in x^2, weighted least squares for relative error, made with numpy for

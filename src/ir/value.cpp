@@ -27,7 +27,7 @@ const char* op_name(Op op) {
   return "?";
 }
 
-bool is_unary(Op op) { return op >= Op::Neg && op <= Op::IsInf; }
+bool is_unary(Op op) { return op >= Op::Neg && op <= Op::SoftmaxExp; }
 bool is_binary(Op op) { return op >= Op::Add; }
 bool is_comparison(Op op) {
   return (op >= Op::Eq && op <= Op::LogicalOr) || op == Op::LogicalNot || op == Op::IsNan ||

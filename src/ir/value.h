@@ -25,14 +25,20 @@ namespace coil::ir {
 #define COIL_IR_UNARY_OPS(X)                                                                  \
   X(Neg) X(Abs) X(Sign) X(Exp) X(Exp2) X(Expm1) X(Log) X(Log2) X(Log1p) X(Sqrt) X(Rsqrt)      \
   X(Reciprocal) X(Sin) X(Cos) X(Tan) X(Tanh) X(Sigmoid) X(Relu) X(Erf) X(Floor) X(Ceil)       \
-  X(Round) X(Trunc) X(LogicalNot) X(IsNan) X(IsInf)
+  X(Round) X(Trunc) X(LogicalNot) X(IsNan) X(IsInf) X(SoftmaxExp)
 // Div is true division for floating dtypes and C's truncating division for integers; FloorDiv
 // and Remainder follow Python (floor, the remainder takes the divisor's sign). Maximum and
 // Minimum propagate NaN. Comparisons and logical ops yield bool.
 #define COIL_IR_BINARY_OPS(X)                                                                 \
   X(Add) X(Sub) X(Mul) X(Div) X(FloorDiv) X(Remainder) X(Pow) X(Maximum) X(Minimum) X(Atan2)  \
-  X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr)
+  X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge) X(LogicalAnd) X(LogicalOr) X(SoftmaxDiv)
 // clang-format on
+// SoftmaxExp and SoftmaxDiv are a float32 row softmax's exp(s) and e / sum (s = x - max(x))
+// rearranged so that no value in between is subnormal: SoftmaxExp(s) = 2^64 e^max(s, -104.5)
+// (below -104.5 the result is 0 either way) and SoftmaxDiv(e, sum) = e / sum for sums of
+// those (>= 2^64), its subnormal results formed without subnormal arithmetic. On x86 each subnormal
+// operand or result costs a microcode assist; wide rows (a product's) put a sixth of their exps
+// below FLT_MIN. Lowering makes them from the softmax idiom alone (lower/pointwise.cpp).
 
 enum class Op : uint8_t {
   Load,      // buffer[index]: buffer(), index(); an indirect load also has args (below)

@@ -78,8 +78,44 @@ const std::unordered_map<OpId, Op>& ir_ops() {
   return table;
 }
 
+// The row softmax, as decomp/norms.cpp writes it and as users do:
+//   s = sub(x, amax(x, d, true));  e = exp(s);  t = sum(e, d, true);  y = div(e, t)
+// in float32, with e used by t and y alone and t by y alone. Then e and t may be kept 2^64
+// times larger (SoftmaxExp, SoftmaxDiv: ir/value.h says why) and y is unchanged.
+bool is_call(const Node* n, OpId op) { return n && n->kind() == NodeKind::Call && n->op() == op; }
+
+Node* node_arg(const Node& n, size_t i) {
+  auto* p = std::get_if<Node*>(&n.args()[i]);
+  return p ? *p : nullptr;
+}
+
+Shape reduced_dims(const Node& r) {
+  const Shape& sizes = r.tensor_meta().sizes;
+  return ops::wrap_dims(std::get<Shape>(r.args()[1]), static_cast<int64_t>(sizes.size()),
+                        op_name(r.op()));
+}
+
+// The idiom's div, given its exp; nullptr where `e` is not the idiom's exp.
+const Node* softmax_div_of(const Node& e) {
+  if (!is_call(&e, OpId::exp) || e.tensor_meta().dtype != kFloat32 || e.users().size() != 2)
+    return nullptr;
+  Node* s = node_arg(e, 0);
+  Node* max = is_call(s, OpId::sub) ? node_arg(*s, 1) : nullptr;
+  if (!is_call(max, OpId::amax) || node_arg(*max, 0) != node_arg(*s, 0)) return nullptr;
+  const Node *t = nullptr, *y = nullptr;
+  for (const Node* u : e.users()) (is_call(u, OpId::sum) ? t : y) = u;
+  if (!t || !is_call(y, OpId::div) || node_arg(*y, 0) != &e || node_arg(*y, 1) != t ||
+      !std::holds_alternative<std::monostate>(y->args()[2]))
+    return nullptr;
+  bool same_rows = t->users().size() == 1 && t->tensor_meta().dtype == kFloat32 &&
+                   std::get<bool>(t->args()[2]) && std::get<bool>(max->args()[2]) &&
+                   reduced_dims(*t) == reduced_dims(*max);
+  return same_rows ? y : nullptr;
+}
+
 Result lower_unary(Context& cx, const Node& n, std::string*) {
   Op op = ir_ops().at(n.op());
+  if (softmax_div_of(n)) op = Op::SoftmaxExp;
   Node* x = std::get<Node*>(n.args()[0]);
   DType in = x->tensor_meta().dtype, out = out_meta(n).dtype;
   bool integral = !is_floating(in);
@@ -128,8 +164,11 @@ Result lower_div(Context& cx, const Node& n, std::string* why) {
   }
   NodeArg a = n.args()[0], b = n.args()[1];
   std::string rounding = mode ? *mode : "";
-  return pointwise(n, [&cx, a, b, compute, rounding, sizes = m.sizes](const Index& i) {
+  Node* e = node_arg(n, 0);
+  bool softmax = e && softmax_div_of(*e) == &n;
+  return pointwise(n, [&cx, a, b, compute, rounding, softmax, sizes = m.sizes](const Index& i) {
     ir::Value x = load_arg(cx, a, compute, sizes, i), y = load_arg(cx, b, compute, sizes, i);
+    if (softmax) return V::binary(Op::SoftmaxDiv, x, y);
     if (rounding == "floor") return V::binary(Op::FloorDiv, x, y);
     ir::Value q = V::binary(Op::Div, x, y);
     return rounding == "trunc" && is_floating(compute) ? V::unary(Op::Trunc, q) : q;

@@ -8,6 +8,7 @@ using namespace coil;
 using testing_stages::Compiled;
 using testing_stages::stages;
 
+// The softmax idiom lowers to softmaxExp and softmaxDiv (ir/value.h): no subnormal in between.
 TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
   Compiled c = stages(
       "def forward(self, x: \"f32[4, 8][8, 1]cpu\"):\n"
@@ -20,18 +21,19 @@ TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
   EXPECT_EQ(ir::to_string(c.program),
             "in0: f32[4, 8][8, 1] = input 0\n"
             "buf0: f32[4, 1][1, 1] = reduce_max[4, 1][8](i0, i1; j0: load(in0, 8*i0 + j0))\n"
-            "buf1: f32[4, 1][1, 1] = reduce_sum[4, 1][8](i0, i1; j0: exp(sub(load(in0, 8*i0 + j0), "
-            "load(buf0, i0))))\n"
-            "buf2: f32[4, 8][8, 1] = pointwise[4, 8](i0, i1: div(exp(sub(load(in0, 8*i0 + i1), "
-            "load(buf0, i0))), load(buf1, i0)))\n"
+            "buf1: f32[4, 1][1, 1] = reduce_sum[4, 1][8](i0, i1; j0: softmaxExp(sub(load(in0, 8*i0 "
+            "+ j0), load(buf0, i0))))\n"
+            "buf2: f32[4, 8][8, 1] = pointwise[4, 8](i0, i1: softmaxDiv(softmaxExp(sub(load(in0, "
+            "8*i0 + i1), load(buf0, i0))), load(buf1, i0)))\n"
             "return (buf2 f32[4, 8][8, 1])\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
-  EXPECT_EQ(schedule::to_string(c.schedule.kernels[0]),
-            "kernel0: for x0 < 4; reduce r0 < 8\n"
-            "    buf0 (register)[x0] = max load(in0, r0 + 8*x0)\n"
-            "    buf1 (register)[x0] = sum exp(sub(load(in0, r0 + 8*x0), load(buf0, x0)))\n"
-            "    buf2[r0 + 8*x0] = div(exp(sub(load(in0, r0 + 8*x0), load(buf0, x0))), load(buf1, "
-            "x0))  (inner)\n");
+  EXPECT_EQ(
+      schedule::to_string(c.schedule.kernels[0]),
+      "kernel0: for x0 < 4; reduce r0 < 8\n"
+      "    buf0 (register)[x0] = max load(in0, r0 + 8*x0)\n"
+      "    buf1 (register)[x0] = sum softmaxExp(sub(load(in0, r0 + 8*x0), load(buf0, x0)))\n"
+      "    buf2[r0 + 8*x0] = softmaxDiv(softmaxExp(sub(load(in0, r0 + 8*x0), load(buf0, x0))), "
+      "load(buf1, x0))  (inner)\n");
 }
 
 TEST(Golden, PointwiseKernelSource) {
