@@ -4,6 +4,7 @@
 // nothing else reads the scaled values.
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 
 #include "codegen/cpp_kernel.h"
 #include "inductor/stages.h"
@@ -133,4 +134,36 @@ TEST_F(SoftmaxSubnormals, Float64KeepsExpAndDiv) {
                              "    return (div,)\n")
           .program);
   EXPECT_EQ(p.find("softmax"), std::string::npos) << p;
+}
+
+// The prelude's forms for narrower vectors (8 lanes with AVX2, 4 without), built with the
+// wider instructions turned off: the same results, and `any`/`all` (hany, hall) as eager's.
+TEST_F(SoftmaxSubnormals, NarrowerVectorsGiveTheSameResults) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "the CPU has no AVX2";
+  const char* old = std::getenv("COIL_CXXFLAGS");
+  const std::string saved = old ? old : "";
+  manual_seed(5);
+  Tensor x = randn({24, 100}) * 30.0;
+  auto f = [](const Tensor& t) {
+    return std::vector<Tensor>{softmax(t, 1), any(t > 80.0, {1}), all(t > -80.0, {1})};
+  };
+  std::vector<Tensor> want = f(x);
+  for (const char* flags : {"-mno-avx512f", "-mno-avx512f -mno-avx2"}) {
+    SCOPED_TRACE(flags);
+    setenv("COIL_CXXFLAGS", flags, 1);
+    compiler_reset();
+    std::vector<Tensor> got = compile(f)(x);
+    std::vector<double> g = values(got[0]), w = reference(x);
+    double worst = 0;
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, ulps(g[i], w[i]));
+    EXPECT_LE(worst, 6.0);
+    EXPECT_EQ(values(got[1]), values(want[1]));
+    EXPECT_EQ(values(got[2]), values(want[2]));
+  }
+  if (old)
+    setenv("COIL_CXXFLAGS", saved.c_str(), 1);
+  else
+    unsetenv("COIL_CXXFLAGS");
+  compiler_reset();
 }
