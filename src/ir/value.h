@@ -36,9 +36,10 @@ namespace coil::ir {
 // SoftmaxExp and SoftmaxDiv are a float32 row softmax's exp(s) and e / sum (s = x - max(x))
 // rearranged so that no value in between is subnormal: SoftmaxExp(s) = 2^64 e^max(s, -104.5)
 // (below -104.5 the result is 0 either way) and SoftmaxDiv(e, sum) = e / sum for sums of
-// those (>= 2^64), its subnormal results formed without subnormal arithmetic. On x86 each subnormal
-// operand or result costs a microcode assist; wide rows (a product's) put a sixth of their exps
-// below FLT_MIN. Lowering makes them from the softmax idiom alone (lower/pointwise.cpp).
+// those (>= 2^64), its subnormal results formed without subnormal arithmetic. On x86 each
+// subnormal operand or result costs a microcode assist; wide rows (a product's) put a sixth
+// of their exps below FLT_MIN. Lowering makes them from the softmax idiom alone
+// (lower/pointwise.cpp).
 
 enum class Op : uint8_t {
   Load,      // buffer[index]: buffer(), index(); an indirect load also has args (below)
