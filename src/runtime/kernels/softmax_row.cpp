@@ -82,32 +82,29 @@ __attribute__((target("avx2,fma"))) void softmax_row_avx2(float* x, int64_t n, f
   softmax_row_vec<v8f, 8>(x, n, scale, Sleef_expf8_u10);
 }
 
+// Without either: the same template with one lane, whose vector loops are the whole row.
+typedef float v1f __attribute__((vector_size(4)));
+v1f exp1(v1f v) { return v1f{std::exp(v[0])}; }
 void softmax_row_scalar(float* x, int64_t n, float scale) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] *= scale;
-    mx = x[i] > mx ? x[i] : mx;
-  }
-  if (mx == -std::numeric_limits<float>::infinity() && zero_if_all_neg_inf(x, n)) return;
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  softmax_row_vec<v1f, 1>(x, n, scale, exp1);
 }
-
-using RowFn = void (*)(float*, int64_t, float);
-
-RowFn pick() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return softmax_row_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return softmax_row_avx2;
-  return softmax_row_scalar;
-}
-
-const RowFn kRow = pick();
 
 }  // namespace
 
-void softmax_row(float* x, int64_t n, float scale) { kRow(x, n, scale); }
+std::vector<SoftmaxRowVariant> softmax_row_variants() {
+  __builtin_cpu_init();
+  std::vector<SoftmaxRowVariant> v;
+  if (__builtin_cpu_supports("avx512f")) v.push_back({"avx512", softmax_row_avx512});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    v.push_back({"avx2", softmax_row_avx2});
+  v.push_back({"scalar", softmax_row_scalar});
+  return v;
+}
+
+namespace {
+const auto kWidest = softmax_row_variants().front().fn;  // chosen once, when the library loads
+}  // namespace
+
+void softmax_row(float* x, int64_t n, float scale) { kWidest(x, n, scale); }
 
 }  // namespace coil

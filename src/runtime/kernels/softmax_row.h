@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace coil {
 
@@ -11,5 +12,13 @@ namespace coil {
 // "safe" softmax: nothing to attend to) rather than NaN. A NaN or +inf makes the row NaN, as in
 // softmax.
 void softmax_row(float* x, int64_t n, float scale);
+
+// Each implementation this CPU can run (AVX-512, AVX2, one lane), by name, so that tests
+// reach the ones softmax_row does not pick here.
+struct SoftmaxRowVariant {
+  const char* name;
+  void (*fn)(float* x, int64_t n, float scale);
+};
+std::vector<SoftmaxRowVariant> softmax_row_variants();
 
 }  // namespace coil
