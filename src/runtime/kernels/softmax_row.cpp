@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-// softmax_row_vec's vectors cross calls (SLEEF's exp) only inside the functions compiled for
-// their width, into which it is always inlined; GCC still warns about the generic template.
+// The vector helpers are always inlined into the functions compiled for their width; GCC
+// still warns about the generic templates' vector arguments.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace coil {
@@ -12,12 +12,11 @@ namespace coil {
 namespace {
 
 typedef float v16f __attribute__((vector_size(64)));
+typedef int v16i __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
-
-extern "C" {
-v16f Sleef_expf16_u10(v16f);
-v8f Sleef_expf8_u10(v8f);
-}
+typedef int v8i __attribute__((vector_size(32)));
+typedef float v1f __attribute__((vector_size(4)));
+typedef int v1i __attribute__((vector_size(4)));
 
 // A row whose maximum is -inf holds -inf and NaN alone (the maximum skips NaN): zeros when
 // it is all -inf, the safe softmax's row with nothing to attend to. Returns whether it was.
@@ -28,13 +27,38 @@ bool zero_if_all_neg_inf(float* x, int64_t n) {
   return true;
 }
 
+// 2^64 e^s for s = x - max(x) <= 0, never subnormal: e^s itself is below FLT_MIN for
+// s < -87.3, and each subnormal operand or result costs an x86 core a microcode assist (a
+// product's rows put a sixth of their exps there; ir/value.h). s <= -104.5 is taken as -104.5:
+// the result, e / sum with sum >= 2^64, is 0 there either way. The polynomial is the generated
+// code's exp (codegen/cpp_prelude.cpp): 2 ulp. NaN stays NaN.
+template <typename V, typename I>
+__attribute__((always_inline)) inline V exp_scaled(V s) {
+  V c = s < -104.5f ? V{} - 104.5f : s;
+  V nf = (c * 1.44269502f + 12582912.0f) - 12582912.0f;
+  V r = (c - nf * 0.693359375f) - nf * -2.12194442e-04f;
+  V q = V{} + 0.001392617612f;
+  q = q * r + 0.008363173075f;
+  q = q * r + 0.04166655466f;
+  q = q * r + 0.1666657703f;
+  q = q * r + 0.5f;
+  V p = (1.0f + r) + (r * r) * q;
+  V y = p * (V)((__builtin_convertvector(nf, I) + 191) << 23);
+  return s != s ? s : y;
+}
+float exp_scaled(float s) {
+  const double c = s < -104.5f ? -104.5 : static_cast<double>(s);  // NaN stays NaN
+  return static_cast<float>(std::ldexp(std::exp(c), 64));
+}
+
 // The row in three passes over x (the later two from cache while the row fits): the scaled
-// values and their maximum, e = exp(x - max) and its sum, then e / sum. V vectors of W lanes;
-// the tail past the last whole vector is scalar. The maximum skips NaN, whose exp then makes
-// the sum and so the whole row NaN, as softmax's.
-template <typename V, int W>
-__attribute__((always_inline)) inline void softmax_row_vec(float* x, int64_t n, float scale,
-                                                           V (*vexp)(V)) {
+// values and their maximum, e = 2^64 exp(x - max) and its sum, then e / sum. V vectors of W
+// lanes (I their integer twin); the tail past the last whole vector is scalar. The maximum
+// skips NaN, whose exp then makes the sum and so the whole row NaN, as softmax's. In a row
+// whose results reach below FLT_MIN (its smallest e under sum * 2^-126) those results are 0
+// (softmax_row.h says why).
+template <typename V, typename I, int W>
+__attribute__((always_inline)) inline void softmax_row_vec(float* x, int64_t n, float scale) {
   const int64_t whole = n / W * W;
   const float inf = std::numeric_limits<float>::infinity();
   V vmx = V{} - inf, vscale = V{} + scale;
@@ -52,41 +76,56 @@ __attribute__((always_inline)) inline void softmax_row_vec(float* x, int64_t n, 
     mx = x[i] > mx ? x[i] : mx;
   }
   if (mx == -inf && zero_if_all_neg_inf(x, n)) return;
-  V vsum = V{}, vm = V{} + mx;
+  V vsum = V{}, vmin = V{} + inf, vm = V{} + mx;
   for (int64_t i = 0; i < whole; i += W) {
     V v;
     __builtin_memcpy(&v, x + i, sizeof v);
-    v = vexp(v - vm);
+    v = exp_scaled<V, I>(v - vm);
     __builtin_memcpy(x + i, &v, sizeof v);
     vsum += v;
+    vmin = v < vmin ? v : vmin;
   }
-  float sum = 0;
-  for (int k = 0; k < W; ++k) sum += vsum[k];
-  for (int64_t i = whole; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
-  const float inv = 1.0f / sum;
+  float sum = 0, smallest = inf;
+  for (int k = 0; k < W; ++k) {
+    sum += vsum[k];
+    smallest = std::fmin(smallest, vmin[k]);
+  }
+  for (int64_t i = whole; i < n; ++i) {
+    sum += (x[i] = exp_scaled(x[i] - mx));
+    smallest = std::fmin(smallest, x[i]);
+  }
+  const float inv = 1.0f / sum, bound = sum * 0x1p-126f;
   const V vinv = V{} + inv;
-  for (int64_t i = 0; i < whole; i += W) {
-    V v;
-    __builtin_memcpy(&v, x + i, sizeof v);
-    v *= vinv;
-    __builtin_memcpy(x + i, &v, sizeof v);
+  if (!(smallest < bound)) {  // every result normal (or the row NaN)
+    for (int64_t i = 0; i < whole; i += W) {
+      V v;
+      __builtin_memcpy(&v, x + i, sizeof v);
+      v *= vinv;
+      __builtin_memcpy(x + i, &v, sizeof v);
+    }
+  } else {
+    const V vbound = V{} + bound;
+    for (int64_t i = 0; i < whole; i += W) {
+      V v;
+      __builtin_memcpy(&v, x + i, sizeof v);
+      v = (v < vbound ? V{} : v) * vinv;  // no multiply that would make a subnormal
+      __builtin_memcpy(x + i, &v, sizeof v);
+    }
   }
-  for (int64_t i = whole; i < n; ++i) x[i] *= inv;
+  for (int64_t i = whole; i < n; ++i) x[i] = x[i] < bound ? 0.0f : x[i] * inv;
 }
 
 __attribute__((target("avx512f"))) void softmax_row_avx512(float* x, int64_t n, float scale) {
-  softmax_row_vec<v16f, 16>(x, n, scale, Sleef_expf16_u10);
+  softmax_row_vec<v16f, v16i, 16>(x, n, scale);
 }
 
 __attribute__((target("avx2,fma"))) void softmax_row_avx2(float* x, int64_t n, float scale) {
-  softmax_row_vec<v8f, 8>(x, n, scale, Sleef_expf8_u10);
+  softmax_row_vec<v8f, v8i, 8>(x, n, scale);
 }
 
 // Without either: the same template with one lane, whose vector loops are the whole row.
-typedef float v1f __attribute__((vector_size(4)));
-v1f exp1(v1f v) { return v1f{std::exp(v[0])}; }
 void softmax_row_scalar(float* x, int64_t n, float scale) {
-  softmax_row_vec<v1f, 1>(x, n, scale, exp1);
+  softmax_row_vec<v1f, v1i, 1>(x, n, scale);
 }
 
 }  // namespace
