@@ -13,7 +13,7 @@
 // reference.
 //   g++ -O3 -march=native -fopenmp bench/probes/gemm_epilogue.cpp -o /tmp/ge -ldnnl \
 //       -L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lm && /tmp/ge
-#include <immintrin.h>
+#include "exp512.h"
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -33,20 +33,6 @@ enum { RowMajor = 101, NoTrans = 111 };
 
 static int M = 512, N = 512, K = 512;
 enum { SETS = 4, REPS = 400 };
-
-static __m512 exp512(__m512 x) {  // coil's prelude exp
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-88.0f));
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502f)), 0);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194442e-04f), r);
-  __m512 q = _mm512_set1_ps(0.001392617612f);
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.008363173075f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.04166655466f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.1666657703f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.5f));
-  __m512 p = _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
 
 // One row: max, exp(x - max) into y with its sum, then y scaled (N a multiple of 16).
 static void softmax_row(const float* x, float* y) {

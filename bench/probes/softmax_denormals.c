@@ -11,7 +11,7 @@
 // checked against float64.
 //   gcc -O3 -march=native -fopenmp bench/probes/softmax_denormals.c -o /tmp/sd -lm && /tmp/sd
 #include <float.h>
-#include <immintrin.h>
+#include "exp512.h"
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -20,26 +20,12 @@
 
 enum { R = 512, C = 512, REPS = 400 };
 
-static __m512 poly(__m512 x, __m512* n_out) {  // e^x = p * 2^n, as coil's prelude splits it
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-150.0f));
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502f)), 0);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194442e-04f), r);
-  __m512 q = _mm512_set1_ps(0.001392617612f);
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.008363173075f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.04166655466f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.1666657703f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.5f));
-  *n_out = n;
-  return _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-}
-
 static void row_plain(const float* x, float* y, int flush) {
   __m512 m = _mm512_set1_ps(-INFINITY);
   for (int j = 0; j < C; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
   __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m)), s = _mm512_setzero_ps();
   for (int j = 0; j < C; j += 16) {
-    __m512 n, p = poly(_mm512_sub_ps(_mm512_loadu_ps(x + j), mx), &n);
+    __m512 n, p = exp512_parts(_mm512_sub_ps(_mm512_loadu_ps(x + j), mx), &n);
     if (flush)
       p = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(n, _mm512_set1_ps(-126.0f), _CMP_GE_OQ), p);
     __m512 e = _mm512_scalef_ps(p, n);
@@ -56,7 +42,7 @@ static void row_scaled(const float* x, float* y) {
   for (int j = 0; j < C; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
   __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m)), s = _mm512_setzero_ps();
   for (int j = 0; j < C; j += 16) {
-    __m512 n, p = poly(_mm512_sub_ps(_mm512_loadu_ps(x + j), mx), &n);
+    __m512 n, p = exp512_parts(_mm512_sub_ps(_mm512_loadu_ps(x + j), mx), &n);
     // 2^64 e^x: normal down to e^x = 2^-190; below, the result (e^x / sum, sum >= 1) is 0.
     __mmask16 keep = _mm512_cmp_ps_mask(n, _mm512_set1_ps(-190.0f), _CMP_GT_OQ);
     __m512 e = _mm512_maskz_scalef_ps(keep, p, _mm512_add_ps(n, _mm512_set1_ps(64.0f)));

@@ -5,7 +5,7 @@
 // inputs (128 MB: memory, not cache) and one output (a caching allocator's reused block).
 // Ordinary stores first read each output line (read-for-ownership): 1.5x the bytes.
 //   gcc -O3 -march=native -fopenmp bench/probes/streaming_stores.c -o /tmp/ss && /tmp/ss
-#include <immintrin.h>
+#include "exp512.h"
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -15,20 +15,6 @@
 enum { R = 2048, C = 2048, COPIES = 8, REPS = 60 };
 
 static double now(void) { return omp_get_wtime(); }
-
-static __m512 exp512(__m512 x) {  // 2-ulp exp as coil's prelude computes it
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-88.0f));
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502f)), 0);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194442e-04f), r);
-  __m512 q = _mm512_set1_ps(0.001392617612f);
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.008363173075f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.04166655466f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.1666657703f));
-  q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.5f));
-  __m512 p = _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
 
 static void softmax(const float* x, float* y, int stream) {
 #pragma omp parallel for schedule(static)
@@ -46,10 +32,12 @@ static void softmax(const float* x, float* y, int stream) {
     }
     __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(s));
     if (stream) {
-      for (int j = 0; j < C; j += 16) _mm512_stream_ps(b + j, _mm512_mul_ps(_mm512_load_ps(tmp + j), inv));
+      for (int j = 0; j < C; j += 16)
+        _mm512_stream_ps(b + j, _mm512_mul_ps(_mm512_load_ps(tmp + j), inv));
       _mm_sfence();
     } else {
-      for (int j = 0; j < C; j += 16) _mm512_storeu_ps(b + j, _mm512_mul_ps(_mm512_load_ps(tmp + j), inv));
+      for (int j = 0; j < C; j += 16)
+        _mm512_storeu_ps(b + j, _mm512_mul_ps(_mm512_load_ps(tmp + j), inv));
     }
   }
 }
@@ -58,8 +46,10 @@ static void copy(const float* x, float* y, int stream) {
   const size_t n = (size_t)R * C;
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; i += 16) {
-    if (stream) _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
-    else _mm512_storeu_ps(y + i, _mm512_loadu_ps(x + i));
+    if (stream)
+      _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
+    else
+      _mm512_storeu_ps(y + i, _mm512_loadu_ps(x + i));
   }
   if (stream) _mm_sfence();
 }
@@ -92,7 +82,8 @@ int main(void) {
   for (int c = 0; c < COPIES; ++c) {
     in[c] = aligned_alloc(64, (size_t)R * C * 4);
     outs[c] = aligned_alloc(64, (size_t)R * C * 4);
-    for (size_t i = 0; i < (size_t)R * C; ++i) in[c][i] = (float)((i * 2654435761u) % 1000) / 250.0f;
+    for (size_t i = 0; i < (size_t)R * C; ++i)
+      in[c][i] = (float)((i * 2654435761u) % 1000) / 250.0f;
     memset(outs[c], 0, (size_t)R * C * 4);
   }
   printf("%d threads\n", omp_get_max_threads());
