@@ -2,6 +2,7 @@
 // intrinsics. e^x = p * 2^n with |x| clamped to [-150, 88].
 #pragma once
 #include <immintrin.h>
+#include <math.h>
 
 static inline __m512 exp512_parts(__m512 x, __m512* n_out) {
   x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-150.0f));
@@ -20,4 +21,17 @@ static inline __m512 exp512_parts(__m512 x, __m512* n_out) {
 static inline __m512 exp512(__m512 x) {
   __m512 n, p = exp512_parts(x, &n);
   return _mm512_scalef_ps(p, n);
+}
+
+// e[j] = exp(x[j] - max(x)) over a row of n floats (n a multiple of 16); returns their sum.
+static inline float exp_shifted_row512(const float* x, float* e, int n) {
+  __m512 m = _mm512_set1_ps(-INFINITY);
+  for (int j = 0; j < n; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
+  __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m)), s = _mm512_setzero_ps();
+  for (int j = 0; j < n; j += 16) {
+    __m512 v = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), mx));
+    _mm512_storeu_ps(e + j, v);
+    s = _mm512_add_ps(s, v);
+  }
+  return _mm512_reduce_add_ps(s);
 }

@@ -36,15 +36,7 @@ enum { SETS = 4, REPS = 400 };
 
 // One row: max, exp(x - max) into y with its sum, then y scaled (N a multiple of 16).
 static void softmax_row(const float* x, float* y) {
-  __m512 m = _mm512_set1_ps(-INFINITY);
-  for (int j = 0; j < N; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
-  __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m)), s = _mm512_setzero_ps();
-  for (int j = 0; j < N; j += 16) {
-    __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), mx));
-    _mm512_storeu_ps(y + j, e);
-    s = _mm512_add_ps(s, e);
-  }
-  __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(s));
+  __m512 inv = _mm512_set1_ps(1.0f / exp_shifted_row512(x, y, N));
   for (int j = 0; j < N; j += 16)
     _mm512_storeu_ps(y + j, _mm512_mul_ps(_mm512_loadu_ps(y + j), inv));
 }

@@ -22,15 +22,7 @@ static void softmax(const float* x, float* y, int stream) {
     const float* a = x + (size_t)i * C;
     float* b = y + (size_t)i * C;
     float tmp[C] __attribute__((aligned(64)));
-    __m512 m = _mm512_set1_ps(-INFINITY);
-    for (int j = 0; j < C; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(a + j));
-    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m)), s = _mm512_setzero_ps();
-    for (int j = 0; j < C; j += 16) {
-      __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(a + j), mx));
-      _mm512_store_ps(tmp + j, e);
-      s = _mm512_add_ps(s, e);
-    }
-    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(s));
+    __m512 inv = _mm512_set1_ps(1.0f / exp_shifted_row512(a, tmp, C));
     if (stream) {
       for (int j = 0; j < C; j += 16)
         _mm512_stream_ps(b + j, _mm512_mul_ps(_mm512_load_ps(tmp + j), inv));

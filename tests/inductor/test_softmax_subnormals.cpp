@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "codegen/cpp_kernel.h"
 #include "inductor/stages.h"
 #include "testing.h"
 
