@@ -4,12 +4,14 @@
 
 #include "capture/counters.h"
 #include "codegen/cpp_kernel.h"
+#include "codegen/cpp_prelude.h"
 #include "codegen/wrapper.h"
 #include "debug/log.h"
 #include "decomp/decompose.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "jit/cpp_compiler.h"
+#include "jit/graph_cache.h"
 #include "lower/lower_graph.h"
 #include "passes/pass.h"
 #include "schedule/placement.h"
@@ -83,6 +85,47 @@ std::shared_ptr<const jit::Library> load(const std::string& source, const std::s
   return library;
 }
 
+// Does a log or the debug folder want to see the stages after capture? Then they run, and the
+// graph cache, which would skip them, is not consulted.
+bool stages_watched(const debug::CompileTrace& trace) {
+  static const char* const kStageLogs[] = {
+      "passes",       "passes_graphs", "decompositions", "post_grad_graphs",
+      "ir_pre_fusion", "fusion",       "schedule",       "ir_post_fusion"};
+  if (!trace.dir().empty()) return true;
+  for (const char* log : kStageLogs)
+    if (debug::log_enabled(log)) return true;
+  return false;
+}
+
+// The callable of a compiled graph, whether just compiled or read from the graph cache; logs
+// the output code and ends the compile's trace.
+capture::CompiledGraph finish(jit::CachedGraph compiled,
+                              std::shared_ptr<const jit::Library> library,
+                              std::shared_ptr<const Graph> g,
+                              debug::CompileTrace& trace, const std::string& how) {
+  auto wrapper = std::make_shared<const codegen::Wrapper>(std::move(compiled.plan), library);
+  if (debug::log_enabled("output_code")) {
+    // The kernels and the wrapper; the prelude every source starts with is in the file.
+    std::string code = compiled.source.substr(std::min(compiled.source.size(), codegen::cpp_prelude().size()));
+    std::string path = library ? library->path() : "";
+    if (path.size() > 3) path = path.substr(0, path.size() - 3) + ".cpp";
+    debug::log(
+        "output_code", trace.log_prefix(),
+        (path.empty() ? "" : "// " + path + " (after its prelude):\n") + code + wrapper->text());
+  }
+  trace.write("output_code.cpp", [&] { return output_code(compiled.source, *wrapper); });
+  size_t kernels = wrapper->plan().kernel_count();
+  size_t externs = wrapper->plan().steps.size() - kernels;
+  capture::bump(capture::Counter::generated_kernels, static_cast<int64_t>(kernels));
+  capture::bump(capture::Counter::extern_calls, static_cast<int64_t>(externs));
+  trace.finish(std::to_string(kernels) + " kernel" + (kernels == 1 ? "" : "s") + ", " +
+               std::to_string(externs) + " extern call" + (externs == 1 ? "" : "s") + how);
+  capture::CompiledGraph cg;
+  cg.graph = std::move(g);
+  cg.run = [wrapper](const std::vector<Tensor>& inputs) { return wrapper->run(inputs); };
+  return cg;
+}
+
 }  // namespace
 
 // The whole backend, in order. "eager" stops after capture, "aot_eager" after the graph
@@ -99,6 +142,22 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   if (options.backend == "eager") {
     trace.finish("eager: the captured graph runs on the interpreter");
     return interpreted(captured);
+  }
+
+  // A graph compiled before, in this process or an earlier one, skips every stage below
+  // unless a log or the debug folder is watching them.
+  std::string cache_key;
+  if (options.backend == "inductor" && !stages_watched(trace))
+    cache_key = jit::graph_cache_key(*captured, options);
+  if (!cache_key.empty()) {
+    std::optional<jit::CachedGraph> hit = t.stage(
+        "graph cache lookup", "cache", [&] { return jit::load_cached_graph(cache_key, *captured); });
+    capture::bump(hit ? capture::Counter::graph_cache_hits : capture::Counter::graph_cache_misses);
+    if (hit) {
+      std::shared_ptr<const jit::Library> library;
+      if (!hit->source.empty()) library = load(hit->source, options.name, t);
+      return finish(std::move(*hit), library, captured, trace, " (from the graph cache)");
+    }
   }
 
   auto g = std::make_shared<Graph>(captured->clone());
@@ -119,20 +178,19 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
     return interpreted(g);
   }
 
-  auto program = std::make_shared<ir::Program>(
-      t.stage("lowering", "lower", [&] { return lower::lower_graph(*g); }));
-  debug::log("ir_pre_fusion", log_prefix, "loop IR:\n" + ir::to_string(*program));
-  trace.write("ir_pre_fusion.txt", [&] { return ir::to_string(*program); });
+  ir::Program program = t.stage("lowering", "lower", [&] { return lower::lower_graph(*g); });
+  debug::log("ir_pre_fusion", log_prefix, "loop IR:\n" + ir::to_string(program));
+  trace.write("ir_pre_fusion.txt", [&] { return ir::to_string(program); });
   schedule::Schedule sched =
-      t.stage("scheduling", "schedule", [&] { return schedule::schedule(*program); });
+      t.stage("scheduling", "schedule", [&] { return schedule::schedule(program); });
   for (const std::string& d : sched.decisions) debug::log("fusion", log_prefix, d);
-  debug::log("schedule", log_prefix, steps_text(sched, *program));
+  debug::log("schedule", log_prefix, steps_text(sched, program));
   trace.write("fusion.txt", [&] { return lines(sched.decisions); });
   std::vector<codegen::KernelSource> kernels = t.stage("codegen", "codegen", [&] {
     std::vector<codegen::KernelSource> ks;
     for (const schedule::Kernel& k : sched.kernels) {
       auto span = t.span(k.name);
-      ks.push_back(codegen::generate_kernel(k, *program));
+      ks.push_back(codegen::generate_kernel(k, program));
     }
     return ks;
   });
@@ -140,38 +198,20 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
     for (const schedule::Kernel& k : sched.kernels)
       debug::log("ir_post_fusion", log_prefix, schedule::to_string(k));
   trace.write("ir_post_fusion.txt", [&] { return kernels_text(sched); });
-  trace.write_diagram([&] { return schedule::kernel_diagram(*g, *program, sched); });
-  std::string source = codegen::cpp_source(kernels);
+  trace.write_diagram([&] { return schedule::kernel_diagram(*g, program, sched); });
+  jit::CachedGraph compiled;
+  if (!kernels.empty()) compiled.source = codegen::cpp_source(kernels);
   // Written before the compiler runs, so a compile error has the source at hand; completed
   // with the wrapper's plan below.
-  trace.write("output_code.cpp", [&] { return source; });
+  trace.write("output_code.cpp", [&] { return compiled.source; });
   std::shared_ptr<const jit::Library> library;
-  if (!kernels.empty()) library = load(source, options.name, t);
-  auto wrapper = t.stage("wrapper", "wrapper", [&] {
-    return std::make_shared<codegen::Wrapper>(*program, sched, kernels, library);
-  });
-  if (debug::log_enabled("output_code")) {
-    // The kernels and the wrapper; the prelude every source starts with is in the file.
-    std::string code;
-    for (const codegen::KernelSource& k : kernels) code += k.code + "\n";
-    std::string path = library ? library->path() : "";
-    if (path.size() > 3) path = path.substr(0, path.size() - 3) + ".cpp";
-    debug::log(
-        "output_code", log_prefix,
-        (path.empty() ? "" : "// " + path + " (after its prelude):\n") + code + wrapper->text());
-  }
-  trace.write("output_code.cpp", [&] { return output_code(source, *wrapper); });
-  size_t externs = sched.steps.size() - sched.kernels.size();
-  capture::bump(capture::Counter::generated_kernels, static_cast<int64_t>(kernels.size()));
-  capture::bump(capture::Counter::extern_calls, static_cast<int64_t>(externs));
-  trace.finish(std::to_string(kernels.size()) + " kernel" + (kernels.size() == 1 ? "" : "s") +
-               ", " + std::to_string(externs) + " extern call" + (externs == 1 ? "" : "s"));
-
-  capture::CompiledGraph cg;
-  cg.graph = g;
-  // The wrapper refers into the program's buffers: the closure keeps both alive.
-  cg.run = [program, wrapper](const std::vector<Tensor>& inputs) { return wrapper->run(inputs); };
-  return cg;
+  if (!kernels.empty()) library = load(compiled.source, options.name, t);
+  compiled.plan = t.stage("wrapper", "wrapper",
+                          [&] { return codegen::plan_wrapper(program, sched, kernels); });
+  if (!cache_key.empty())
+    t.stage("graph cache store", "cache",
+            [&] { return jit::store_cached_graph(cache_key, *captured, compiled); });
+  return finish(std::move(compiled), library, g, trace, "");
 }
 
 capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> graph, const CompileOptions& options,

@@ -43,7 +43,8 @@ struct CompileOptions {
 // Process-wide counts, as torch._dynamo.utils.counters: captures, compiles, recompiles,
 // guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks; what the inductor
 // backend produced: generated_kernels, extern_calls; and, for compiled training, the bytes the
-// partitioner saves for backward (saved_bytes) against saving everything (save_all_bytes).
+// partitioner saves for backward (saved_bytes) against saving everything (save_all_bytes); and
+// the compiled-graph cache's graph_cache_hits and graph_cache_misses.
 std::map<std::string, int64_t> counters();
 // Forgets every compiled graph and zeroes the counters.
 void compiler_reset();

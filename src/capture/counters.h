@@ -18,6 +18,8 @@ enum class Counter : uint8_t {
   extern_calls,       // library/eager kernels its compiled graphs call
   saved_bytes,        // bytes compiled forwards save for their backwards (the partitioner's cut)
   save_all_bytes,     // what saving every forward value the backwards read would have cost
+  graph_cache_hits,   // compiles served by the compiled-graph cache (jit/graph_cache.h)
+  graph_cache_misses,
   kCount
 };
 void bump(Counter c, int64_t by = 1);

@@ -2,13 +2,32 @@
 // source built by the same compiler, with the same flags, for the same machine.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "jit/toolchain.h"
 
+struct XXH3_state_s;
+
 namespace coil::jit {
 
-// 32 hex digits of XXH3-128 over the source and every field of the toolchain.
+// XXH3-128 over a sequence of fields, as 32 hex digits.
+class Hasher {
+ public:
+  Hasher();
+  // Each field is length-prefixed, so ("ab", "c") and ("a", "bc") hash differently.
+  void add(std::string_view field);
+  // Count-prefixed, so a flag moved from one list to the next changes the key.
+  void add(const std::vector<std::string>& list);
+  std::string hex() const;
+
+ private:
+  std::unique_ptr<XXH3_state_s, void (*)(XXH3_state_s*)> state_;
+};
+
+// The hash of the source and every field of the toolchain.
 std::string cache_key(const std::string& source, const Toolchain& toolchain);
 
 }  // namespace coil::jit

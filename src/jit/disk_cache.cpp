@@ -27,9 +27,13 @@ std::string cache_root() {
   return std::string(home) + "/.cache/coil";
 }
 
-CacheEntry open_cache_entry(const std::string& key) {
+CacheEntry cache_entry(const std::string& key, const std::string& area) {
   COIL_ASSERT(key.size() > 2, "cache key '", key, "'");
-  CacheEntry entry{cache_root() + "/" + key.substr(0, 2), key};
+  return {cache_root() + (area.empty() ? "" : "/" + area) + "/" + key.substr(0, 2), key};
+}
+
+CacheEntry open_cache_entry(const std::string& key, const std::string& area) {
+  CacheEntry entry = cache_entry(key, area);
   std::error_code error;
   std::filesystem::create_directories(entry.dir, error);
   COIL_CHECK(!error, "jit: cannot create the code cache directory '", entry.dir, "' (",

@@ -1,5 +1,6 @@
 // Compiled code on disk: <root>/<first 2 hex of key>/<key>.so, with <key>.cpp beside it for
-// people who want to read what ran (and <key>.log when the compiler failed on it).
+// people who want to read what ran (and <key>.log when the compiler failed on it); compiled
+// graphs (graph_cache.h) in <root>/graphs/<first 2 hex of key>/<key>.json.
 //
 // Every file is written under a unique temporary name in its final directory and renamed into
 // place: readers never see half a file, and processes that build the same key at once all
@@ -13,13 +14,15 @@ namespace coil::jit {
 // $COIL_CACHE_DIR, else $XDG_CACHE_HOME/coil, else $HOME/.cache/coil.
 std::string cache_root();
 
-// The directory of one key's files, created when missing (coil::Error naming it otherwise).
+// Where one key's files live: <root>[/<area>]/<first 2 hex of key>.
 struct CacheEntry {
   std::string dir;
   std::string key;
   std::string path(const std::string& extension) const { return dir + "/" + key + extension; }
 };
-CacheEntry open_cache_entry(const std::string& key);
+CacheEntry cache_entry(const std::string& key, const std::string& area = "");
+// The same, with its directory created when missing (coil::Error naming it otherwise).
+CacheEntry open_cache_entry(const std::string& key, const std::string& area = "");
 
 bool file_exists(const std::string& path);
 

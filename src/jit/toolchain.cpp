@@ -68,13 +68,10 @@ std::string resolve_compiler() {
 // its size and its modification time, as ccache's default compiler check. Installing another
 // compiler version replaces that file, and so changes every cache key.
 std::string compiler_identity(const std::string& compiler) {
-  std::error_code error;
-  std::filesystem::path real = std::filesystem::canonical(compiler, error);
-  struct stat st;
-  COIL_CHECK(!error && ::stat(real.c_str(), &st) == 0, "jit: cannot read the C++ compiler '",
-             compiler, "'; set COIL_CXX to a working C++ compiler");
-  return real.string() + " " + std::to_string(st.st_size) + " " +
-         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  std::string id = file_identity(compiler);
+  COIL_CHECK(!id.empty(), "jit: cannot read the C++ compiler '", compiler,
+             "'; set COIL_CXX to a working C++ compiler");
+  return id;
 }
 
 // The CPU's model name and feature flags (x86 "flags", Arm "Features"), read once.
@@ -107,6 +104,15 @@ std::vector<std::string> flags_from_env() {
 }
 
 }  // namespace
+
+std::string file_identity(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path real = std::filesystem::canonical(path, error);
+  struct stat st;
+  if (error || ::stat(real.c_str(), &st) != 0) return "";
+  return real.string() + " " + std::to_string(st.st_size) + " " +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
 
 Toolchain current_toolchain() {
   Toolchain t;

@@ -21,6 +21,10 @@ struct Toolchain {
 // coil::Error when no compiler is found.
 Toolchain current_toolchain();
 
+// A file's identity without reading it: the path it resolves to, its size and its modification
+// time; "" when it cannot be read. Rebuilding or reinstalling the file changes it.
+std::string file_identity(const std::string& path);
+
 // The full command that compiles `source` into the shared library `output`.
 std::vector<std::string> compile_command(const Toolchain& toolchain, const std::string& source,
                                          const std::string& output);

@@ -291,8 +291,9 @@ TEST_F(DebugDirTest, TimelineLogLineSumsTheStages) {
   std::string text = read(log);
   std::regex line(
       R"(\[timeline\] f\[\d+/0\] compile f\[\d+/0\] \(1 kernel, 0 extern calls\): [\d.]+ ms = )"
-      R"(capture [\d.]+ \+ passes [\d.]+ \+ decompose [\d.]+ \+ lower [\d.]+ \+ schedule [\d.]+ )"
-      R"(\+ codegen [\d.]+ \+ load [\d.]+ \+ cc [\d.]+ \+ wrapper [\d.]+ \+ other [\d.]+\n)");
+      R"(capture [\d.]+ \+ cache [\d.]+ \+ passes [\d.]+ \+ decompose [\d.]+ \+ lower [\d.]+ )"
+      R"(\+ schedule [\d.]+ \+ codegen [\d.]+ \+ load [\d.]+ \+ cc [\d.]+ \+ wrapper [\d.]+ )"
+      R"(\+ other [\d.]+\n)");
   EXPECT_TRUE(std::regex_search(text, line)) << text;
 }
 

@@ -26,8 +26,8 @@ Generated generate_code(const Scheduled& s, const std::string& name) {
     out.kernels.push_back(codegen::generate_kernel(k, *s.program));
   out.source = codegen::cpp_source(out.kernels);
   if (!out.kernels.empty()) out.library = jit::load_cpp(out.source, name);
-  out.wrapper =
-      std::make_shared<const codegen::Wrapper>(*s.program, s.schedule, out.kernels, out.library);
+  out.wrapper = std::make_shared<const codegen::Wrapper>(
+      codegen::plan_wrapper(*s.program, s.schedule, out.kernels), out.library);
   return out;
 }
 

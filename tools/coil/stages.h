@@ -21,7 +21,6 @@ void run_graph_stages(Graph& g, const std::string& log_prefix);
 
 // Lowering to the loop IR, then scheduling (fusion) into kernels.
 struct Scheduled {
-  // On the heap: the wrapper keeps pointers into its buffers.
   std::shared_ptr<const ir::Program> program;
   schedule::Schedule schedule;
 };

@@ -1,0 +1,58 @@
+// The wrapper's plan (Inductor's wrapper code, as data): which buffer lives in which slot, what
+// each step runs (a generated kernel by name, or an extern call), which memory each new buffer
+// takes over, what dies after each step, and what the graph returns. Made once from the lowered
+// program and its schedule; it refers to nothing of theirs, so the graph cache
+// (jit/graph_cache.h) can write it down and a later process can run it without lowering.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/cpp_kernel.h"
+#include "ir/program.h"
+#include "schedule/kernel.h"
+
+namespace coil::codegen {
+
+struct WrapperPlan {
+  // A program buffer, less its computation.
+  struct Slot {
+    std::string name;
+    ir::BufferKind kind{};
+    ir::Layout layout;
+    int64_t input_index = -1;            // Input
+    Tensor value;                        // Constant
+    std::optional<ir::ExternCall> call;  // Extern
+  };
+  struct Alloc {
+    int slot;
+    int reuse = -1;  // a dead slot whose memory this buffer takes over
+    // The slot dies at this very step, which still reads it: the kernel writes in place.
+    bool in_place = false;
+  };
+  struct Step {
+    std::string kernel;                    // a kernel's symbol, or empty for an extern call
+    std::vector<int> args;                 // slots, for a kernel
+    std::vector<IndexCheck> index_checks;  // when any, the kernel takes an error record
+    int extern_slot = -1;                  // the extern call's result
+    std::vector<Alloc> allocs;             // before the step
+    std::vector<int> releases;             // after it
+  };
+  struct Output {
+    int slot;
+    ir::Layout view;
+  };
+
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<Output> outputs;
+  std::string text;  // the plan as readable code (the output_code log)
+
+  size_t kernel_count() const;
+};
+
+WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& schedule,
+                         const std::vector<KernelSource>& kernels);
+
+}  // namespace coil::codegen
