@@ -156,7 +156,7 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
     if (hit) {
       std::shared_ptr<const jit::Library> library;
       if (!hit->source.empty()) library = load(hit->source, options.name, t);
-      return finish(std::move(*hit), library, captured, trace, " (from the graph cache)");
+      return finish(std::move(*hit), library, captured, trace, ", from the graph cache");
     }
   }
 
