@@ -1,6 +1,6 @@
 // Compiled code on disk: <root>/<first 2 hex of key>/<key>.so, with <key>.cpp beside it for
 // people who want to read what ran (and <key>.log when the compiler failed on it); compiled
-// graphs (graph_cache.h) in <root>/graphs/<first 2 hex of key>/<key>.json.
+// graphs (graph_cache.h) in <root>/graphs/<first 2 hex of key>/<key>.json and <key>.cpp.
 //
 // Every file is written under a unique temporary name in its final directory and renamed into
 // place: readers never see half a file, and processes that build the same key at once all

@@ -1,6 +1,7 @@
 #include "jit/graph_cache.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <bit>
 #include <cstdlib>
@@ -32,14 +33,64 @@ struct NotCacheable {
   std::string why;
 };
 
-// The file coil's own code was loaded from: libcoil.so, or the program it is linked into.
+std::string hex(const void* data, size_t size) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
+// The GNU build ID of the loaded object that holds `address`, or "": a hash the linker
+// computed over the object's contents, read from its notes in memory (no file is opened).
+std::string build_id_of(const void* address) {
+  struct Search {
+    uintptr_t address;
+    std::string id;
+  } search{reinterpret_cast<uintptr_t>(address), ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        bool holds = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          holds |= ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz;
+        }
+        if (!holds) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((note->n_namesz + 3) & ~size_t{3});
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+                std::memcmp(name, "GNU", 4) == 0)
+              s->id = hex(desc, note->n_descsz);
+            p = desc + ((note->n_descsz + 3) & ~size_t{3});
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
+// What coil's own code is: the build ID of libcoil.so (or of the program coil is linked into),
+// else that file's path, size and modification time. Rebuilding coil changes it.
 const std::string& coil_identity() {
   static const std::string id = [] {
+    const void* code = reinterpret_cast<const void*>(&graph_cache_key);
+    if (std::string build_id = build_id_of(code); !build_id.empty()) return "build-id " + build_id;
     Dl_info info{};
-    std::string id;
-    if (dladdr(reinterpret_cast<void*>(&graph_cache_key), &info) && info.dli_fname)
-      id = file_identity(info.dli_fname);
-    return id.empty() ? file_identity("/proc/self/exe") : id;
+    std::string file = dladdr(code, &info) && info.dli_fname ? file_identity(info.dli_fname) : "";
+    return file.empty() ? file_identity("/proc/self/exe") : file;
   }();
   return id;
 }
@@ -105,17 +156,6 @@ json call_json(const ir::ExternCall& c) {
     }
   }
   return {{"op", op_name(c.op)}, {"args", args}, {"reason", c.reason}};
-}
-
-std::string hex(const void* data, size_t size) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    out += digits[p[i] >> 4];
-    out += digits[p[i] & 15];
-  }
-  return out;
 }
 
 // A constant buffer: one of the graph's parameters by position, else its elements.
@@ -280,21 +320,37 @@ std::string graph_cache_key(const Graph& graph, const CompileOptions& options) {
   return h.hex();
 }
 
+namespace {
+
+// A file's whole contents, or nullopt when it cannot be opened.
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
 std::optional<CachedGraph> load_cached_graph(const std::string& key, const Graph& graph) {
-  std::string path = cache_entry(key, kArea).path(".json");
-  std::ifstream in(path);
-  if (!in) {
+  CacheEntry place = cache_entry(key, kArea);
+  std::optional<std::string> text = read_file(place.path(".json"));
+  if (!text) {
     log_cache("miss " + key);
     return std::nullopt;
   }
   try {
-    json j = json::parse(in);
+    json j = json::parse(*text);
     if (j.at("format").get<std::string>() != kFormat) throw std::runtime_error("an old format");
-    CachedGraph entry{j.at("source").get<std::string>(), plan_of(j.at("plan"), graph)};
-    log_cache("hit " + key + " (" + path + ")");
+    CachedGraph entry{"", plan_of(j.at("plan"), graph)};
+    if (j.at("kernels").get<bool>()) {
+      std::optional<std::string> source = read_file(place.path(".cpp"));
+      if (!source) throw std::runtime_error("its source is missing");
+      entry.source = std::move(*source);
+    }
+    log_cache("hit " + key + " (" + place.path(".json") + ")");
     return entry;
   } catch (const std::exception& e) {
-    log_cache("miss " + key + ": cannot read " + path + " (" + e.what() + ")");
+    log_cache("miss " + key + ": cannot read " + place.path(".json") + " (" + e.what() + ")");
     return std::nullopt;
   }
 }
@@ -303,12 +359,14 @@ std::string store_cached_graph(const std::string& key, const Graph& graph,
                                const CachedGraph& entry) {
   json j;
   try {
-    j = {{"format", kFormat}, {"source", entry.source}, {"plan", plan_json(entry.plan, graph)}};
+    j = {{"format", kFormat}, {"kernels", !entry.source.empty()}, {"plan", plan_json(entry.plan, graph)}};
   } catch (const NotCacheable& e) {
     log_cache("not stored " + key + ": " + e.why);
     return e.why;
   }
   CacheEntry place = open_cache_entry(key, kArea);
+  // The source first: an entry is complete once its .json is in place.
+  if (!entry.source.empty()) write_file_atomically(place.path(".cpp"), entry.source);
   write_file_atomically(place.path(".json"), j.dump());
   log_cache("stored " + key + " (" + place.path(".json") + ")");
   return "";

@@ -3,15 +3,15 @@
 // itself. A new process that captures the same graph loads the plan and the compiled library
 // instead of running the passes, lowering, scheduling and code generation again.
 //
-// The key is XXH3-128 over the printed graph, the backend, and the file coil's own code was
-// loaded from (its path, size and modification time: rebuilding coil starts afresh). The
+// The key is XXH3-128 over the printed graph, the backend, and the build ID of coil's own library
+// (the linker's hash of its contents: rebuilding coil starts afresh). The
 // printed graph is exact: every node with its arguments, each value's dtype, sizes, strides and
 // storage offset, and each constant's elements to the last bit. A parameter enters by name and
 // layout but not by value, since no stage reads a parameter's elements: an entry stores which
 // parameter each constant buffer is, and loading binds the graph's parameters of that call.
 //
-// Entries: <cache root>/graphs/<first 2 hex of key>/<key>.json (disk_cache.h). COIL_GRAPH_CACHE=0
-// turns the cache off.
+// Entries: <cache root>/graphs/<first 2 hex of key>/<key>.json, the plan, and <key>.cpp beside it,
+// the source (disk_cache.h). COIL_GRAPH_CACHE=0 turns the cache off.
 #pragma once
 
 #include <optional>

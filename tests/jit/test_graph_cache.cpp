@@ -43,11 +43,12 @@ class GraphCacheTest : public JitTest {
     jit::reset_stats();
   }
   static int64_t count(const char* name) { return counters()[name]; }
+  // The entries' plans (each kernel's source lies beside its plan, as <key>.cpp).
   std::vector<fs::path> entries() const {
     std::vector<fs::path> out;
     if (!fs::exists(fs::path(cache_dir_) / "graphs")) return out;
     for (const auto& e : fs::recursive_directory_iterator(fs::path(cache_dir_) / "graphs"))
-      if (e.is_regular_file()) out.push_back(e.path());
+      if (e.path().extension() == ".json") out.push_back(e.path());
     return out;
   }
 };
@@ -174,10 +175,15 @@ TEST_F(GraphCacheTest, UnreadableEntryIsAMissAndIsReplaced) {
   auto f = [&w](const Tensor& x) { return model(x, w); };
   compile(f)(x);
   ASSERT_EQ(entries().size(), 1u);
-  fs::path entry = entries()[0];
-  for (const char* junk : {"{not json", R"({"format": "coil-graph-1", "source": "", "plan": {}})"}) {
+  fs::path entry = entries()[0], source = fs::path(entry).replace_extension(".cpp");
+  ASSERT_TRUE(fs::exists(source));
+  for (const char* junk :
+       {"{not json", R"({"format": "coil-graph-1", "kernels": true, "plan": {}})", "no source"}) {
     SCOPED_TRACE(junk);
-    std::ofstream(entry) << junk;
+    if (std::string(junk) == "no source")
+      fs::remove(source);
+    else
+      std::ofstream(entry) << junk;
     forget_process_state();
     EXPECT_TRUE(allclose(compile(f)(x), model(x, w), 1e-5, 1e-6));
     EXPECT_EQ(count("graph_cache_misses"), 1);
