@@ -88,9 +88,9 @@ std::shared_ptr<const jit::Library> load(const std::string& source, const std::s
 // Does a log or the debug folder want to see the stages after capture? Then they run, and the
 // graph cache, which would skip them, is not consulted.
 bool stages_watched(const debug::CompileTrace& trace) {
-  static const char* const kStageLogs[] = {
-      "passes",       "passes_graphs", "decompositions", "post_grad_graphs",
-      "ir_pre_fusion", "fusion",       "schedule",       "ir_post_fusion"};
+  static const char* const kStageLogs[] = {"passes",           "passes_graphs", "decompositions",
+                                           "post_grad_graphs", "ir_pre_fusion", "fusion",
+                                           "schedule",         "ir_post_fusion"};
   if (!trace.dir().empty()) return true;
   for (const char* log : kStageLogs)
     if (debug::log_enabled(log)) return true;
@@ -101,12 +101,13 @@ bool stages_watched(const debug::CompileTrace& trace) {
 // the output code and ends the compile's trace.
 capture::CompiledGraph finish(jit::CachedGraph compiled,
                               std::shared_ptr<const jit::Library> library,
-                              std::shared_ptr<const Graph> g,
-                              debug::CompileTrace& trace, const std::string& how) {
+                              std::shared_ptr<const Graph> g, debug::CompileTrace& trace,
+                              const std::string& how) {
   auto wrapper = std::make_shared<const codegen::Wrapper>(std::move(compiled.plan), library);
   if (debug::log_enabled("output_code")) {
     // The kernels and the wrapper; the prelude every source starts with is in the file.
-    std::string code = compiled.source.substr(std::min(compiled.source.size(), codegen::cpp_prelude().size()));
+    std::string code =
+        compiled.source.substr(std::min(compiled.source.size(), codegen::cpp_prelude().size()));
     std::string path = library ? library->path() : "";
     if (path.size() > 3) path = path.substr(0, path.size() - 3) + ".cpp";
     debug::log(
@@ -150,8 +151,9 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   if (options.backend == "inductor" && !stages_watched(trace))
     cache_key = jit::graph_cache_key(*captured, options);
   if (!cache_key.empty()) {
-    std::optional<jit::CachedGraph> hit = t.stage(
-        "graph cache lookup", "cache", [&] { return jit::load_cached_graph(cache_key, *captured); });
+    std::optional<jit::CachedGraph> hit = t.stage("graph cache lookup", "cache", [&] {
+      return jit::load_cached_graph(cache_key, *captured);
+    });
     capture::bump(hit ? capture::Counter::graph_cache_hits : capture::Counter::graph_cache_misses);
     if (hit) {
       std::shared_ptr<const jit::Library> library;
@@ -206,8 +208,8 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   trace.write("output_code.cpp", [&] { return compiled.source; });
   std::shared_ptr<const jit::Library> library;
   if (!kernels.empty()) library = load(compiled.source, options.name, t);
-  compiled.plan = t.stage("wrapper", "wrapper",
-                          [&] { return codegen::plan_wrapper(program, sched, kernels); });
+  compiled.plan =
+      t.stage("wrapper", "wrapper", [&] { return codegen::plan_wrapper(program, sched, kernels); });
   if (!cache_key.empty())
     t.stage("graph cache store", "cache",
             [&] { return jit::store_cached_graph(cache_key, *captured, compiled); });

@@ -18,7 +18,8 @@ std::string cpp_source(const std::vector<KernelSource>& kernels) {
 Wrapper::Wrapper(WrapperPlan plan, std::shared_ptr<const jit::Library> library)
     : plan_(std::move(plan)), library_(std::move(library)) {
   std::map<std::string, int> slot_of;
-  for (size_t s = 0; s < plan_.slots.size(); ++s) slot_of[plan_.slots[s].name] = static_cast<int>(s);
+  for (size_t s = 0; s < plan_.slots.size(); ++s)
+    slot_of[plan_.slots[s].name] = static_cast<int>(s);
   for (const WrapperPlan::Step& st : plan_.steps) {
     fns_.push_back(st.kernel.empty() ? nullptr
                                      : reinterpret_cast<KernelFn>(library_->symbol(st.kernel)));
@@ -104,7 +105,8 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
     for (int s : st.releases) slots[s] = Tensor();
   }
   std::vector<Tensor> results;
-  for (const WrapperPlan::Output& o : plan_.outputs) results.push_back(view_of(slots[o.slot], o.view));
+  for (const WrapperPlan::Output& o : plan_.outputs)
+    results.push_back(view_of(slots[o.slot], o.view));
   return results;
 }
 

@@ -85,8 +85,8 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
         } else if (it != free_slots.end()) {
           a.reuse = it->second;
           free_slots.erase(it);
-          text += "    " + w + " = reuse(" + plan.slots[a.reuse].name + ")  # " + b.layout.str() +
-                  "\n";
+          text +=
+              "    " + w + " = reuse(" + plan.slots[a.reuse].name + ")  # " + b.layout.str() + "\n";
         } else {
           text += "    " + w + " = empty(" + b.layout.str() + ")\n";
         }

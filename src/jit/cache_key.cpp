@@ -12,8 +12,7 @@ namespace coil::jit {
 // never mistaken for new ones.
 constexpr std::string_view kFormat = "coil-jit-1";
 
-Hasher::Hasher()
-    : state_(XXH3_createState(), [](XXH3_state_t* s) { XXH3_freeState(s); }) {
+Hasher::Hasher() : state_(XXH3_createState(), [](XXH3_state_t* s) { XXH3_freeState(s); }) {
   COIL_ASSERT(state_ && XXH3_128bits_reset(state_.get()) == XXH_OK);
 }
 

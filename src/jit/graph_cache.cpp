@@ -166,15 +166,16 @@ json constant_json(const Tensor& value, const std::vector<const Node*>& params) 
     throw NotCacheable{"a constant that is not a parameter is not contiguous"};
   return {{"dtype", dtype_name(value.dtype())},
           {"sizes", value.sizes()},
-          {"elements", hex(value.data_ptr(), static_cast<size_t>(value.numel()) *
-                                                  itemsize(value.dtype()))}};
+          {"elements",
+           hex(value.data_ptr(), static_cast<size_t>(value.numel()) * itemsize(value.dtype()))}};
 }
 
 json plan_json(const codegen::WrapperPlan& plan, const Graph& graph) {
   std::vector<const Node*> params = parameters(graph);
   json slots = json::array();
   for (const codegen::WrapperPlan::Slot& s : plan.slots) {
-    json j = {{"name", s.name}, {"kind", static_cast<int>(s.kind)}, {"layout", layout_json(s.layout)}};
+    json j = {
+        {"name", s.name}, {"kind", static_cast<int>(s.kind)}, {"layout", layout_json(s.layout)}};
     if (s.kind == ir::BufferKind::Input) j["input"] = s.input_index;
     if (s.kind == ir::BufferKind::Constant) j["constant"] = constant_json(s.value, params);
     if (s.call) j["call"] = call_json(*s.call);
@@ -211,20 +212,28 @@ ir::TensorRef ref_of(const json& j) { return {j.at(0).get<std::string>(), layout
 Arg arg_of(const json& j) {
   auto as_double = [](const json& v) { return std::bit_cast<double>(v.get<uint64_t>()); };
   switch (j.at(0).get<size_t>()) {
-    case 0: return std::monostate{};
+    case 0:
+      return std::monostate{};
     case 3: {
       auto kind = static_cast<Scalar::Kind>(j.at(1).get<int>());
       if (kind == Scalar::Kind::Float) return Scalar(as_double(j.at(2)));
       if (kind == Scalar::Kind::Bool) return Scalar(j.at(2).get<uint64_t>() != 0);
       return Scalar(static_cast<int64_t>(j.at(2).get<uint64_t>()));
     }
-    case 4: return j.at(1).get<int64_t>();
-    case 5: return as_double(j.at(1));
-    case 6: return j.at(1).get<bool>();
-    case 7: return j.at(1).get<Shape>();
-    case 8: return dtype_from_name(j.at(1).get<std::string>());
-    case 9: return j.at(1).get<std::string>();
-    case 10: return Device(j.at(1).get<std::string>());
+    case 4:
+      return j.at(1).get<int64_t>();
+    case 5:
+      return as_double(j.at(1));
+    case 6:
+      return j.at(1).get<bool>();
+    case 7:
+      return j.at(1).get<Shape>();
+    case 8:
+      return dtype_from_name(j.at(1).get<std::string>());
+    case 9:
+      return j.at(1).get<std::string>();
+    case 10:
+      return Device(j.at(1).get<std::string>());
   }
   throw std::runtime_error("an argument of unknown kind");
 }
@@ -299,7 +308,8 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
     for (const json& r : s.at("releases")) st.releases.push_back(slot_index(r));
     plan.steps.push_back(std::move(st));
   }
-  for (const json& o : j.at("outputs")) plan.outputs.push_back({slot_index(o.at(0)), layout_of(o.at(1))});
+  for (const json& o : j.at("outputs"))
+    plan.outputs.push_back({slot_index(o.at(0)), layout_of(o.at(1))});
   plan.text = j.at("text").get<std::string>();
   return plan;
 }
@@ -359,7 +369,9 @@ std::string store_cached_graph(const std::string& key, const Graph& graph,
                                const CachedGraph& entry) {
   json j;
   try {
-    j = {{"format", kFormat}, {"kernels", !entry.source.empty()}, {"plan", plan_json(entry.plan, graph)}};
+    j = {{"format", kFormat},
+         {"kernels", !entry.source.empty()},
+         {"plan", plan_json(entry.plan, graph)}};
   } catch (const NotCacheable& e) {
     log_cache("not stored " + key + ": " + e.why);
     return e.why;

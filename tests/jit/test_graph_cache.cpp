@@ -109,7 +109,8 @@ TEST_F(GraphCacheTest, AnotherLayoutIsAnotherEntry) {
 TEST_F(GraphCacheTest, LiteralConstantsAndNumbersSurviveExactly) {
   // A constant that is no parameter is stored by value (a subnormal among its elements); the
   // extern call's literal arguments (a float, a bool) by their bits.
-  const std::string text = R"(def forward(self, x: "f32[4, 3][3, 1]cpu", q: "f32[2, 5, 4][20, 4, 1]cpu"):
+  const std::string text =
+      R"(def forward(self, x: "f32[4, 3][3, 1]cpu", q: "f32[2, 5, 4][20, 4, 1]cpu"):
     c: "f32[3][1]cpu" = coil.constant([0.1, -2.5, 3e-39])
     mul: "f32[4, 3][3, 1]cpu" = coil.mul(x, c)
     clamp: "f32[4, 3][3, 1]cpu" = coil.clamp(mul, -inf, 0.75)
