@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -281,16 +282,30 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
   for (const json& s : j.at("slots")) {
     codegen::WrapperPlan::Slot slot;
     slot.name = s.at("name").get<std::string>();
-    slot.kind = static_cast<ir::BufferKind>(s.at("kind").get<int>());
+    int kind = s.at("kind").get<int>();
+    if (kind < 0 || kind > static_cast<int>(ir::BufferKind::Extern))
+      throw std::runtime_error("a buffer of unknown kind");
+    slot.kind = static_cast<ir::BufferKind>(kind);
     slot.layout = layout_of(s.at("layout"));
     if (s.contains("input")) slot.input_index = s.at("input").get<int64_t>();
     if (s.contains("constant")) slot.value = constant_of(s.at("constant"), params);
     if (s.contains("call")) slot.call = call_of(s.at("call"));
     plan.slots.push_back(std::move(slot));
   }
-  auto slot_index = [&](const json& v) {
+  // Checked as the wrapper will use them, so that a damaged entry is a miss, never a crash.
+  std::set<std::string> names;
+  for (const codegen::WrapperPlan::Slot& slot : plan.slots) names.insert(slot.name);
+  for (const codegen::WrapperPlan::Slot& slot : plan.slots)
+    for (const ir::ExternArg& a : slot.call ? slot.call->args : std::vector<ir::ExternArg>{}) {
+      std::vector<ir::TensorRef> refs;
+      if (auto* r = std::get_if<ir::TensorRef>(&a)) refs.push_back(*r);
+      if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a)) refs = *rs;
+      for (const ir::TensorRef& r : refs)
+        if (!names.count(r.buffer)) throw std::runtime_error("a call reads an unknown buffer");
+    }
+  auto slot_index = [&](const json& v, bool or_none = false) {
     int i = v.get<int>();
-    if (i < -1 || i >= static_cast<int>(plan.slots.size()))
+    if (i < (or_none ? -1 : 0) || i >= static_cast<int>(plan.slots.size()))
       throw std::runtime_error("a slot out of range");
     return i;
   };
@@ -300,11 +315,11 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
     for (const json& a : s.at("args")) st.args.push_back(slot_index(a));
     for (const json& c : s.at("checks"))
       st.index_checks.push_back({c.at(0).get<std::string>(), c.at(1).get<int64_t>()});
-    st.extern_slot = slot_index(s.at("extern"));
+    st.extern_slot = slot_index(s.at("extern"), true);
     if (st.kernel.empty() && (st.extern_slot < 0 || !plan.slots[st.extern_slot].call))
       throw std::runtime_error("an extern step without its call");
     for (const json& a : s.at("allocs"))
-      st.allocs.push_back({slot_index(a.at(0)), slot_index(a.at(1)), a.at(2).get<bool>()});
+      st.allocs.push_back({slot_index(a.at(0)), slot_index(a.at(1), true), a.at(2).get<bool>()});
     for (const json& r : s.at("releases")) st.releases.push_back(slot_index(r));
     plan.steps.push_back(std::move(st));
   }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "compile_fx.h"
 #include "debug/log.h"
@@ -178,10 +179,20 @@ TEST_F(GraphCacheTest, UnreadableEntryIsAMissAndIsReplaced) {
   ASSERT_EQ(entries().size(), 1u);
   fs::path entry = entries()[0], source = fs::path(entry).replace_extension(".cpp");
   ASSERT_TRUE(fs::exists(source));
-  for (const char* junk :
-       {"{not json", R"({"format": "coil-graph-1", "kernels": true, "plan": {}})", "no source"}) {
-    SCOPED_TRACE(junk);
-    if (std::string(junk) == "no source")
+  std::ifstream in(entry);
+  std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Well-formed JSON that the wrapper could not run: a slot out of range, a kind unknown.
+  std::string bad_release =
+      std::regex_replace(good, std::regex(R"("releases":\[\])"), R"("releases":[-5])");
+  std::string bad_kind = std::regex_replace(good, std::regex(R"("kind":2)"), R"("kind":9)");
+  ASSERT_NE(bad_release, good);
+  ASSERT_NE(bad_kind, good);
+  for (std::string junk :
+       {std::string("{not json"),
+        std::string(R"({"format": "coil-graph-1", "kernels": true, "plan": {}})"), bad_release,
+        bad_kind, std::string("no source")}) {
+    SCOPED_TRACE(junk.substr(0, 80));
+    if (junk == "no source")
       fs::remove(source);
     else
       std::ofstream(entry) << junk;
