@@ -86,7 +86,7 @@ std::optional<int64_t> folded_row_stride(const MatOperand& a, const Shape& batch
 }  // namespace
 
 void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
-                     const MatOperand& b, bool accumulate) {
+                     const MatOperand& b, bool accumulate, Epilogue epilogue) {
   int64_t m = a.sizes[a.sizes.size() - 2], k = a.sizes.back(), n = b.sizes.back();
   int64_t count = numel_of(batch);
   if (count == 0 || m == 0 || n == 0) return;
@@ -98,7 +98,7 @@ void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
   if (b_shared) {
     if (auto rs = folded_row_stride(a, batch, a_bs)) {
       MatRef ar{a.data, *rs, a.strides.back()};
-      gemm(dt, count * m, n, k, ar, mat_ref(b, b.data), c, n, accumulate);
+      gemm(dt, count * m, n, k, ar, mat_ref(b, b.data), c, n, accumulate, epilogue);
       return;
     }
   }
@@ -121,7 +121,7 @@ void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
     }
   }
   gemm_batched(dt, m, n, k, mat_ref(a, a.data), a_off, mat_ref(b, b.data), b_off, c, m * n, n,
-               accumulate);
+               accumulate, epilogue);
 }
 
 namespace {
@@ -226,11 +226,15 @@ std::vector<TensorMeta> meta_addmm(const Args& a) {
              " cannot broadcast to the product's shape ", shape_str(sizes));
   return one(contiguous_meta(x.dtype(), sizes, common_device(a, {0, 1, 2}, "addmm")));
 }
-std::vector<Tensor> eager_addmm(const Args& a, const std::vector<TensorMeta>& out) {
-  Tensor r = empty_from_meta(out[0]);
+Tensor addmm_with(const Args& a, const TensorMeta& out, Epilogue epilogue) {
+  Tensor r = empty_from_meta(out);
   copy_into(r, a.tensor(0));
-  batched_product(r, {}, mat_operand(a.tensor(1), true), mat_operand(a.tensor(2), false), true);
-  return one(r);
+  batched_product(r, {}, mat_operand(a.tensor(1), true), mat_operand(a.tensor(2), false), true,
+                  epilogue);
+  return r;
+}
+std::vector<Tensor> eager_addmm(const Args& a, const std::vector<TensorMeta>& out) {
+  return one(addmm_with(a, out[0], Epilogue::none));
 }
 
 // ---- matmul, linear

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "ops/meta_util.h"
+#include "runtime/kernels/epilogue.h"
 
 namespace coil::ops {
 
@@ -21,10 +22,15 @@ MatOperand mat_operand(const Tensor& t, bool vector_as_row);
 // The same memory read as the transposed matrix (swapped rows and cols).
 MatOperand transposed(MatOperand m);
 
-// out = a @ b (out += a @ b when accumulate): a is [..., m, k], b is [..., k, n], their batch
-// dims broadcast to `batch`, and out is contiguous with batch_numel * m * n elements.
+// out = epilogue(a @ b) (epilogue(out + a @ b) when accumulate): a is [..., m, k], b is
+// [..., k, n], their batch dims broadcast to `batch`, and out is contiguous with
+// batch_numel * m * n elements.
 void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
-                     const MatOperand& b, bool accumulate);
+                     const MatOperand& b, bool accumulate, Epilogue epilogue = Epilogue::none);
+
+// addmm(bias, mat1, mat2) (the arguments `a`) into a new tensor of meta `out`, then `epilogue`:
+// addmm and its fused forms.
+Tensor addmm_with(const Args& a, const TensorMeta& out, Epilogue epilogue);
 
 // Whether `from` broadcasts to `to` without growing it (trailing dims equal or 1).
 bool broadcasts_to(const Shape& from, const Shape& to);

@@ -47,33 +47,50 @@ dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, int64_t batch
                             Dims{batch_stride, row_stride, col_stride});
 }
 
+dnnl::algorithm algorithm(Epilogue e) {
+  switch (e) {
+    case Epilogue::gelu_erf:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case Epilogue::gelu_tanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case Epilogue::none:
+    case Epilogue::relu:  // oneDNN's gives -0.0 for a negative x (x * slope 0): not fused
+      break;
+  }
+  return dnnl::algorithm::undef;
+}
+
 }  // namespace
 
+bool onednn_fuses(Epilogue e) { return algorithm(e) != dnnl::algorithm::undef; }
+
 bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
-                   float* c, int64_t c_batch, int64_t ldc, bool accumulate) {
+                   float* c, int64_t c_batch, int64_t ldc, bool accumulate, Epilogue epilogue) {
   // Inside a parallel region (a convolution's samples, one per thread) oneDNN runs on one
   // thread but its brgemm kernels split the work for the team size they were made for, and
   // part of the product would be skipped: BLAS takes it, single-threaded there.
   if (omp_in_parallel()) return false;
+  if (epilogue != Epilogue::none && !onednn_fuses(epilogue)) return false;
   // oneDNN wants positive strides; a broadcast batch (stride 0) is described as one matrix
   // only when the batch has one.
   for (int64_t s : {a.row, a.col, b.row, b.col})
     if (s <= 0) return false;
   if (batch > 1 && (a.batch <= 0 || b.batch <= 0)) return false;
   Key key{{batch, m, n, k, a.batch, a.row, a.col, b.batch, b.row, b.col, c_batch, ldc,
-           accumulate ? 1 : 0, 0}};
+           accumulate ? 1 : 0, static_cast<int64_t>(epilogue)}};
   Cache& cc = cache();
   Prepared prepared;
   {
     std::lock_guard<std::mutex> lock(cc.mu);
     auto it = cc.primitives.find(key);
     if (it == cc.primitives.end()) {
+      // The post-ops run in order on each block of the result in registers: the sum adds
+      // what C held (addmm's bias), then the activation.
+      dnnl::post_ops ops;
+      if (accumulate) ops.append_sum(1.0f);
+      if (epilogue != Epilogue::none) ops.append_eltwise(1.0f, algorithm(epilogue), 0.0f, 0.0f);
       dnnl::primitive_attr attr;
-      if (accumulate) {
-        dnnl::post_ops ops;
-        ops.append_sum(1.0f);
-        attr.set_post_ops(ops);
-      }
+      attr.set_post_ops(ops);
       try {
         dnnl::matmul::desc d(desc(batch, m, k, a.batch, a.row, a.col),
                              desc(batch, k, n, b.batch, b.row, b.col),

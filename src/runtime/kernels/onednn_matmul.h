@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "runtime/kernels/epilogue.h"
+
 namespace coil {
 
 // One operand of a batch of matrices: element (b, i, j) at data[b*batch + i*row + j*col].
@@ -14,10 +16,16 @@ struct StridedMats {
   int64_t batch, row, col;  // strides, in elements
 };
 
-// C[b] = A[b] @ B[b] (or C[b] += ... when `accumulate`) for b < batch, A m x k, B k x n, C with
-// row stride ldc, column stride 1 and batch stride c_batch. Returns false, touching nothing,
-// when oneDNN cannot take the product (its strides); the caller then uses BLAS.
+// Whether onednn_matmul computes `e` in its kernel exactly as coil defines it: the gelus, not
+// relu (oneDNN's gives -0.0 for a negative x, computing x * slope 0).
+bool onednn_fuses(Epilogue e);
+
+// C[b] = epilogue(A[b] @ B[b]) (or epilogue(C[b] + A[b] @ B[b]) when `accumulate`) for
+// b < batch, A m x k, B k x n, C with row stride ldc, column stride 1 and batch stride
+// c_batch. Returns false, touching nothing, when oneDNN cannot take the product (its
+// strides, or an epilogue it does not fuse); the caller then uses BLAS.
 bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
-                   float* c, int64_t c_batch, int64_t ldc, bool accumulate);
+                   float* c, int64_t c_batch, int64_t ldc, bool accumulate,
+                   Epilogue epilogue = Epilogue::none);
 
 }  // namespace coil
