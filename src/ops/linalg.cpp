@@ -85,6 +85,25 @@ std::optional<int64_t> folded_row_stride(const MatOperand& a, const Shape& batch
 
 }  // namespace
 
+std::vector<int64_t> batch_offsets(const MatOperand& m, const Shape& batch) {
+  Shape strides = batch_strides(m, batch);
+  std::vector<int64_t> off(static_cast<size_t>(numel_of(batch)));
+  Shape idx(batch.size(), 0);
+  int64_t o = 0;
+  for (int64_t& entry : off) {  // walking the batch index like an odometer
+    entry = o;
+    for (size_t d = batch.size(); d-- > 0;) {
+      if (++idx[d] < batch[d]) {
+        o += strides[d];
+        break;
+      }
+      o -= strides[d] * (batch[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return off;
+}
+
 void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
                      const MatOperand& b, bool accumulate, Epilogue epilogue) {
   int64_t m = a.sizes[a.sizes.size() - 2], k = a.sizes.back(), n = b.sizes.back();
@@ -102,26 +121,8 @@ void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
       return;
     }
   }
-  // Element offsets of each batch entry, walking the batch index like an odometer.
-  std::vector<int64_t> a_off(count), b_off(count);
-  Shape idx(batch.size(), 0);
-  int64_t oa = 0, ob = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    a_off[i] = oa;
-    b_off[i] = ob;
-    for (size_t d = batch.size(); d-- > 0;) {
-      if (++idx[d] < batch[d]) {
-        oa += a_bs[d];
-        ob += b_bs[d];
-        break;
-      }
-      oa -= a_bs[d] * (batch[d] - 1);
-      ob -= b_bs[d] * (batch[d] - 1);
-      idx[d] = 0;
-    }
-  }
-  gemm_batched(dt, m, n, k, mat_ref(a, a.data), a_off, mat_ref(b, b.data), b_off, c, m * n, n,
-               accumulate, epilogue);
+  gemm_batched(dt, m, n, k, mat_ref(a, a.data), batch_offsets(a, batch), mat_ref(b, b.data),
+               batch_offsets(b, batch), c, m * n, n, accumulate, epilogue);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 #include "ops/meta_util.h"
 #include "runtime/kernels/epilogue.h"
@@ -21,6 +22,10 @@ struct MatOperand {
 MatOperand mat_operand(const Tensor& t, bool vector_as_row);
 // The same memory read as the transposed matrix (swapped rows and cols).
 MatOperand transposed(MatOperand m);
+
+// The element offset of each matrix of `m` in the batch `batch` (m's batch dims broadcast to
+// it), in row-major batch order.
+std::vector<int64_t> batch_offsets(const MatOperand& m, const Shape& batch);
 
 // out = epilogue(a @ b) (epilogue(out + a @ b) when accumulate): a is [..., m, k], b is
 // [..., k, n], their batch dims broadcast to `batch`, and out is contiguous with

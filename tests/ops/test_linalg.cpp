@@ -1,5 +1,7 @@
 // mm, bmm, addmm, matmul, linear and scaled_dot_product_attention against float64 references
 // computed here with plain loops.
+#include <omp.h>
+
 #include <array>
 #include <cmath>
 
@@ -385,6 +387,32 @@ TEST(Attention, BlocksOfQueryRowsCoverEveryRow) {
     ct::expect_close(scaled_dot_product_attention(q, noncontiguous(k), v, {}, 0.0, true, 0.25),
                      causal.v, causal.sizes, 1e-5, 1e-6);
   }
+}
+
+// float32 attention with few query rows per thread runs flash-style, a block of rows per task
+// (attention_by_row_blocks): at 8 and 16 threads these shapes take it with blocks of 128 and
+// 32 rows, a ragged last block, keys shared across the batch and keys stored transposed;
+// operands without a unit stride take the batched path.
+TEST(Attention, RowBlocksAtManyThreads) {
+  const int before = omp_get_max_threads();
+  Tensor q = random({3, 300, 16}), k = random({3, 77, 16}), v = random({3, 77, 24});
+  Tensor k1 = random({1, 77, 16}), k_t = k.transpose(1, 2).contiguous().transpose(1, 2);
+  Ref want = ref_attention(q, k, v, 0.25, no_mask);
+  Ref causal = ref_attention(q, k, v, 0.25,
+                             [](int64_t, int64_t l, int64_t s) { return s > l ? -INFINITY : 0.0; });
+  Ref shared = ref_attention(q, k1, v, 0.25, no_mask);
+  for (int threads : {8, 16}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    omp_set_num_threads(threads);
+    ct::expect_close(
+        scaled_dot_product_attention(noncontiguous(q), k, noncontiguous(v), {}, 0.0, false, 0.25),
+        want.v, want.sizes, 1e-5, 1e-6);
+    ct::expect_close(scaled_dot_product_attention(q, k_t, v, {}, 0.0, true, 0.25), causal.v,
+                     causal.sizes, 1e-5, 1e-6);
+    ct::expect_close(scaled_dot_product_attention(q, k1, v, {}, 0.0, false, 0.25), shared.v,
+                     shared.sizes, 1e-5, 1e-6);
+  }
+  omp_set_num_threads(before);
 }
 
 TEST(Attention, ScoresOfInfinityAndNaN) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace coil {
 
@@ -111,6 +112,35 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
   prepared.prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
   stream.wait();
   return true;
+}
+
+namespace {
+
+// How sgemm reads a rows x cols row-major operand: itself ('N', element (i, j) at i * ld + j)
+// or the transpose of a stored matrix ('T', element (i, j) at j * ld + i).
+struct SgemmLayout {
+  char trans;
+  int64_t ld;
+};
+
+std::optional<SgemmLayout> sgemm_layout(int64_t rows, int64_t cols, const StridedMats& m) {
+  if (m.col == 1 && m.row >= std::max<int64_t>(cols, 1)) return SgemmLayout{'N', m.row};
+  if (m.row == 1 && m.col >= std::max<int64_t>(rows, 1)) return SgemmLayout{'T', m.col};
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool onednn_reads_in_place(int64_t rows, int64_t cols, const StridedMats& m) {
+  return sgemm_layout(rows, cols, m).has_value();
+}
+
+bool onednn_matmul_this_thread(int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
+                               float* c, int64_t ldc) {
+  std::optional<SgemmLayout> la = sgemm_layout(m, k, a), lb = sgemm_layout(k, n, b);
+  return la && lb &&
+         dnnl_sgemm(la->trans, lb->trans, m, n, k, 1.0f, a.data, la->ld, b.data, lb->ld, 0.0f, c,
+                    ldc) == dnnl_success;
 }
 
 }  // namespace coil

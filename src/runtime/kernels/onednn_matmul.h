@@ -28,4 +28,15 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
                    float* c, int64_t c_batch, int64_t ldc, bool accumulate,
                    Epilogue epilogue = Epilogue::none);
 
+// Whether onednn_matmul_this_thread reads a rows x cols operand in place: it needs a unit
+// stride in one of its dims.
+bool onednn_reads_in_place(int64_t rows, int64_t cols, const StridedMats& m);
+
+// C = A @ B on the calling thread, for use inside a parallel region (each thread its own
+// block of a larger computation): oneDNN's sgemm, which runs on one thread there. A is m x k
+// and B k x n, C has row stride ldc and column stride 1. Returns false when an operand cannot
+// be read in place or oneDNN fails; it throws nothing, as a parallel region must not.
+bool onednn_matmul_this_thread(int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
+                               float* c, int64_t ldc);
+
 }  // namespace coil
