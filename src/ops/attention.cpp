@@ -5,6 +5,7 @@
 // where each thread has few rows, a flash-style blocked form (attention_by_row_blocks).
 // float16/bfloat16 compute in float32.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -160,13 +161,14 @@ constexpr int64_t kBlockedRowsPerThread = 256;
 
 // Flash-style attention for float32 without a mask or dropout: each task is a block of query
 // rows of one batch entry, whose scores, softmax and output rows one thread computes in turn
-// while the block's scores stay in its cache, all in one parallel region. The batched path
-// runs three regions (two products and the softmax), each giving every thread a short share
-// of the work. On the 16-core device machine, at attention's CPU shape (8 x 256 x 64, 128 rows
-// per thread), blocks of 64 or 128 rows took 0.144 ms against 0.159 for the batched path at
-// 16 threads and 0.267 against 0.300 at 8; on 2 cores (1024 rows per thread) they were 5-10 %
-// slower (bench/probes/attention_products.cpp). Returns false, computing nothing, where it
-// does not apply: more rows per thread, or operands oneDNN's sgemm cannot read in place.
+// while the block's scores stay in its cache, all in one parallel region, with oneDNN
+// products made for one thread. The batched path runs three regions (two products and the
+// softmax), each giving every thread a short share of the work. On the 16-core device
+// machine, at attention's CPU shape (8 x 256 x 64, 128 rows per thread), blocks of 64 or 128
+// rows took 0.144 ms against 0.159 for the batched path at 16 threads and 0.267 against 0.300
+// at 8; on 2 cores (1024 rows per thread) they were 5-10 % slower
+// (bench/probes/attention_products.cpp). Returns false, computing nothing, where it does not
+// apply: more rows per thread, or operands oneDNN cannot read in place.
 bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
                              const AttentionShape& sh, double scale, bool causal,
                              const Tensor& scores, const Tensor& out) {
@@ -179,16 +181,22 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
     size_t r = m.strides.size();
     return StridedMats{static_cast<const float*>(m.data), 0, m.strides[r - 2], m.strides[r - 1]};
   };
-  const StridedMats q0 = mats(mq), k0 = mats(mk), v0 = mats(mv);
-  if (!onednn_reads_in_place(sh.l, e, q0) || !onednn_reads_in_place(e, sh.s, k0) ||
-      !onednn_reads_in_place(sh.s, sh.ev, v0))
-    return false;
+  const StridedMats q0 = mats(mq), k0 = mats(mk), v0 = mats(mv), s0{nullptr, 0, sh.s, 1};
   // The largest block that gives every thread a task and keeps its scores within 256 KB.
   int64_t rows = 128;
   auto blocks_of = [&](int64_t r) { return (sh.l + r - 1) / r; };
   while (rows > 16 && (rows * sh.s > (int64_t{1} << 16) || count * blocks_of(rows) < threads))
     rows /= 2;
-  const int64_t blocks = blocks_of(rows);
+  rows = std::min(rows, sh.l);
+  const int64_t blocks = blocks_of(rows), last = sh.l - (blocks - 1) * rows;
+  // The products of a full block and of the last one, which may be shorter.
+  std::array<OnednnThreadProduct, 2> scores_of, output_of;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t n = i == 0 ? rows : last;
+    scores_of[i] = onednn_thread_product(n, sh.s, e, q0, k0, sh.s);
+    output_of[i] = onednn_thread_product(n, sh.ev, sh.s, s0, v0, sh.ev);
+    if (!scores_of[i] || !output_of[i]) return false;
+  }
   const std::vector<int64_t> qo = batch_offsets(mq, sh.batch), ko = batch_offsets(mk, sh.batch),
                              vo = batch_offsets(mv, sh.batch);
   float* ps = scores.data_ptr<float>();
@@ -198,16 +206,15 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
 #pragma omp parallel for schedule(static) reduction(&& : ok)
   for (int64_t t = 0; t < count * blocks; ++t) {
     const int64_t b = t / blocks, r0 = (t % blocks) * rows, n = std::min(rows, sh.l - r0);
+    const size_t which = n == rows ? 0 : 1;
     float* s = ps + (b * sh.l + r0) * sh.s;
-    StridedMats qb{q0.data + qo[b] + r0 * q0.row, 0, q0.row, q0.col};
-    StridedMats kb{k0.data + ko[b], 0, k0.row, k0.col}, vb{v0.data + vo[b], 0, v0.row, v0.col};
-    ok = onednn_matmul_this_thread(n, sh.s, e, qb, kb, s, sh.s) && ok;
+    ok = run_on_this_thread(scores_of[which], q0.data + qo[b] + r0 * q0.row, k0.data + ko[b], s) &&
+         ok;
     for (int64_t i = 0; i < n; ++i) query_row_softmax(s + i * sh.s, r0 + i, sh.s, fscale, causal);
-    ok = onednn_matmul_this_thread(n, sh.ev, sh.s, StridedMats{s, 0, sh.s, 1}, vb,
-                                   po + (b * sh.l + r0) * sh.ev, sh.ev) &&
+    ok = run_on_this_thread(output_of[which], s, v0.data + vo[b], po + (b * sh.l + r0) * sh.ev) &&
          ok;
   }
-  COIL_ASSERT(ok, "scaled_dot_product_attention: oneDNN's sgemm failed on a block of rows");
+  COIL_ASSERT(ok, "scaled_dot_product_attention: oneDNN failed on a block of query rows");
   return true;
 }
 

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
-#include <optional>
+#include <new>
+#include <unordered_map>
 
 namespace coil {
 
@@ -15,10 +18,34 @@ namespace {
 
 using Dims = dnnl::memory::dims;
 
-// Creating a primitive costs far more than running a small one: each geometry is made once.
-struct Key {
-  std::array<int64_t, 14> v;
-  bool operator<(const Key& o) const { return v < o.v; }
+// Everything a primitive is made for; the matrices' addresses come with each call.
+struct Geometry {
+  int64_t batch, m, n, k;
+  StridedMats a, b;  // strides only
+  int64_t c_batch, ldc;
+  bool accumulate;
+  Epilogue epilogue;
+  // Made for one thread, to run on each thread of a parallel region with a scratchpad of its
+  // own; otherwise for the whole team, with the primitive's own scratchpad.
+  bool one_thread;
+
+  std::array<int64_t, 15> key() const {
+    return {batch,
+            m,
+            n,
+            k,
+            a.batch,
+            a.row,
+            a.col,
+            b.batch,
+            b.row,
+            b.col,
+            c_batch,
+            ldc,
+            accumulate ? 1 : 0,
+            static_cast<int64_t>(epilogue),
+            one_thread ? 1 : 0};
+  }
 };
 
 struct Prepared {
@@ -26,10 +53,12 @@ struct Prepared {
   dnnl::matmul prim;
 };
 
+// Creating a primitive costs far more than running a small one: each geometry is made once,
+// and entries are never removed (pointers to them stay valid).
 struct Cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;
-  std::map<Key, Prepared> primitives;
+  std::map<std::array<int64_t, 15>, Prepared> primitives;
 };
 
 Cache& cache() {
@@ -61,6 +90,86 @@ dnnl::algorithm algorithm(Epilogue e) {
   return dnnl::algorithm::undef;
 }
 
+// oneDNN plans a primitive's split of the work for the team size it reads when the primitive
+// is made; this makes that one thread for as long as it lives.
+class OneThreadPlan {
+ public:
+  explicit OneThreadPlan(bool on) : saved_(on ? omp_get_max_threads() : 0) {
+    if (on) omp_set_num_threads(1);
+  }
+  ~OneThreadPlan() {
+    if (saved_) omp_set_num_threads(saved_);
+  }
+  OneThreadPlan(const OneThreadPlan&) = delete;
+  OneThreadPlan& operator=(const OneThreadPlan&) = delete;
+
+ private:
+  int saved_;
+};
+
+// The primitive for `g`, made on first use; nullptr where oneDNN cannot take it (positive
+// strides only; a broadcast batch, stride 0, only for a batch of one) or has no kernel for it.
+const Prepared* prepare(const Geometry& g) {
+  for (int64_t s : {g.a.row, g.a.col, g.b.row, g.b.col})
+    if (s <= 0) return nullptr;
+  if (g.batch > 1 && (g.a.batch <= 0 || g.b.batch <= 0)) return nullptr;
+  if (g.epilogue != Epilogue::none && !onednn_fuses(g.epilogue)) return nullptr;
+  Cache& cc = cache();
+  std::lock_guard<std::mutex> lock(cc.mu);
+  auto it = cc.primitives.find(g.key());
+  if (it != cc.primitives.end()) return &it->second;
+  // The post-ops run in order on each block of the result in registers: the sum adds what C
+  // held (addmm's bias), then the activation.
+  dnnl::post_ops ops;
+  if (g.accumulate) ops.append_sum(1.0f);
+  if (g.epilogue != Epilogue::none) ops.append_eltwise(1.0f, algorithm(g.epilogue), 0.0f, 0.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  if (g.one_thread) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  try {
+    OneThreadPlan plan(g.one_thread);
+    dnnl::matmul::desc d(desc(g.batch, g.m, g.k, g.a.batch, g.a.row, g.a.col),
+                         desc(g.batch, g.k, g.n, g.b.batch, g.b.row, g.b.col),
+                         desc(g.batch, g.m, g.n, g.c_batch, g.ldc, 1));
+    dnnl::matmul::primitive_desc pd(d, attr, cc.engine);
+    return &cc.primitives.emplace(g.key(), Prepared{pd, dnnl::matmul(pd)}).first->second;
+  } catch (const dnnl::error&) {
+    return nullptr;  // a geometry oneDNN has no kernel for
+  }
+}
+
+// The calling thread's scratchpad for one-thread primitives, grown as they need.
+void* thread_scratchpad(size_t bytes) {
+  struct Pad {
+    std::unique_ptr<char, decltype(&std::free)> p{nullptr, &std::free};
+    size_t size = 0;
+  };
+  thread_local Pad pad;
+  if (bytes > pad.size) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    pad.p.reset(static_cast<char*>(std::aligned_alloc(64, rounded)));
+    pad.size = pad.p ? rounded : 0;
+  }
+  return pad.p.get();
+}
+
+void execute(const Prepared& p, const float* a, const float* b, float* c, bool one_thread) {
+  Cache& cc = cache();
+  dnnl::stream stream(cc.engine);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(p.pd.src_desc(), cc.engine, const_cast<float*>(a))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(p.pd.weights_desc(), cc.engine, const_cast<float*>(b))},
+      {DNNL_ARG_DST, dnnl::memory(p.pd.dst_desc(), cc.engine, c)}};
+  if (one_thread) {
+    dnnl::memory::desc pad = p.pd.scratchpad_desc();
+    void* mem = thread_scratchpad(pad.get_size());
+    if (!mem && pad.get_size() > 0) throw std::bad_alloc();
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pad, cc.engine, mem));
+  }
+  p.prim.execute(stream, args);
+  stream.wait();
+}
+
 }  // namespace
 
 bool onednn_fuses(Epilogue e) { return algorithm(e) != dnnl::algorithm::undef; }
@@ -71,76 +180,26 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
   // thread but its brgemm kernels split the work for the team size they were made for, and
   // part of the product would be skipped: BLAS takes it, single-threaded there.
   if (omp_in_parallel()) return false;
-  if (epilogue != Epilogue::none && !onednn_fuses(epilogue)) return false;
-  // oneDNN wants positive strides; a broadcast batch (stride 0) is described as one matrix
-  // only when the batch has one.
-  for (int64_t s : {a.row, a.col, b.row, b.col})
-    if (s <= 0) return false;
-  if (batch > 1 && (a.batch <= 0 || b.batch <= 0)) return false;
-  Key key{{batch, m, n, k, a.batch, a.row, a.col, b.batch, b.row, b.col, c_batch, ldc,
-           accumulate ? 1 : 0, static_cast<int64_t>(epilogue)}};
-  Cache& cc = cache();
-  Prepared prepared;
-  {
-    std::lock_guard<std::mutex> lock(cc.mu);
-    auto it = cc.primitives.find(key);
-    if (it == cc.primitives.end()) {
-      // The post-ops run in order on each block of the result in registers: the sum adds
-      // what C held (addmm's bias), then the activation.
-      dnnl::post_ops ops;
-      if (accumulate) ops.append_sum(1.0f);
-      if (epilogue != Epilogue::none) ops.append_eltwise(1.0f, algorithm(epilogue), 0.0f, 0.0f);
-      dnnl::primitive_attr attr;
-      attr.set_post_ops(ops);
-      try {
-        dnnl::matmul::desc d(desc(batch, m, k, a.batch, a.row, a.col),
-                             desc(batch, k, n, b.batch, b.row, b.col),
-                             desc(batch, m, n, c_batch, ldc, 1));
-        dnnl::matmul::primitive_desc pd(d, attr, cc.engine);
-        it = cc.primitives.emplace(key, Prepared{pd, dnnl::matmul(pd)}).first;
-      } catch (const dnnl::error&) {
-        return false;  // a geometry oneDNN has no kernel for
-      }
-    }
-    prepared = it->second;
-  }
-  dnnl::stream stream(cc.engine);
-  const dnnl::matmul::primitive_desc& pd = prepared.pd;
-  dnnl::memory ma(pd.src_desc(), cc.engine, const_cast<float*>(a.data));
-  dnnl::memory mb(pd.weights_desc(), cc.engine, const_cast<float*>(b.data));
-  dnnl::memory mc(pd.dst_desc(), cc.engine, c);
-  prepared.prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
-  stream.wait();
+  const Prepared* p =
+      prepare({batch, m, n, k, a, b, c_batch, ldc, accumulate, epilogue, /*one_thread=*/false});
+  if (!p) return false;
+  execute(*p, a.data, b.data, c, false);
   return true;
 }
 
-namespace {
-
-// How sgemm reads a rows x cols row-major operand: itself ('N', element (i, j) at i * ld + j)
-// or the transpose of a stored matrix ('T', element (i, j) at j * ld + i).
-struct SgemmLayout {
-  char trans;
-  int64_t ld;
-};
-
-std::optional<SgemmLayout> sgemm_layout(int64_t rows, int64_t cols, const StridedMats& m) {
-  if (m.col == 1 && m.row >= std::max<int64_t>(cols, 1)) return SgemmLayout{'N', m.row};
-  if (m.row == 1 && m.col >= std::max<int64_t>(rows, 1)) return SgemmLayout{'T', m.col};
-  return std::nullopt;
+OnednnThreadProduct onednn_thread_product(int64_t m, int64_t n, int64_t k, StridedMats a,
+                                          StridedMats b, int64_t ldc) {
+  if (omp_in_parallel()) return {};
+  return {prepare({1, m, n, k, a, b, 0, ldc, false, Epilogue::none, /*one_thread=*/true})};
 }
 
-}  // namespace
-
-bool onednn_reads_in_place(int64_t rows, int64_t cols, const StridedMats& m) {
-  return sgemm_layout(rows, cols, m).has_value();
-}
-
-bool onednn_matmul_this_thread(int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
-                               float* c, int64_t ldc) {
-  std::optional<SgemmLayout> la = sgemm_layout(m, k, a), lb = sgemm_layout(k, n, b);
-  return la && lb &&
-         dnnl_sgemm(la->trans, lb->trans, m, n, k, 1.0f, a.data, la->ld, b.data, lb->ld, 0.0f, c,
-                    ldc) == dnnl_success;
+bool run_on_this_thread(const OnednnThreadProduct& p, const float* a, const float* b, float* c) {
+  try {
+    execute(*static_cast<const Prepared*>(p.prepared), a, b, c, true);
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace coil

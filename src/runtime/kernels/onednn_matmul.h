@@ -28,15 +28,23 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
                    float* c, int64_t c_batch, int64_t ldc, bool accumulate,
                    Epilogue epilogue = Epilogue::none);
 
-// Whether onednn_matmul_this_thread reads a rows x cols operand in place: it needs a unit
-// stride in one of its dims.
-bool onednn_reads_in_place(int64_t rows, int64_t cols, const StridedMats& m);
+// A product made for one thread, for each thread of a parallel region to run on its own
+// block of a larger computation (attention's blocks of query rows): A m x k @ B k x n into C
+// with row stride ldc and column stride 1, the operands' strides fixed, their addresses
+// given with each run. Each thread runs it with a scratchpad of its own.
+struct OnednnThreadProduct {
+  const void* prepared = nullptr;
+  explicit operator bool() const { return prepared != nullptr; }
+};
 
-// C = A @ B on the calling thread, for use inside a parallel region (each thread its own
-// block of a larger computation): oneDNN's sgemm, which runs on one thread there. A is m x k
-// and B k x n, C has row stride ldc and column stride 1. Returns false when an operand cannot
-// be read in place or oneDNN fails; it throws nothing, as a parallel region must not.
-bool onednn_matmul_this_thread(int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
-                               float* c, int64_t ldc);
+// The product for this geometry (a.data and b.data are not read), made once per geometry;
+// empty where oneDNN cannot take it, or when called inside a parallel region, where it must
+// not be made.
+OnednnThreadProduct onednn_thread_product(int64_t m, int64_t n, int64_t k, StridedMats a,
+                                          StridedMats b, int64_t ldc);
+
+// Runs `p` on the calling thread. Returns false where oneDNN failed; it throws nothing, as a
+// parallel region must not.
+bool run_on_this_thread(const OnednnThreadProduct& p, const float* a, const float* b, float* c);
 
 }  // namespace coil
