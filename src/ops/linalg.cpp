@@ -229,9 +229,20 @@ std::vector<TensorMeta> meta_addmm(const Args& a) {
 }
 Tensor addmm_with(const Args& a, const TensorMeta& out, Epilogue epilogue) {
   Tensor r = empty_from_meta(out);
-  copy_into(r, a.tensor(0));
-  batched_product(r, {}, mat_operand(a.tensor(1), true), mat_operand(a.tensor(2), false), true,
-                  epilogue);
+  const Tensor& bias = a.tensor(0);
+  MatOperand x = mat_operand(a.tensor(1), true), y = mat_operand(a.tensor(2), false);
+  // A bias along the rows (a Linear layer's, [n] or [1, n]) goes to the library with the
+  // product, which adds it in its kernel (oneDNN) or stores it first; any other broadcast is
+  // copied into the result for the product to accumulate on.
+  const int64_t m = r.size(0), n = r.size(1), k = x.sizes.back();
+  if (bias.dtype() == r.dtype() && bias.numel() == n && bias.dim() >= 1 && bias.size(-1) == n &&
+      (bias.stride(-1) == 1 || n == 1)) {
+    gemm(r.dtype(), m, n, k, mat_ref(x, x.data), mat_ref(y, y.data), r.data_ptr(), n, false,
+         epilogue, bias.data_ptr());
+    return r;
+  }
+  copy_into(r, bias);
+  batched_product(r, {}, x, y, true, epilogue);
   return r;
 }
 std::vector<Tensor> eager_addmm(const Args& a, const std::vector<TensorMeta>& out) {

@@ -174,35 +174,45 @@ bool evenly_spaced(const std::vector<int64_t>& v) {
 }  // namespace
 
 void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void* c, int64_t ldc,
-          bool accumulate, Epilogue epilogue) {
+          bool accumulate, Epilogue epilogue, const void* row_bias) {
   if (m == 0 || n == 0) return;
   COIL_ASSERT(dtype != kBool, "gemm on bool");
+  COIL_ASSERT(!(accumulate && row_bias), "gemm: a row bias and accumulate together");
   check_blas_dims(m, n, k, ldc);
   Epilogue after = epilogue;  // what is left to apply once the product is stored
   dispatch_dtype(dtype, [&]<typename T>() {
     T* pc = static_cast<T*>(c);
     if constexpr (std::is_same_v<T, bool>) {
       return;
-    } else if (k == 0) {
-      // An empty sum: C keeps its value (accumulate) or becomes zero.
-      if (!accumulate)
-        for (int64_t i = 0; i < m; ++i) std::fill(pc + i * ldc, pc + i * ldc + n, T(0.0f));
-    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    } else {
       if constexpr (std::is_same_v<T, float>) {
         StridedMats sa{static_cast<const float*>(a.data), 0, a.row_stride, a.col_stride};
         StridedMats sb{static_cast<const float*>(b.data), 0, b.row_stride, b.col_stride};
         Epilogue fused = fused_by_onednn(epilogue);
-        if (m * n * k >= kOnednnWork && onednn_for_single_products() &&
-            onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate, fused)) {
+        if (k > 0 && m * n * k >= kOnednnWork && onednn_for_single_products() &&
+            onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate, fused,
+                          static_cast<const float*>(row_bias))) {
           if (fused == epilogue) after = Epilogue::none;
           return;
         }
       }
-      gemm_blas<T>(m, n, k, a, b, pc, ldc, accumulate);
-    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      gemm_reduced<T>(m, n, k, a, b, pc, ldc, accumulate);
-    } else {
-      gemm_integer<T>(m, n, k, a, b, pc, ldc, accumulate);
+      // Every other path adds a row bias by storing it into C first and accumulating on it.
+      if (row_bias) {
+        const T* rb = static_cast<const T*>(row_bias);
+        for (int64_t i = 0; i < m; ++i) std::copy(rb, rb + n, pc + i * ldc);
+        accumulate = true;
+      }
+      if (k == 0) {
+        // An empty sum: C keeps its value (accumulate) or becomes zero.
+        if (!accumulate)
+          for (int64_t i = 0; i < m; ++i) std::fill(pc + i * ldc, pc + i * ldc + n, T(0.0f));
+      } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        gemm_blas<T>(m, n, k, a, b, pc, ldc, accumulate);
+      } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        gemm_reduced<T>(m, n, k, a, b, pc, ldc, accumulate);
+      } else {
+        gemm_integer<T>(m, n, k, a, b, pc, ldc, accumulate);
+      }
     }
   });
   apply_epilogue(dtype, after, c, m, n, ldc);

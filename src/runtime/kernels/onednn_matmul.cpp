@@ -24,27 +24,17 @@ struct Geometry {
   StridedMats a, b;  // strides only
   int64_t c_batch, ldc;
   bool accumulate;
+  bool row_bias;
   Epilogue epilogue;
   // Made for one thread, to run on each thread of a parallel region with a scratchpad of its
   // own; otherwise for the whole team, with the primitive's own scratchpad.
   bool one_thread;
 
-  std::array<int64_t, 15> key() const {
-    return {batch,
-            m,
-            n,
-            k,
-            a.batch,
-            a.row,
-            a.col,
-            b.batch,
-            b.row,
-            b.col,
-            c_batch,
-            ldc,
-            accumulate ? 1 : 0,
-            static_cast<int64_t>(epilogue),
-            one_thread ? 1 : 0};
+  std::array<int64_t, 16> key() const {
+    return {batch,     m,     n,          k,        a.batch,
+            a.row,     a.col, b.batch,    b.row,    b.col,
+            c_batch,   ldc,   accumulate, row_bias, static_cast<int64_t>(epilogue),
+            one_thread};
   }
 };
 
@@ -58,7 +48,7 @@ struct Prepared {
 struct Cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;
-  std::map<std::array<int64_t, 15>, Prepared> primitives;
+  std::map<std::array<int64_t, 16>, Prepared> primitives;
 };
 
 Cache& cache() {
@@ -88,6 +78,11 @@ dnnl::algorithm algorithm(Epilogue e) {
       break;
   }
   return dnnl::algorithm::undef;
+}
+
+// A bias of n elements, one per column, added to every row of every matrix of the batch.
+dnnl::memory::desc row_bias_desc(int64_t n) {
+  return dnnl::memory::desc(Dims{1, 1, n}, dnnl::memory::data_type::f32, Dims{n, n, 1});
 }
 
 // oneDNN plans a primitive's split of the work for the team size it reads when the primitive
@@ -128,9 +123,11 @@ const Prepared* prepare(const Geometry& g) {
   if (g.one_thread) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   try {
     OneThreadPlan plan(g.one_thread);
-    dnnl::matmul::desc d(desc(g.batch, g.m, g.k, g.a.batch, g.a.row, g.a.col),
-                         desc(g.batch, g.k, g.n, g.b.batch, g.b.row, g.b.col),
-                         desc(g.batch, g.m, g.n, g.c_batch, g.ldc, 1));
+    dnnl::memory::desc src = desc(g.batch, g.m, g.k, g.a.batch, g.a.row, g.a.col),
+                       weights = desc(g.batch, g.k, g.n, g.b.batch, g.b.row, g.b.col),
+                       dst = desc(g.batch, g.m, g.n, g.c_batch, g.ldc, 1);
+    dnnl::matmul::desc d = g.row_bias ? dnnl::matmul::desc(src, weights, row_bias_desc(g.n), dst)
+                                      : dnnl::matmul::desc(src, weights, dst);
     dnnl::matmul::primitive_desc pd(d, attr, cc.engine);
     return &cc.primitives.emplace(g.key(), Prepared{pd, dnnl::matmul(pd)}).first->second;
   } catch (const dnnl::error&) {
@@ -153,13 +150,17 @@ void* thread_scratchpad(size_t bytes) {
   return pad.p.get();
 }
 
-void execute(const Prepared& p, const float* a, const float* b, float* c, bool one_thread) {
+void execute(const Prepared& p, const float* a, const float* b, float* c, bool one_thread,
+             const float* row_bias = nullptr) {
   Cache& cc = cache();
   dnnl::stream stream(cc.engine);
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, dnnl::memory(p.pd.src_desc(), cc.engine, const_cast<float*>(a))},
       {DNNL_ARG_WEIGHTS, dnnl::memory(p.pd.weights_desc(), cc.engine, const_cast<float*>(b))},
       {DNNL_ARG_DST, dnnl::memory(p.pd.dst_desc(), cc.engine, c)}};
+  if (row_bias)
+    args.emplace(DNNL_ARG_BIAS,
+                 dnnl::memory(p.pd.bias_desc(), cc.engine, const_cast<float*>(row_bias)));
   if (one_thread) {
     dnnl::memory::desc pad = p.pd.scratchpad_desc();
     void* mem = thread_scratchpad(pad.get_size());
@@ -175,22 +176,23 @@ void execute(const Prepared& p, const float* a, const float* b, float* c, bool o
 bool onednn_fuses(Epilogue e) { return algorithm(e) != dnnl::algorithm::undef; }
 
 bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
-                   float* c, int64_t c_batch, int64_t ldc, bool accumulate, Epilogue epilogue) {
+                   float* c, int64_t c_batch, int64_t ldc, bool accumulate, Epilogue epilogue,
+                   const float* row_bias) {
   // Inside a parallel region (a convolution's samples, one per thread) oneDNN runs on one
   // thread but its brgemm kernels split the work for the team size they were made for, and
   // part of the product would be skipped: BLAS takes it, single-threaded there.
   if (omp_in_parallel()) return false;
-  const Prepared* p =
-      prepare({batch, m, n, k, a, b, c_batch, ldc, accumulate, epilogue, /*one_thread=*/false});
+  const Prepared* p = prepare({batch, m, n, k, a, b, c_batch, ldc, accumulate, row_bias != nullptr,
+                               epilogue, /*one_thread=*/false});
   if (!p) return false;
-  execute(*p, a.data, b.data, c, false);
+  execute(*p, a.data, b.data, c, false, row_bias);
   return true;
 }
 
 OnednnThreadProduct onednn_thread_product(int64_t m, int64_t n, int64_t k, StridedMats a,
                                           StridedMats b, int64_t ldc) {
   if (omp_in_parallel()) return {};
-  return {prepare({1, m, n, k, a, b, 0, ldc, false, Epilogue::none, /*one_thread=*/true})};
+  return {prepare({1, m, n, k, a, b, 0, ldc, false, false, Epilogue::none, /*one_thread=*/true})};
 }
 
 bool run_on_this_thread(const OnednnThreadProduct& p, const float* a, const float* b, float* c) {
