@@ -1,6 +1,6 @@
 // The post-grad pattern rewrites: matrix products that absorb the pointwise op after them
-// into the library call (a bias add into addmm's accumulate, relu into addmm_relu's epilogue,
-// gelu into addmm_gelu's), saving a pass over the product in memory.
+// into the library call (a bias add into addmm, relu into addmm_relu's epilogue, gelu into
+// addmm_gelu's), saving a pass over the product in memory.
 //
 // gelu arrives decomposed (decomp/norms.cpp), so its pattern is the decomposition's
 // arithmetic; it is fused for float32 only, where oneDNN computes it inside the product's
