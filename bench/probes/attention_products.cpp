@@ -75,12 +75,12 @@ static int R = 32;
 // Rows [r0, r0 + R) of head h: scores = q @ k^T (k is L x D row-major: 'T', ldb = D), and
 // out = p @ v, each single-threaded.
 static void qk_rows(int s, int h, int r0) {
-  dnnl_sgemm('N', 'T', R, L, D, 1.0f, Q[s] + ((size_t)h * L + r0) * D, D,
-             Kt[s] + (size_t)h * L * D, D, 0.0f, S + ((size_t)h * L + r0) * L, L);
+  dnnl_sgemm('N', 'T', R, L, D, 1.0f, Q[s] + ((size_t)h * L + r0) * D, D, Kt[s] + (size_t)h * L * D,
+             D, 0.0f, S + ((size_t)h * L + r0) * L, L);
 }
 static void pv_rows(int s, int h, int r0) {
-  dnnl_sgemm('N', 'N', R, D, L, 1.0f, S + ((size_t)h * L + r0) * L, L, V[s] + (size_t)h * L * D,
-             D, 0.0f, O + ((size_t)h * L + r0) * D, D);
+  dnnl_sgemm('N', 'N', R, D, L, 1.0f, S + ((size_t)h * L + r0) * L, L, V[s] + (size_t)h * L * D, D,
+             0.0f, O + ((size_t)h * L + r0) * D, D);
 }
 static void qk_blocks(int s) {
 #pragma omp parallel for schedule(static)
@@ -158,8 +158,8 @@ static float* randoms(size_t n) {
 
 int main() {
   srand(1);
-  for (int s = 0; s < SETS; ++s) Q[s] = randoms(H * L * D), Kt[s] = randoms(H * L * D),
-                                 V[s] = randoms(H * L * D);
+  for (int s = 0; s < SETS; ++s)
+    Q[s] = randoms(H * L * D), Kt[s] = randoms(H * L * D), V[s] = randoms(H * L * D);
   S = randoms((size_t)H * L * L);
   O = randoms(H * L * D);
   const int64_t LD = L * D, LL = L * L;
