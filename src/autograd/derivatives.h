@@ -4,7 +4,6 @@
 // (create_graph) and, under capture, becomes the backward half of a joint graph.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "graph/arg.h"
@@ -47,10 +46,6 @@ DerivativeFn find_derivative(OpId op);
 Tensor sum_to(const Tensor& g, const Shape& sizes);
 // `g` in the dtype and sizes of `input` (sum_to, then a cast).
 Tensor grad_like(const Tensor& g, const Tensor& input);
-
-// The gradient of gelu(x) for the gradient `grad` of its result (approximate: "none" or
-// "tanh"); gelu's rule and addmm_gelu's, which recomputes x.
-Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate);
 
 // The rule tables of each family (derivatives_<family>.cpp), merged by find_derivative.
 struct RuleEntry {

@@ -85,12 +85,6 @@ void addmm_grads(C c, const Tensor& g) {
   if (c.wants(2)) c.set(2, mm(c.in(1).t(), g));
 }
 
-// The product before the activation is not kept: it is computed again.
-void addmm_gelu_rule(C c) {
-  Tensor x = addmm(c.in(0), c.in(1), c.in(2));
-  addmm_grads(c, gelu_backward(c.grad(), x, c.args.str(3)));
-}
-
 // matmul with numpy's rules: 1-D operands gain a dim (then lose it), batch dims broadcast.
 void matmul_rule(C c) {
   const Tensor &a = c.in(0), &b = c.in(1);
@@ -195,7 +189,6 @@ std::vector<RuleEntry> nn_rules() {
       {OpId::bmm, bmm_rule},
       {OpId::addmm, [](C c) { addmm_grads(c, c.grad()); }},
       {OpId::addmm_relu, [](C c) { addmm_grads(c, where(c.out() > 0, c.grad(), 0.0)); }},
-      {OpId::addmm_gelu, addmm_gelu_rule},
       {OpId::matmul, matmul_rule},
       {OpId::mse_loss, mse_loss_rule},
       {OpId::nll_loss, nll_loss_rule},

@@ -37,20 +37,17 @@ void zero(C c) {
 
 const double kLn2 = std::numbers::ln2;
 
-}  // namespace
-
-Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate) {
-  if (approximate == "tanh") {
+Tensor gelu_grad(C c) {
+  const Tensor& x = c.in(0);
+  if (c.args.str(1) == "tanh") {
     const double k = std::sqrt(2 / std::numbers::pi), a = 0.044715;
     Tensor t = tanh((x + x * x * x * a) * k);
-    return grad * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * k * (x * x * (3 * a) + 1));
+    return c.grad() * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * k * (x * x * (3 * a) + 1));
   }
   Tensor cdf = (erf(x * std::numbers::sqrt2 / 2) + 1) * 0.5;
   Tensor pdf = exp(x * x * -0.5) * (1 / std::sqrt(2 * std::numbers::pi));
-  return grad * (cdf + x * pdf);
+  return c.grad() * (cdf + x * pdf);
 }
-
-namespace {
 
 // max/min: the gradient goes to the larger (smaller) input, split evenly on ties.
 template <bool Max>
@@ -126,7 +123,7 @@ std::vector<RuleEntry> pointwise_rules() {
     {O::erf, on_x<[](const Tensor& g, const Tensor& x) {
       return g * exp(-(x * x)) * (2 / std::sqrt(std::numbers::pi));
     }>},
-    {O::gelu, [](C c) { if (c.wants(0)) c.set(0, gelu_backward(c.grad(), c.in(0), c.args.str(1))); }},
+    {O::gelu, [](C c) { if (c.wants(0)) c.set(0, gelu_grad(c)); }},
     {O::to_dtype, [](C c) { c.set(0, c.grad()); }},
     {O::clone, [](C c) { c.set(0, c.grad()); }},
     {O::contiguous, [](C c) { c.set(0, c.grad()); }},

@@ -105,7 +105,7 @@ std::vector<int64_t> batch_offsets(const MatOperand& m, const Shape& batch) {
 }
 
 void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
-                     const MatOperand& b, bool accumulate, Epilogue epilogue) {
+                     const MatOperand& b, bool accumulate) {
   int64_t m = a.sizes[a.sizes.size() - 2], k = a.sizes.back(), n = b.sizes.back();
   int64_t count = numel_of(batch);
   if (count == 0 || m == 0 || n == 0) return;
@@ -117,12 +117,12 @@ void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
   if (b_shared) {
     if (auto rs = folded_row_stride(a, batch, a_bs)) {
       MatRef ar{a.data, *rs, a.strides.back()};
-      gemm(dt, count * m, n, k, ar, mat_ref(b, b.data), c, n, accumulate, epilogue);
+      gemm(dt, count * m, n, k, ar, mat_ref(b, b.data), c, n, accumulate);
       return;
     }
   }
   gemm_batched(dt, m, n, k, mat_ref(a, a.data), batch_offsets(a, batch), mat_ref(b, b.data),
-               batch_offsets(b, batch), c, m * n, n, accumulate, epilogue);
+               batch_offsets(b, batch), c, m * n, n, accumulate);
 }
 
 namespace {
@@ -227,8 +227,8 @@ std::vector<TensorMeta> meta_addmm(const Args& a) {
              " cannot broadcast to the product's shape ", shape_str(sizes));
   return one(contiguous_meta(x.dtype(), sizes, common_device(a, {0, 1, 2}, "addmm")));
 }
-Tensor addmm_with(const Args& a, const TensorMeta& out, Epilogue epilogue) {
-  Tensor r = empty_from_meta(out);
+std::vector<Tensor> eager_addmm(const Args& a, const std::vector<TensorMeta>& out) {
+  Tensor r = empty_from_meta(out[0]);
   const Tensor& bias = a.tensor(0);
   MatOperand x = mat_operand(a.tensor(1), true), y = mat_operand(a.tensor(2), false);
   // A bias along the rows (a Linear layer's, [n] or [1, n]) goes to the library with the
@@ -238,15 +238,12 @@ Tensor addmm_with(const Args& a, const TensorMeta& out, Epilogue epilogue) {
   if (bias.dtype() == r.dtype() && bias.numel() == n && bias.dim() >= 1 && bias.size(-1) == n &&
       (bias.stride(-1) == 1 || n == 1)) {
     gemm(r.dtype(), m, n, k, mat_ref(x, x.data), mat_ref(y, y.data), r.data_ptr(), n, false,
-         epilogue, bias.data_ptr());
-    return r;
+         bias.data_ptr());
+    return one(r);
   }
   copy_into(r, bias);
-  batched_product(r, {}, x, y, true, epilogue);
-  return r;
-}
-std::vector<Tensor> eager_addmm(const Args& a, const std::vector<TensorMeta>& out) {
-  return one(addmm_with(a, out[0], Epilogue::none));
+  batched_product(r, {}, x, y, true);
+  return one(r);
 }
 
 // ---- matmul, linear

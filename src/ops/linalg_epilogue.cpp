@@ -1,11 +1,10 @@
 // Matrix products with an epilogue fused in: the ops the post-grad pattern matcher rewrites
-// `relu(addmm(...))` and the decomposed `gelu(addmm(...))` into
-// (src/passes/post_grad_patterns.cpp), so the activation runs over the product while it is
-// still in cache instead of in a second kernel over memory. oneDNN computes gelu inside its
-// product kernel; relu, and every product oneDNN does not take, get a pass over the result
-// (runtime/kernels/epilogue.h).
+// `relu(addmm(...))` into (src/passes/post_grad_patterns.cpp), so the activation runs over the
+// product while it is still in cache instead of in a second kernel over memory.
 #include "graph/op_impl.h"
-#include "ops/linalg_util.h"
+#include "ops/meta_util.h"
+#include "runtime/dispatch_dtype.h"
+#include "runtime/loops.h"
 
 namespace coil::ops {
 
@@ -13,22 +12,20 @@ namespace coil::ops {
 std::vector<TensorMeta> meta_addmm_relu(const Args& a) { return meta_addmm(a); }
 
 std::vector<Tensor> eager_addmm_relu(const Args& a, const std::vector<TensorMeta>& out) {
-  return one(addmm_with(a, out[0], Epilogue::relu));
-}
-
-std::vector<TensorMeta> meta_addmm_gelu(const Args& a) {
-  const std::string& mode = a.str(3);
-  COIL_CHECK(mode == "none" || mode == "tanh",
-             "addmm_gelu: approximate must be \"none\" or \"tanh\", got \"", mode, "\"");
-  std::vector<TensorMeta> out = meta_addmm(a);
-  COIL_CHECK(is_floating(out[0].dtype), "addmm_gelu: gelu needs floating-point operands, got ",
-             describe(a.tensor(1)), " and ", describe(a.tensor(2)),
-             "; convert them with .to(float32)");
-  return out;
-}
-
-std::vector<Tensor> eager_addmm_gelu(const Args& a, const std::vector<TensorMeta>& out) {
-  return one(addmm_with(a, out[0], a.str(3) == "tanh" ? Epilogue::gelu_tanh : Epilogue::gelu_erf));
+  Tensor r = std::move(eager_addmm(a, out).at(0));
+  dispatch_dtype(r.dtype(), [&]<typename T>() {
+    T* p = r.data_ptr<T>();
+    for_each_row<1>(r.sizes(), {r.strides()},
+                    [&](std::array<int64_t, 1> off, int64_t n, std::array<int64_t, 1> step) {
+                      T* row = p + off[0];
+                      for (int64_t i = 0; i < n; ++i) {
+                        T& v = row[i * step[0]];
+                        // As relu: NaN and -0.0 pass through.
+                        if (static_cast<acc_type<T>>(v) < acc_type<T>(0)) v = T(0);
+                      }
+                    });
+  });
+  return one(r);
 }
 
 }  // namespace coil::ops

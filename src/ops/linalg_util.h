@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "ops/meta_util.h"
-#include "runtime/kernels/epilogue.h"
 
 namespace coil::ops {
 
@@ -27,15 +26,10 @@ MatOperand transposed(MatOperand m);
 // it), in row-major batch order.
 std::vector<int64_t> batch_offsets(const MatOperand& m, const Shape& batch);
 
-// out = epilogue(a @ b) (epilogue(out + a @ b) when accumulate): a is [..., m, k], b is
-// [..., k, n], their batch dims broadcast to `batch`, and out is contiguous with
-// batch_numel * m * n elements.
+// out = a @ b (out += a @ b when accumulate): a is [..., m, k], b is [..., k, n], their batch
+// dims broadcast to `batch`, and out is contiguous with batch_numel * m * n elements.
 void batched_product(const Tensor& out, const Shape& batch, const MatOperand& a,
-                     const MatOperand& b, bool accumulate, Epilogue epilogue = Epilogue::none);
-
-// addmm(bias, mat1, mat2) (the arguments `a`) into a new tensor of meta `out`, then `epilogue`:
-// addmm and its fused forms.
-Tensor addmm_with(const Args& a, const TensorMeta& out, Epilogue epilogue);
+                     const MatOperand& b, bool accumulate);
 
 // Whether `from` broadcasts to `to` without growing it (trailing dims equal or 1).
 bool broadcasts_to(const Shape& from, const Shape& to);

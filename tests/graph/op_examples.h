@@ -159,8 +159,6 @@ inline const std::vector<OpExample>& op_examples() {
       {"bmm", {In{"b3"}, In{"b3r"}}},
       {"addmm", {In{"v5"}, In{"x"}, In{"m"}}},
       {"addmm_relu", {In{"v5"}, In{"x"}, In{"m"}}},
-      {"addmm_gelu", {In{"v5"}, In{"x"}, In{"m"}}},
-      {"addmm_gelu", {In{"v5"}, In{"x"}, In{"m"}, Str("tanh")}},
       {"conv2d", {In{"img"}, In{"w"}, In{"v4"}, L({1, 1}), L({1, 1})}},
       {"max_pool2d", {In{"img"}, L({2, 2})}},
       {"avg_pool2d", {In{"img"}, L({3, 3}), L({2, 2}), L({1, 1})}},

@@ -162,9 +162,6 @@ void gemm_integer(int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, T* c, int
   }
 }
 
-// The part of `e` oneDNN computes in its kernel: all of it, or nothing (relu, applied after).
-Epilogue fused_by_onednn(Epilogue e) { return onednn_fuses(e) ? e : Epilogue::none; }
-
 bool evenly_spaced(const std::vector<int64_t>& v) {
   for (size_t i = 2; i < v.size(); ++i)
     if (v[i] - v[i - 1] != v[1] - v[0]) return false;
@@ -174,12 +171,11 @@ bool evenly_spaced(const std::vector<int64_t>& v) {
 }  // namespace
 
 void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void* c, int64_t ldc,
-          bool accumulate, Epilogue epilogue, const void* row_bias) {
+          bool accumulate, const void* row_bias) {
   if (m == 0 || n == 0) return;
   COIL_ASSERT(dtype != kBool, "gemm on bool");
   COIL_ASSERT(!(accumulate && row_bias), "gemm: a row bias and accumulate together");
   check_blas_dims(m, n, k, ldc);
-  Epilogue after = epilogue;  // what is left to apply once the product is stored
   dispatch_dtype(dtype, [&]<typename T>() {
     T* pc = static_cast<T*>(c);
     if constexpr (std::is_same_v<T, bool>) {
@@ -188,13 +184,10 @@ void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void
       if constexpr (std::is_same_v<T, float>) {
         StridedMats sa{static_cast<const float*>(a.data), 0, a.row_stride, a.col_stride};
         StridedMats sb{static_cast<const float*>(b.data), 0, b.row_stride, b.col_stride};
-        Epilogue fused = fused_by_onednn(epilogue);
         if (k > 0 && m * n * k >= kOnednnWork && onednn_for_single_products() &&
-            onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate, fused,
-                          static_cast<const float*>(row_bias))) {
-          if (fused == epilogue) after = Epilogue::none;
+            onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate,
+                          static_cast<const float*>(row_bias)))
           return;
-        }
       }
       // Every other path adds a row bias by storing it into C first and accumulating on it.
       if (row_bias) {
@@ -215,13 +208,12 @@ void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void
       }
     }
   });
-  apply_epilogue(dtype, after, c, m, n, ldc);
 }
 
 void gemm_batched(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a,
                   const std::vector<int64_t>& a_offsets, MatRef b,
                   const std::vector<int64_t>& b_offsets, void* c, int64_t c_batch_stride,
-                  int64_t ldc, bool accumulate, Epilogue epilogue) {
+                  int64_t ldc, bool accumulate) {
   COIL_ASSERT(a_offsets.size() == b_offsets.size(), "gemm_batched: offset counts differ");
   int64_t batch = static_cast<int64_t>(a_offsets.size());
   size_t item = itemsize(dtype);
@@ -230,8 +222,8 @@ void gemm_batched(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a,
   auto one = [&](int64_t i) {
     MatRef ai{static_cast<const char*>(a.data) + a_offsets[i] * item, a.row_stride, a.col_stride};
     MatRef bi{static_cast<const char*>(b.data) + b_offsets[i] * item, b.row_stride, b.col_stride};
-    gemm(dtype, m, n, k, ai, bi, static_cast<char*>(c) + i * c_batch_stride * item, ldc, accumulate,
-         epilogue);
+    gemm(dtype, m, n, k, ai, bi, static_cast<char*>(c) + i * c_batch_stride * item, ldc,
+         accumulate);
   };
   // A batch with constant strides is one oneDNN call, which spreads it over every core.
   if (dtype == kFloat32 && batch > 1 && batch * m * n * k >= kOnednnWork &&
@@ -241,14 +233,9 @@ void gemm_batched(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a,
     };
     StridedMats sa{f(a.data, a_offsets), a_offsets[1] - a_offsets[0], a.row_stride, a.col_stride};
     StridedMats sb{f(b.data, b_offsets), b_offsets[1] - b_offsets[0], b.row_stride, b.col_stride};
-    Epilogue fused = fused_by_onednn(epilogue);
     if (onednn_matmul(batch, m, n, k, sa, sb, static_cast<float*>(c), c_batch_stride, ldc,
-                      accumulate, fused)) {
-      if (fused != epilogue)
-        for (int64_t i = 0; i < batch; ++i)
-          apply_epilogue(dtype, epilogue, static_cast<float*>(c) + i * c_batch_stride, m, n, ldc);
+                      accumulate))
       return;
-    }
   }
   // Inside a parallel region OpenBLAS runs single-threaded, so the two levels do not nest.
   if (batch > 1 && m * n * k < kSmallProduct && batch * m * n * k >= kParallelWork) {

@@ -25,16 +25,13 @@ struct Geometry {
   int64_t c_batch, ldc;
   bool accumulate;
   bool row_bias;
-  Epilogue epilogue;
   // Made for one thread, to run on each thread of a parallel region with a scratchpad of its
   // own; otherwise for the whole team, with the primitive's own scratchpad.
   bool one_thread;
 
-  std::array<int64_t, 16> key() const {
-    return {batch,     m,     n,          k,        a.batch,
-            a.row,     a.col, b.batch,    b.row,    b.col,
-            c_batch,   ldc,   accumulate, row_bias, static_cast<int64_t>(epilogue),
-            one_thread};
+  std::array<int64_t, 15> key() const {
+    return {batch, m,     n,       k,   a.batch,    a.row,    a.col,     b.batch,
+            b.row, b.col, c_batch, ldc, accumulate, row_bias, one_thread};
   }
 };
 
@@ -48,7 +45,7 @@ struct Prepared {
 struct Cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;
-  std::map<std::array<int64_t, 16>, Prepared> primitives;
+  std::map<std::array<int64_t, 15>, Prepared> primitives;
 };
 
 Cache& cache() {
@@ -65,19 +62,6 @@ dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, int64_t batch
   if (batch == 1) batch_stride = std::max(rows * row_stride, cols * col_stride);
   return dnnl::memory::desc(Dims{batch, rows, cols}, dnnl::memory::data_type::f32,
                             Dims{batch_stride, row_stride, col_stride});
-}
-
-dnnl::algorithm algorithm(Epilogue e) {
-  switch (e) {
-    case Epilogue::gelu_erf:
-      return dnnl::algorithm::eltwise_gelu_erf;
-    case Epilogue::gelu_tanh:
-      return dnnl::algorithm::eltwise_gelu_tanh;
-    case Epilogue::none:
-    case Epilogue::relu:  // oneDNN's gives -0.0 for a negative x (x * slope 0): not fused
-      break;
-  }
-  return dnnl::algorithm::undef;
 }
 
 // A bias of n elements, one per column, added to every row of every matrix of the batch.
@@ -108,18 +92,16 @@ const Prepared* prepare(const Geometry& g) {
   for (int64_t s : {g.a.row, g.a.col, g.b.row, g.b.col})
     if (s <= 0) return nullptr;
   if (g.batch > 1 && (g.a.batch <= 0 || g.b.batch <= 0)) return nullptr;
-  if (g.epilogue != Epilogue::none && !onednn_fuses(g.epilogue)) return nullptr;
   Cache& cc = cache();
   std::lock_guard<std::mutex> lock(cc.mu);
   auto it = cc.primitives.find(g.key());
   if (it != cc.primitives.end()) return &it->second;
-  // The post-ops run in order on each block of the result in registers: the sum adds what C
-  // held (addmm's bias), then the activation.
-  dnnl::post_ops ops;
-  if (g.accumulate) ops.append_sum(1.0f);
-  if (g.epilogue != Epilogue::none) ops.append_eltwise(1.0f, algorithm(g.epilogue), 0.0f, 0.0f);
   dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
+  if (g.accumulate) {  // the sum post-op: each block of the result adds what C held
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
   if (g.one_thread) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   try {
     OneThreadPlan plan(g.one_thread);
@@ -173,17 +155,14 @@ void execute(const Prepared& p, const float* a, const float* b, float* c, bool o
 
 }  // namespace
 
-bool onednn_fuses(Epilogue e) { return algorithm(e) != dnnl::algorithm::undef; }
-
 bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
-                   float* c, int64_t c_batch, int64_t ldc, bool accumulate, Epilogue epilogue,
-                   const float* row_bias) {
+                   float* c, int64_t c_batch, int64_t ldc, bool accumulate, const float* row_bias) {
   // Inside a parallel region (a convolution's samples, one per thread) oneDNN runs on one
   // thread but its brgemm kernels split the work for the team size they were made for, and
   // part of the product would be skipped: BLAS takes it, single-threaded there.
   if (omp_in_parallel()) return false;
   const Prepared* p = prepare({batch, m, n, k, a, b, c_batch, ldc, accumulate, row_bias != nullptr,
-                               epilogue, /*one_thread=*/false});
+                               /*one_thread=*/false});
   if (!p) return false;
   execute(*p, a.data, b.data, c, false, row_bias);
   return true;
@@ -192,7 +171,7 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
 OnednnThreadProduct onednn_thread_product(int64_t m, int64_t n, int64_t k, StridedMats a,
                                           StridedMats b, int64_t ldc) {
   if (omp_in_parallel()) return {};
-  return {prepare({1, m, n, k, a, b, 0, ldc, false, false, Epilogue::none, /*one_thread=*/true})};
+  return {prepare({1, m, n, k, a, b, 0, ldc, false, false, /*one_thread=*/true})};
 }
 
 bool run_on_this_thread(const OnednnThreadProduct& p, const float* a, const float* b, float* c) {
