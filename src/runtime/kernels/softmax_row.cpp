@@ -18,11 +18,12 @@ typedef int v8i __attribute__((vector_size(32)));
 typedef float v1f __attribute__((vector_size(4)));
 typedef int v1i __attribute__((vector_size(4)));
 
-// A row whose maximum is -inf holds -inf and NaN alone (the maximum skips NaN): zeros when
-// it is all -inf, the safe softmax's row with nothing to attend to. Returns whether it was.
-bool zero_if_all_neg_inf(float* x, int64_t n) {
+// A row whose scaled maximum is -inf holds -inf and NaN alone once scaled (the maximum skips
+// NaN): zeros when it is all -inf, the safe softmax's row with nothing to attend to. Returns
+// whether it was.
+bool zero_if_all_neg_inf(float* x, int64_t n, float scale) {
   for (int64_t i = 0; i < n; ++i)
-    if (x[i] != -std::numeric_limits<float>::infinity()) return false;
+    if (x[i] * scale != -std::numeric_limits<float>::infinity()) return false;
   for (int64_t i = 0; i < n; ++i) x[i] = 0;
   return true;
 }
@@ -51,9 +52,10 @@ float exp_scaled(float s) {
   return static_cast<float>(std::ldexp(std::exp(c), 64));
 }
 
-// The row in three passes over x (the later two from cache while the row fits): the scaled
-// values and their maximum, e = 2^64 exp(x - max) and its sum, then e / sum. V vectors of W
-// lanes (I their integer twin); the tail past the last whole vector is scalar. The maximum
+// The row in three passes over x (the later two from cache while the row fits): the maximum
+// of the scaled values, e = 2^64 exp(x * scale - max) and its sum, then e / sum. The first
+// pass only reads (the second scales again, the same rounding): a store less per vector. V vectors
+// of W lanes (I their integer twin); the tail past the last whole vector is scalar. The maximum
 // skips NaN, whose exp then makes the sum and so the whole row NaN, as softmax's. In a row
 // whose results reach below FLT_MIN (its smallest e under sum * 2^-126) those results are 0
 // (softmax_row.h says why).
@@ -67,20 +69,19 @@ __attribute__((always_inline)) inline void softmax_row_vec(float* x, int64_t n, 
     V v;
     __builtin_memcpy(&v, x + i, sizeof v);
     v *= vscale;
-    __builtin_memcpy(x + i, &v, sizeof v);
     vmx = v > vmx ? v : vmx;
   }
   for (int k = 0; k < W; ++k) mx = vmx[k] > mx ? vmx[k] : mx;
   for (int64_t i = whole; i < n; ++i) {
-    x[i] *= scale;
-    mx = x[i] > mx ? x[i] : mx;
+    const float v = x[i] * scale;
+    mx = v > mx ? v : mx;
   }
-  if (mx == -inf && zero_if_all_neg_inf(x, n)) return;
+  if (mx == -inf && zero_if_all_neg_inf(x, n, scale)) return;
   V vsum = V{}, vmin = V{} + inf, vm = V{} + mx;
   for (int64_t i = 0; i < whole; i += W) {
     V v;
     __builtin_memcpy(&v, x + i, sizeof v);
-    v = exp_scaled<V, I>(v - vm);
+    v = exp_scaled<V, I>(v * vscale - vm);
     __builtin_memcpy(x + i, &v, sizeof v);
     vsum += v;
     vmin = v < vmin ? v : vmin;
@@ -91,7 +92,7 @@ __attribute__((always_inline)) inline void softmax_row_vec(float* x, int64_t n, 
     smallest = std::fmin(smallest, vmin[k]);
   }
   for (int64_t i = whole; i < n; ++i) {
-    sum += (x[i] = exp_scaled(x[i] - mx));
+    sum += (x[i] = exp_scaled(x[i] * scale - mx));
     smallest = std::fmin(smallest, x[i]);
   }
   const float inv = 1.0f / sum, bound = sum * 0x1p-126f;
