@@ -6,9 +6,6 @@
 
 namespace coil::codegen {
 
-namespace {
-
-// The buffers an extern call reads.
 std::vector<std::string> extern_inputs(const ir::ExternCall& call) {
   std::vector<std::string> out;
   for (const ir::ExternArg& a : call.args) {
@@ -18,8 +15,6 @@ std::vector<std::string> extern_inputs(const ir::ExternCall& call) {
   }
   return out;
 }
-
-}  // namespace
 
 size_t WrapperPlan::kernel_count() const {
   return static_cast<size_t>(

@@ -27,16 +27,21 @@ void Hasher::add(const std::vector<std::string>& list) {
   for (const std::string& item : list) add(item);
 }
 
+std::string to_hex(const void* data, size_t size) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
 std::string Hasher::hex() const {
   XXH128_canonical_t canonical;
   XXH128_canonicalFromHash(&canonical, XXH3_128bits_digest(state_.get()));
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char byte : canonical.digest) {
-    out += digits[byte >> 4];
-    out += digits[byte & 15];
-  }
-  return out;
+  return to_hex(canonical.digest, sizeof canonical.digest);
 }
 
 std::string cache_key(const std::string& source, const Toolchain& toolchain) {

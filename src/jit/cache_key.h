@@ -13,6 +13,9 @@ struct XXH3_state_s;
 
 namespace coil::jit {
 
+// `size` bytes as lowercase hex, two digits each.
+std::string to_hex(const void* data, size_t size);
+
 // XXH3-128 over a sequence of fields, as 32 hex digits.
 class Hasher {
  public:

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include <coil/error.h>
@@ -88,6 +90,12 @@ void write_file_atomically(const std::string& path, const std::string& contents)
   TempFile temp(path.substr(0, slash), path.substr(slash + 1), "");
   temp.write(contents);
   temp.commit(path);
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 }  // namespace coil::jit

@@ -7,6 +7,7 @@
 // succeed (the last rename replaces an identical file).
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace coil::jit {
@@ -47,5 +48,8 @@ class TempFile {
 
 // Writes `contents` to `path` through a TempFile in the same directory.
 void write_file_atomically(const std::string& path, const std::string& contents);
+
+// A file's whole contents, or nullopt when it cannot be opened.
+std::optional<std::string> read_file(const std::string& path);
 
 }  // namespace coil::jit

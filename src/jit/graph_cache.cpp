@@ -6,7 +6,6 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -33,17 +32,6 @@ constexpr const char* kArea = "graphs";
 struct NotCacheable {
   std::string why;
 };
-
-std::string hex(const void* data, size_t size) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    out += digits[p[i] >> 4];
-    out += digits[p[i] & 15];
-  }
-  return out;
-}
 
 // The GNU build ID of the loaded object that holds `address`, or "": a hash the linker
 // computed over the object's contents, read from its notes in memory (no file is opened).
@@ -73,7 +61,7 @@ std::string build_id_of(const void* address) {
             const char* desc = name + ((note->n_namesz + 3) & ~size_t{3});
             if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
                 std::memcmp(name, "GNU", 4) == 0)
-              s->id = hex(desc, note->n_descsz);
+              s->id = to_hex(desc, note->n_descsz);
             p = desc + ((note->n_descsz + 3) & ~size_t{3});
           }
         }
@@ -168,7 +156,7 @@ json constant_json(const Tensor& value, const std::vector<const Node*>& params) 
   return {{"dtype", dtype_name(value.dtype())},
           {"sizes", value.sizes()},
           {"elements",
-           hex(value.data_ptr(), static_cast<size_t>(value.numel()) * itemsize(value.dtype()))}};
+           to_hex(value.data_ptr(), static_cast<size_t>(value.numel()) * itemsize(value.dtype()))}};
 }
 
 json plan_json(const codegen::WrapperPlan& plan, const Graph& graph) {
@@ -296,13 +284,9 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
   std::set<std::string> names;
   for (const codegen::WrapperPlan::Slot& slot : plan.slots) names.insert(slot.name);
   for (const codegen::WrapperPlan::Slot& slot : plan.slots)
-    for (const ir::ExternArg& a : slot.call ? slot.call->args : std::vector<ir::ExternArg>{}) {
-      std::vector<ir::TensorRef> refs;
-      if (auto* r = std::get_if<ir::TensorRef>(&a)) refs.push_back(*r);
-      if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a)) refs = *rs;
-      for (const ir::TensorRef& r : refs)
-        if (!names.count(r.buffer)) throw std::runtime_error("a call reads an unknown buffer");
-    }
+    if (slot.call)
+      for (const std::string& name : codegen::extern_inputs(*slot.call))
+        if (!names.count(name)) throw std::runtime_error("a call reads an unknown buffer");
   auto slot_index = [&](const json& v, bool or_none = false) {
     int i = v.get<int>();
     if (i < (or_none ? -1 : 0) || i >= static_cast<int>(plan.slots.size()))
@@ -344,17 +328,6 @@ std::string graph_cache_key(const Graph& graph, const CompileOptions& options) {
   h.add(print_graph(graph));
   return h.hex();
 }
-
-namespace {
-
-// A file's whole contents, or nullopt when it cannot be opened.
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-}  // namespace
 
 std::optional<CachedGraph> load_cached_graph(const std::string& key, const Graph& graph) {
   CacheEntry place = cache_entry(key, kArea);
