@@ -145,6 +145,32 @@ TEST_F(Inductor, LargeInputsUseEveryPath) {
   expect_matches(cf(x), f(x), 1e-5, 1e-5);
 }
 
+// Long rows' sums, products, maxima and minima keep several vector accumulators (four for cheap
+// values, two for an exp's). Row i has its maximum at column i and its minimum at column
+// 299 - i, so every accumulator's share of a row, the single vector steps after the split loop
+// and the scalar remainder each hold some row's extremes; three rows hold a NaN, one in each.
+TEST_F(Inductor, RowReductionsWithSeveralAccumulatorsMatchFloat64) {
+  auto f = [](const Tensor& x) {
+    return std::make_tuple(sum(x, {1}), amax(x, {1}), amin(x, {1}), prod(x * 0.01 + 1, {1}),
+                           sum(exp(x), {1}));
+  };
+  const int64_t n = 300;  // 16 lanes: 4 steps of 4 vectors, 2 vectors, 12 scalars
+  Tensor x = random({n, n});
+  float* p = x.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    p[i * n + i] = 3;
+    p[i * n + (n - 1 - i)] = -3;
+  }
+  p[0 * n + 53] = p[1 * n + 262] = p[2 * n + 295] = std::nanf("");
+  auto [s, mx, mn, pr, se] = compile(f)(x);
+  auto [s64, mx64, mn64, pr64, se64] = f(x.to(kFloat64));
+  expect_matches(s, s64.to(kFloat32), 1e-5, 1e-4);
+  expect_matches(mx, mx64.to(kFloat32), 0, 0);
+  expect_matches(mn, mn64.to(kFloat32), 0, 0);
+  expect_matches(pr, pr64.to(kFloat32), 1e-5, 0);
+  expect_matches(se, se64.to(kFloat32), 1e-5, 0);
+}
+
 // The vector math (SLEEF, coil's own exp and erf) against float64 references on a dense grid:
 // every function within a few float32 ulps (erf, a rational fit that trades ulps near 1 for
 // speed, within 5e-7: 7 ulps there, still below float32 comparison tolerances such as 1.3e-6).

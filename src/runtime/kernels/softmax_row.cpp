@@ -32,7 +32,8 @@ bool zero_if_all_neg_inf(float* x, int64_t n, float scale) {
 // s < -87.3, and each subnormal operand or result costs an x86 core a microcode assist (a
 // product's rows put a sixth of their exps there; ir/value.h). s <= -104.5 is taken as -104.5:
 // the result, e / sum with sum >= 2^64, is 0 there either way. The polynomial is the generated
-// code's exp (codegen/cpp_prelude.cpp): 2 ulp. NaN stays NaN.
+// code's exp (codegen/cpp_prelude.cpp): 2 ulp. NaN stays NaN through the clamp and the
+// arithmetic, with no select for it.
 template <typename V, typename I>
 __attribute__((always_inline)) inline V exp_scaled(V s) {
   V c = s < -104.5f ? V{} - 104.5f : s;
@@ -44,8 +45,7 @@ __attribute__((always_inline)) inline V exp_scaled(V s) {
   q = q * r + 0.1666657703f;
   q = q * r + 0.5f;
   V p = (1.0f + r) + (r * r) * q;
-  V y = p * (V)((__builtin_convertvector(nf, I) + 191) << 23);
-  return s != s ? s : y;
+  return p * (V)((__builtin_convertvector(nf, I) + 191) << 23);
 }
 float exp_scaled(float s) {
   const double c = s < -104.5f ? -104.5 : static_cast<double>(s);  // NaN stays NaN
