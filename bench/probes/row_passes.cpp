@@ -4,10 +4,11 @@
 //   coil      the generated code's structure: one vector accumulator per reduction
 //   split     four independent accumulators for the maximum, two for the sum (the
 //             reductions' loop-carried chains are the compare-and-select's latency)
-//   prefetch  split, and the next row's lines prefetched during the last pass, so that
-//             memory works while the core computes this row's exp and scale
-//   lean      split, with an exp of fewer instructions (no NaN select, the clamp one max)
-//   lean+pf   both
+//   lean      split, with an exp of fewer instructions (no NaN select, the clamp one max):
+//             coil's generated code since 2026-11-25
+//   lean+pf   lean, and each line of the next row prefetched (into L1, or with pf2 into L2)
+//             during the exp pass or the division pass, so that memory works while the core
+//             computes this row
 // HOT=1 reads row 0 for every row, HOT2=1 also writes row 0 (the arithmetic alone).
 // With a plain copy at the same sizes for the ceiling.
 //   g++ -O3 -march=native -fopenmp bench/probes/row_passes.cpp -o /tmp/rp && /tmp/rp
@@ -79,7 +80,9 @@ static inline vf32 vsoftmax_div(vf32 e, vf32 r, vf32 sum) {
 
 static bool hot = getenv("HOT") != nullptr, hot2 = getenv("HOT2") != nullptr;
 enum { R = 2048, C = 2048, COPIES = 8, REPS = 300 };
-enum Variant { kCoil, kSplit, kPrefetch, kLean, kLeanPrefetch };
+enum Variant { kCoil, kSplit, kLean, kExpPrefetch, kDivPrefetch, kDivPrefetchL2, kVariants };
+static const char* kNames[] = {"coil",        "split",       "lean",
+                               "lean+pf exp", "lean+pf div", "lean+pf2 div"};
 
 static void softmax(const float* in0, float* out, Variant v) {
 #pragma omp parallel for schedule(static)
@@ -108,11 +111,12 @@ static void softmax(const float* in0, float* out, Variant v) {
       }
       mx = hmax(vmax(vmax(m0, m1), vmax(m2, m3)));
       vf32 s0 = {}, s1 = {};
-      const float* next = x + C;
-      bool pf = (v == kPrefetch || v == kLeanPrefetch) && x0 + 1 < R;
-      bool lean = v == kLean || v == kLeanPrefetch;
+      const bool lean = v != kSplit;
       for (long j = 0; j < C; j += 2 * COIL_VEC) {
-        if (pf) __builtin_prefetch(next + j, 0, 3);
+        if (v == kExpPrefetch && x0 + 1 < R) {
+          __builtin_prefetch(x + C + j, 0, 3);
+          __builtin_prefetch(x + C + j + COIL_VEC, 0, 3);
+        }
         vf32 e0 = lean ? vsoftmax_exp_lean(vload(x + j) - mx) : vsoftmax_exp(vload(x + j) - mx);
         vf32 e1 = lean ? vsoftmax_exp_lean(vload(x + j + COIL_VEC) - mx)
                        : vsoftmax_exp(vload(x + j + COIL_VEC) - mx);
@@ -124,8 +128,11 @@ static void softmax(const float* in0, float* out, Variant v) {
       sum = hsum(s0 + s1);
     }
     vf32 r = vsplat(1.0f / sum), vs = vsplat(sum);
-    for (long j = 0; j < C; j += COIL_VEC)
+    for (long j = 0; j < C; j += COIL_VEC) {
+      if (v == kDivPrefetch && x0 + 1 < R) __builtin_prefetch(x + C + j, 0, 3);
+      if (v == kDivPrefetchL2 && x0 + 1 < R) __builtin_prefetch(x + C + j, 0, 2);
       vstore(out + (hot2 ? 0 : x0) * C + j, vsoftmax_div(vload(scratch + j), r, vs));
+    }
   }
 }
 
@@ -147,8 +154,7 @@ int main() {
   printf("%d threads, %d x %d float32, 8 rotating inputs, one output\n", omp_get_max_threads(), R,
          C);
   // The variants take turns call by call, so that a shared machine's drift reaches all alike.
-  const char* names[] = {"coil", "split", "prefetch", "lean", "lean+pf", "copy"};
-  const int kinds = 6;
+  const int kinds = kVariants + 1;  // and the copy
   std::vector<std::vector<double>> t(kinds);
   for (int r = 0; r < REPS; ++r)
     for (int v = 0; v < kinds; ++v) {
@@ -162,14 +168,16 @@ int main() {
   for (int v = 0; v < kinds; ++v) {
     std::sort(t[v].begin(), t[v].end());
     double ms = t[v][t[v].size() / 2] * 1e3;
-    printf("%-10s %8.3f ms (p10 %.3f)  %6.1f GB/s (input + output bytes)\n", names[v], ms,
-           t[v][t[v].size() / 10] * 1e3, 2.0 * R * C * 4 / ms / 1e6);
+    printf("%-13s %8.3f ms (p10 %.3f)  %6.1f GB/s (input + output bytes)\n",
+           (v == kVariants ? "copy" : kNames[v]), ms, t[v][t[v].size() / 10] * 1e3,
+           2.0 * R * C * 4 / ms / 1e6);
     if (v == kinds - 1) continue;
     softmax(in[0], out, (Variant)v);
     double err = 0;
     for (size_t i = 0; i < ref.size(); ++i)
       err = std::max(err, (double)std::fabs(out[i] - ref[i]) / ref[i]);
-    if (err > 1e-5) printf("  %s differs: relative %.2g\n", names[v], err);
+    if (err > 1e-5)
+      printf("  %s differs: relative %.2g\n", (v == kVariants ? "copy" : kNames[v]), err);
   }
   return 0;
 }
