@@ -117,6 +117,42 @@ TEST(Golden, RowVarianceTakesTwoPasses) {
   EXPECT_NE(code.find("vsplat(mean_"), std::string::npos) << code;
 }
 
+// A long row's reductions keep several accumulators (four for the maximum, two for the sum
+// of exps), and its exp pass prefetches the next row's input (the last row its own); a short
+// row does neither.
+TEST(Golden, LongRowsSplitAccumulatorsAndPrefetchTheNextRow) {
+  auto softmax_code = [](int64_t n) {
+    const std::string row = std::to_string(n), shape = "\"f32[8, " + row + "][" + row + ", 1]cpu\"";
+    Compiled c = stages("def forward(self, x: " + shape +
+                        "):\n"
+                        "    m: \"f32[8, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
+                        "    d: " +
+                        shape +
+                        " = coil.sub(x, m)\n"
+                        "    e: " +
+                        shape +
+                        " = coil.exp(d)\n"
+                        "    s: \"f32[8, 1][1, 1]cpu\" = coil.sum(e, [1], True)\n"
+                        "    y: " +
+                        shape +
+                        " = coil.div(e, s)\n"
+                        "    return (y,)\n");
+    EXPECT_EQ(c.schedule.kernels.size(), 1u);
+    return c.schedule.kernels.empty()
+               ? std::string()
+               : codegen::generate_kernel(c.schedule.kernels[0], c.program).code;
+  };
+  std::string code = softmax_code(512);
+  for (const char* part :
+       {"vf32 vacc_buf0_3", "vf32 vacc_buf1_1", "vacc_buf0 = vmax(vacc_buf0, vacc_buf0_3);",
+        "const i64 x0_next = x0 < 7 ? x0 + 1 : x0;", "__builtin_prefetch(in0 + r0 + 512*x0_next);"})
+    EXPECT_NE(code.find(part), std::string::npos) << part << "\n" << code;
+  EXPECT_EQ(code.find("vacc_buf1_2"), std::string::npos) << code;
+  code = softmax_code(64);
+  EXPECT_EQ(code.find("vacc_buf0_1"), std::string::npos) << code;
+  EXPECT_EQ(code.find("prefetch"), std::string::npos) << code;
+}
+
 // Welford's variance over the outer dim folds along memory the same way as a sum, its running
 // means in a chunk-sized array.
 TEST(Golden, ColumnVarianceRunsAlongMemory) {
