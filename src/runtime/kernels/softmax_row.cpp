@@ -63,14 +63,26 @@ template <typename V, typename I, int W>
 __attribute__((always_inline)) inline void softmax_row_vec(float* x, int64_t n, float scale) {
   const int64_t whole = n / W * W;
   const float inf = std::numeric_limits<float>::infinity();
-  V vmx = V{} - inf, vscale = V{} + scale;
-  float mx = -inf;
-  for (int64_t i = 0; i < whole; i += W) {
+  const V vscale = V{} + scale;
+  auto scaled = [&](int64_t i) {
     V v;
     __builtin_memcpy(&v, x + i, sizeof v);
-    v *= vscale;
-    vmx = v > vmx ? v : vmx;
+    return v * vscale;
+  };
+  auto vmax = [](V a, V b) { return a > b ? a : b; };
+  // Four chains, so that no step waits on the last one's max (256-float rows on the 2-core
+  // EPYC: AVX2 153 -> 144 ns, AVX-512 level at 144-147 ns).
+  V m0 = V{} - inf, m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 4 * W <= whole; i += 4 * W) {
+    m0 = vmax(scaled(i), m0);
+    m1 = vmax(scaled(i + W), m1);
+    m2 = vmax(scaled(i + 2 * W), m2);
+    m3 = vmax(scaled(i + 3 * W), m3);
   }
+  for (; i < whole; i += W) m0 = vmax(scaled(i), m0);
+  const V vmx = vmax(vmax(m0, m1), vmax(m2, m3));
+  float mx = -inf;
   for (int k = 0; k < W; ++k) mx = vmx[k] > mx ? vmx[k] : mx;
   for (int64_t i = whole; i < n; ++i) {
     const float v = x[i] * scale;
