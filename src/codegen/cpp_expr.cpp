@@ -231,8 +231,8 @@ const std::map<Op, Forms>& forms() {
       {Op::Sqrt, {"__builtin_sqrt$f($a)", "COIL_SLEEF(sqrt, _u05)($a)"}},
       {Op::Rsqrt, {"($1 / __builtin_sqrt$f($a))", "(1.0f / COIL_SLEEF(sqrt, _u05)($a))"}},
       {Op::Reciprocal, {"($1 / $a)", "(1.0f / $a)"}},
-      // One sincos call gives both (sin^2 + cos^2 needs one); 3.5 ulp is far inside float32
-      // tolerances.
+      // One sincos gives both (sin^2 + cos^2 needs one): coil's inline one (prelude's
+      // vsincos, 2.8 ulp), SLEEF's for vectors with large arguments.
       {Op::Sin, {"__builtin_sin$f($a)", "$sincos.x"}},
       {Op::Cos, {"__builtin_cos$f($a)", "$sincos.y"}},
       {Op::Tan, {"__builtin_tan$f($a)", "COIL_SLEEF(tan, _u10)($a)"}},
@@ -353,7 +353,7 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
                            : it->second.vector;
     std::map<char, std::string> extra;
     if (v.op() == Op::Sin || v.op() == Op::Cos)
-      extra['s'] = temp("vf32x2", "COIL_SLEEF(sincos, _u35)(" + x[0] + ")", true).text;
+      extra['s'] = temp("vf32x2", "vsincos(" + x[0] + ")", true).text;
     e = expand(form, x, extra);
   }
   return temp(mask ? "vi32" : "vf32", e, true);

@@ -171,6 +171,45 @@ TEST_F(Inductor, RowReductionsWithSeveralAccumulatorsMatchFloat64) {
   expect_matches(se, se64.to(kFloat32), 1e-5, 0);
 }
 
+// sin and cos across float32's range within 3.5 ulp of float64 (SLEEF's u35 bound): coil's
+// inline sincos up to 8192, the floats nearest multiples of pi/2 included (where the reduced
+// argument is tiny), SLEEF's for vectors holding larger values; infinities give NaN, NaN
+// stays NaN, and sin keeps the sign of zero.
+TEST_F(Inductor, SinCosAcrossTheRangeMatchFloat64) {
+  std::vector<float> xs = {0.0f, -0.0f, std::nanf(""), INFINITY, -INFINITY, 1e4f, -3e7f, 1e30f};
+  manual_seed(11);
+  std::vector<double> u = values(random({20000}, kFloat64, -1, 1));
+  for (size_t i = 0; i < u.size(); ++i)  // uniform in value, and in exponent
+    xs.push_back(static_cast<float>(i % 2 ? u[i] * 8192 : std::ldexp(u[i], 13 - int(i % 40))));
+  for (int k = 1; k < 5216; k += 7) {
+    float b = static_cast<float>(k * (M_PI / 2));
+    xs.insert(xs.end(), {b, std::nextafter(b, 0.0f), std::nextafter(b, 1e9f), -b});
+  }
+  // The first vector holds the large values; the specials again inside one that does not.
+  xs.insert(xs.begin() + 20, {-0.0f, 0.0f, std::nanf(""), 1.0f});
+  auto [s, c] =
+      compile([](const Tensor& x) { return std::make_tuple(sin(x), cos(x)); })(tensor(xs));
+  std::vector<double> gs = values(s), gc = values(c);
+  auto ulps = [](double got, double want) {
+    return std::fabs(got - want) / std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+  };
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i];
+    if (!std::isfinite(x)) {
+      EXPECT_TRUE(std::isnan(gs[i]) && std::isnan(gc[i])) << x;
+      continue;
+    }
+    if (x == 0) {
+      EXPECT_EQ(gs[i], 0.0);
+      EXPECT_EQ(std::signbit(gs[i]), std::signbit(x));
+      EXPECT_EQ(gc[i], 1.0);
+      continue;
+    }
+    EXPECT_LE(ulps(gs[i], std::sin(x)), 3.5) << "sin(" << x << ") = " << gs[i];
+    EXPECT_LE(ulps(gc[i], std::cos(x)), 3.5) << "cos(" << x << ") = " << gc[i];
+  }
+}
+
 // The vector math (SLEEF, coil's own exp and erf) against float64 references on a dense grid:
 // every function within a few float32 ulps (erf, a rational fit that trades ulps near 1 for
 // speed, within 5e-7: 7 ulps there, still below float32 comparison tolerances such as 1.3e-6).
