@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <coil/coil.h>
@@ -30,6 +31,26 @@ double median_ms(F f) {
   }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Medians of f and g called in turn, so that a shared machine's drift reaches both alike.
+template <typename F, typename G>
+std::pair<double, double> interleaved_ms(F f, G g, int reps = 300) {
+  std::vector<double> a, b;
+  auto time = [](auto h) {
+    auto t0 = std::chrono::steady_clock::now();
+    h();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (int i = 0; i < reps + 2; ++i) {
+    double ta = time(f), tb = time(g);
+    if (i < 2) continue;  // warm-up
+    a.push_back(ta);
+    b.push_back(tb);
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return {a[a.size() / 2], b[b.size() / 2]};
 }
 
 void row(const char* what, double ms, double flops = 0) {
@@ -72,6 +93,12 @@ int main(int argc, char** argv) {
   Tensor scale = full({1}, 0.125);
   row("compiled attention, decomposed",
       median_ms([&] { return att_decomposed(q4, k4, v4, scale); }), 2 * f1);
+  // The two forms taking turns call by call: the one eager call (flash-style row blocks where
+  // each thread has few rows) against the batched products around a generated softmax.
+  auto [one, two] = interleaved_ms([&] { return att(q4, k4, v4); },
+                                   [&] { return att_decomposed(q4, k4, v4, scale); });
+  row("in turns: compiled attention", one, 2 * f1);
+  row("in turns: compiled attention, decomposed", two, 2 * f1);
 
   std::printf("mm_softmax (512x512):\n");
   Tensor a = randn({512, 512}), b = randn({512, 512}), ab = randn({512, 512});
