@@ -171,6 +171,15 @@ TEST_F(Inductor, RowReductionsWithSeveralAccumulatorsMatchFloat64) {
   expect_matches(se, se64.to(kFloat32), 1e-5, 0);
 }
 
+// A reduction over two inner dims (logsumexp over [8, 300] per batch entry): the split
+// accumulators persist across the outer of the two inner loops, and the exp pass prefetches
+// the next batch entry's values; against float64.
+TEST_F(Inductor, LogSumExpOverTwoInnerDimsMatchesFloat64) {
+  auto f = [](const Tensor& x) { return logsumexp(x, {1, 2}) + amax(x, {1, 2}); };
+  Tensor x = random({6, 8, 300}) * 4;
+  expect_matches(compile(f)(x), f(x.to(kFloat64)).to(kFloat32), 1e-5, 1e-5);
+}
+
 // sin and cos across float32's range within 3.5 ulp of float64 (SLEEF's u35 bound): coil's
 // inline sincos up to 8192, the floats nearest multiples of pi/2 included (where the reduced
 // argument is tiny), SLEEF's for vectors holding larger values; infinities give NaN, NaN
