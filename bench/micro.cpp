@@ -18,39 +18,39 @@ using namespace coil;
 
 namespace {
 
+// One call of f, in milliseconds.
+template <typename F>
+double ms_of(F f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 template <typename F>
 double median_ms(F f) {
   f();
   f();
   std::vector<double> v;
-  for (int i = 0; i < 30; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    v.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  for (int i = 0; i < 30; ++i) v.push_back(ms_of(f));
+  return median(v);
 }
 
 // Medians of f and g called in turn, so that a shared machine's drift reaches both alike.
 template <typename F, typename G>
 std::pair<double, double> interleaved_ms(F f, G g, int reps = 300) {
+  f();
+  g();  // warm-up
   std::vector<double> a, b;
-  auto time = [](auto h) {
-    auto t0 = std::chrono::steady_clock::now();
-    h();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
-  for (int i = 0; i < reps + 2; ++i) {
-    double ta = time(f), tb = time(g);
-    if (i < 2) continue;  // warm-up
-    a.push_back(ta);
-    b.push_back(tb);
+  for (int i = 0; i < reps; ++i) {
+    a.push_back(ms_of(f));
+    b.push_back(ms_of(g));
   }
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  return {a[a.size() / 2], b[b.size() / 2]};
+  return {median(a), median(b)};
 }
 
 void row(const char* what, double ms, double flops = 0) {

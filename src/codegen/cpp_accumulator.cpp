@@ -1,5 +1,7 @@
 #include "codegen/cpp_accumulator.h"
 
+#include "ir/program.h"
+
 namespace coil::codegen {
 
 namespace {
@@ -77,8 +79,7 @@ std::string Accumulator::declare(const std::string& indent, int parts) const {
   return out;
 }
 
-void Accumulator::update(BodyEmitter& em, const Emitted& v, bool vector, int part,
-                         const std::string& flat_index) const {
+void Accumulator::update(BodyEmitter& em, const Emitted& v, bool vector, int part) const {
   std::string a = vector ? name(true, part) : name(false);
   std::string x = vector ? em.varying(v, n_.body->dtype()) : v.text;
   switch (*n_.reduce) {
@@ -97,6 +98,7 @@ void Accumulator::update(BodyEmitter& em, const Emitted& v, bool vector, int par
     case ReduceKind::ArgMax:
     case ReduceKind::ArgMin: {
       const char* cmp = *n_.reduce == ReduceKind::ArgMax ? " > " : " < ";
+      const std::string flat_index = sym::to_c(ir::ravel(k_.inner_vars, k_.inner));
       em.line("if (!(" + a + " != " + a + ") && (" + x + cmp + a + " || " + x + " != " + x +
               ")) { " + a + " = " + x + "; " + a + "_index = " + flat_index + "; }");
       break;

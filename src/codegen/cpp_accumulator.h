@@ -14,17 +14,16 @@ namespace coil::codegen {
 
 class Accumulator {
  public:
-  // `n` is a reduction node; `vector`: the kernel's inner loop runs in vector steps.
-  Accumulator(const schedule::KernelNode& n, bool vector) : n_(n), vector_(vector) {}
+  // `n` is a reduction node of kernel `k`; `vector`: its inner loop runs in vector steps.
+  Accumulator(const schedule::Kernel& k, const schedule::KernelNode& n, bool vector)
+      : k_(k), n_(n), vector_(vector) {}
 
   // The variable: the scalar one, or part `part` of the vector one.
   std::string name(bool vector, int part = 0) const;
   // Declarations of the scalar accumulator, the vector one and its other `parts` - 1 parts.
   std::string declare(const std::string& indent, int parts) const;
-  // Folds value `v` of the body into the scalar accumulator or the vector part `part`;
-  // `flat_index` is the point's index along the row (an arg-reduction keeps it).
-  void update(BodyEmitter& em, const Emitted& v, bool vector, int part,
-              const std::string& flat_index) const;
+  // Folds value `v` of the body into the scalar accumulator or the vector part `part`.
+  void update(BodyEmitter& em, const Emitted& v, bool vector, int part) const;
   // Statements that merge parts 1 .. `parts` - 1 into part 0.
   std::string merge_parts(const std::string& indent, int parts) const;
   // The reduction's value once the pass is done.
@@ -34,6 +33,7 @@ class Accumulator {
   static bool splittable(ir::ReduceKind k);
 
  private:
+  const schedule::Kernel& k_;
   const schedule::KernelNode& n_;
   bool vector_;
 };

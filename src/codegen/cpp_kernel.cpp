@@ -232,8 +232,7 @@ class KernelWriter {
     for (const KernelNode* n : nodes) {
       Emitted v = em.emit(n->body);
       if (n->reduce) {
-        Accumulator(*n, vector_)
-            .update(em, v, vector, acc_part_, sym::to_c(ir::ravel(k_.inner_vars, k_.inner)));
+        Accumulator(k_, *n, vector_).update(em, v, vector, acc_part_);
         continue;
       }
       em.forward(n->buffer, v);
@@ -366,7 +365,6 @@ class KernelWriter {
   static constexpr int64_t kPrefetchRowBytes = 1024;
   void plan_prefetch(std::string& out, const std::string& indent,
                      const std::vector<const KernelNode*>& section) {
-    ++pass_;
     if (!vector_ || pass_ < 2 || prefetched_ || k_.outer.empty() || k_.outer.back() < 2 ||
         numel_of(k_.inner) * 4 < kPrefetchRowBytes)
       return;
@@ -455,9 +453,10 @@ class KernelWriter {
   void emit_pass(std::string& out, const std::string& indent,
                  const std::vector<const KernelNode*>& section) {
     const int parts = split_accumulators(section);
+    ++pass_;
     plan_prefetch(out, indent, section);
     for (const KernelNode* n : section)
-      if (n->reduce) out += Accumulator(*n, vector_).declare(indent, parts);
+      if (n->reduce) out += Accumulator(k_, *n, vector_).declare(indent, parts);
     std::string in = indent;
     out += indent + "{\n";
     for (size_t d = 0; d + 1 < k_.inner.size(); ++d) {
@@ -471,7 +470,7 @@ class KernelWriter {
     prefetch_.clear();
     for (const KernelNode* n : section) {
       if (!n->reduce) continue;
-      const Accumulator acc(*n, vector_);
+      const Accumulator acc(k_, *n, vector_);
       out += acc.merge_parts(indent, parts);
       std::string var = "red_" + n->buffer;
       out += indent +

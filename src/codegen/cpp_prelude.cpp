@@ -116,31 +116,25 @@ static inline vf32 vexp_parts(vf32 c, vf32& nf) {  // e^c = result * 2^nf
   q = q * r + 0.5f;
   return (1.0f + r) + (r * r) * q;
 }
-// max(lo, x) and min(hi, x) in one instruction each, keeping a NaN x: x86's max and min give
-// their second operand when either is NaN. A NaN then stays NaN through exp's arithmetic and
-// 2^n, so the exps need no select for it (a softmax's exp pass: 2 instructions of 19).
-static inline vf32 vfloor_at(vf32 x, float lo) {
+// x86's max and min in one instruction: COIL_MAXPS(a, b) is a > b ? a : b, so b when either is
+// NaN (the fallback spells that out). vfloor_at and vceil_at put x second, keeping a NaN x; a
+// NaN then stays NaN through exp's arithmetic and 2^n, so the exps need no select for it (a
+// softmax's exp pass: 2 instructions of 19).
 #if defined(__AVX512F__)
-  return __builtin_ia32_maxps512_mask(vsplat(lo), x, x, (unsigned short)-1, 4);
+#define COIL_MAXPS(a, b) __builtin_ia32_maxps512_mask(a, b, b, (unsigned short)-1, 4)
+#define COIL_MINPS(a, b) __builtin_ia32_minps512_mask(a, b, b, (unsigned short)-1, 4)
 #elif defined(__AVX2__)
-  return __builtin_ia32_maxps256(vsplat(lo), x);
+#define COIL_MAXPS(a, b) __builtin_ia32_maxps256(a, b)
+#define COIL_MINPS(a, b) __builtin_ia32_minps256(a, b)
 #elif defined(__SSE__)
-  return __builtin_ia32_maxps(vsplat(lo), x);
+#define COIL_MAXPS(a, b) __builtin_ia32_maxps(a, b)
+#define COIL_MINPS(a, b) __builtin_ia32_minps(a, b)
 #else
-  return x < lo ? vsplat(lo) : x;
+#define COIL_MAXPS(a, b) ((a) > (b) ? (a) : (b))
+#define COIL_MINPS(a, b) ((a) < (b) ? (a) : (b))
 #endif
-}
-static inline vf32 vceil_at(vf32 x, float hi) {
-#if defined(__AVX512F__)
-  return __builtin_ia32_minps512_mask(vsplat(hi), x, x, (unsigned short)-1, 4);
-#elif defined(__AVX2__)
-  return __builtin_ia32_minps256(vsplat(hi), x);
-#elif defined(__SSE__)
-  return __builtin_ia32_minps(vsplat(hi), x);
-#else
-  return x > hi ? vsplat(hi) : x;
-#endif
-}
+static inline vf32 vfloor_at(vf32 x, float lo) { return COIL_MAXPS(vsplat(lo), x); }
+static inline vf32 vceil_at(vf32 x, float hi) { return COIL_MINPS(vsplat(hi), x); }
 static inline vf32 vexp(vf32 x) {
   vf32 nf, p = vexp_parts(vceil_at(vfloor_at(x, -150.0f), 150.0f), nf);
 #if defined(__AVX512F__)
