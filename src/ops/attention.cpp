@@ -1,18 +1,17 @@
 // scaled_dot_product_attention, as PyTorch's math path: scores = q @ k^T * scale (+ mask),
 // a "safe" softmax over the keys (a row with every key masked out gives zeros, not NaN),
 // dropout, then @ v. Both products go through batched_product (the matmul library, operands
-// read in place); float32 rows without a mask or dropout take the vectorised softmax_row, and
-// where each thread has few rows, a flash-style blocked form (attention_by_row_blocks).
+// read in place); float32 rows without a mask or dropout take the vectorised softmax_row, or,
+// where the CPU has AVX-512, a flash-style blocked form (attention_by_row_blocks).
 // float16/bfloat16 compute in float32.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 
 #include <omp.h>
 
 #include "ops/linalg_util.h"
-#include "runtime/kernels/onednn_matmul.h"
+#include "runtime/kernels/attention_block.h"
 #include "runtime/kernels/softmax_row.h"
 #include "runtime/random.h"
 
@@ -156,67 +155,60 @@ void softmax_rows(Tensor& scores, const AttentionShape& sh, double scale, const 
   }
 }
 
-// Up to this many query rows per thread, attention_by_row_blocks takes float32 attention.
-constexpr int64_t kBlockedRowsPerThread = 256;
-
-// Flash-style attention for float32 without a mask or dropout: each task is a block of query
-// rows of one batch entry, whose scores, softmax and output rows one thread computes in turn
-// while the block's scores stay in its cache, all in one parallel region, with oneDNN
-// products made for one thread. The batched path runs three regions (two products and the
-// softmax), each giving every thread a short share of the work. On the 16-core device
-// machine, at attention's CPU shape (8 x 256 x 64, 128 rows per thread), blocks of 64 or 128
-// rows took 0.144 ms against 0.159 for the batched path at 16 threads and 0.267 against 0.300
-// at 8; on 2 cores (1024 rows per thread) they were 5-10 % slower
-// (bench/probes/attention_products.cpp, with oneDNN's sgemm, whose kernels take 30-50 ms to
-// generate on a process's first call: hence primitives here; coil-micro then measured 0.168
-// against 0.182 ms for the decomposed program). Returns false, computing nothing, where it
-// does not apply: more rows per thread, or operands oneDNN cannot read in place.
+// Flash-style attention for float32 without a mask or dropout, where the CPU has AVX-512: each
+// task is a block of query rows of one batch entry, whose scores, softmax and output rows one
+// thread computes in one kernel (attention_block) while the scores stay in its cache, all tasks
+// in one parallel region. The batched path runs three regions (two products and the softmax)
+// and writes the scores out in between. Returns false, computing nothing, where it does not
+// apply: no AVX-512, or values whose rows are not contiguous.
 bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
                              const AttentionShape& sh, double scale, bool causal,
-                             const Tensor& scores, const Tensor& out) {
+                             const Tensor& out) {
   const int64_t count = numel_of(sh.batch), e = q.size(-1), threads = omp_get_max_threads();
-  if (threads < 2 || count * sh.l > kBlockedRowsPerThread * threads || sh.s == 0 || e == 0)
+  MatOperand mq = mat_operand(q, true), mk = mat_operand(k, true), mv = mat_operand(v, true);
+  auto row = [](const MatOperand& m) { return m.strides[m.strides.size() - 2]; };
+  const int64_t q_row = row(mq), q_col = mq.strides.back(), k_row = row(mk),
+                k_col = mk.strides.back(), v_row = row(mv);
+  if (!attention_block_available() || sh.s == 0 || (mv.strides.back() != 1 && sh.ev > 1))
     return false;
-  MatOperand mq = mat_operand(q, true), mk = transposed(mat_operand(k, true)),
-             mv = mat_operand(v, true);
-  auto mats = [](const MatOperand& m) {
-    size_t r = m.strides.size();
-    return StridedMats{static_cast<const float*>(m.data), 0, m.strides[r - 2], m.strides[r - 1]};
-  };
-  const StridedMats q0 = mats(mq), k0 = mats(mk), v0 = mats(mv), s0{nullptr, 0, sh.s, 1};
   // The largest block that gives every thread a task and keeps its scores within 256 KB.
   int64_t rows = 128;
-  auto blocks_of = [&](int64_t r) { return (sh.l + r - 1) / r; };
+  auto blocks_of = [&](int64_t n) { return (sh.l + n - 1) / n; };
   while (rows > 16 && (rows * sh.s > (int64_t{1} << 16) || count * blocks_of(rows) < threads))
     rows /= 2;
   rows = std::min(rows, sh.l);
-  const int64_t blocks = blocks_of(rows), last = sh.l - (blocks - 1) * rows;
-  // The products of a full block and of the last one, which may be shorter.
-  std::array<OnednnThreadProduct, 2> scores_of, output_of;
-  for (int i = 0; i < 2; ++i) {
-    const int64_t n = i == 0 ? rows : last;
-    scores_of[i] = onednn_thread_product(n, sh.s, e, q0, k0, sh.s);
-    output_of[i] = onednn_thread_product(n, sh.ev, sh.s, s0, v0, sh.ev);
-    if (!scores_of[i] || !output_of[i]) return false;
-  }
+  const int64_t blocks = blocks_of(rows);
+  const int64_t scratch = (attention_block_scratch(rows, sh.s, e) + 15) / 16 * 16;
+  Tensor pads = empty_contiguous({threads * scratch}, kFloat32);
   const std::vector<int64_t> qo = batch_offsets(mq, sh.batch), ko = batch_offsets(mk, sh.batch),
                              vo = batch_offsets(mv, sh.batch);
-  float* ps = scores.data_ptr<float>();
+  const auto* pq = static_cast<const float*>(mq.data);
+  const auto* pk = static_cast<const float*>(mk.data);
+  const auto* pv = static_cast<const float*>(mv.data);
   float* po = out.data_ptr<float>();
-  const auto fscale = static_cast<float>(scale);
-  bool ok = true;
-#pragma omp parallel for schedule(static) reduction(&& : ok)
+  float* pad = pads.data_ptr<float>();
+#pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < count * blocks; ++t) {
-    const int64_t b = t / blocks, r0 = (t % blocks) * rows, n = std::min(rows, sh.l - r0);
-    const size_t which = n == rows ? 0 : 1;
-    float* s = ps + (b * sh.l + r0) * sh.s;
-    ok = run_on_this_thread(scores_of[which], q0.data + qo[b] + r0 * q0.row, k0.data + ko[b], s) &&
-         ok;
-    for (int64_t i = 0; i < n; ++i) query_row_softmax(s + i * sh.s, r0 + i, sh.s, fscale, causal);
-    ok = run_on_this_thread(output_of[which], s, v0.data + vo[b], po + (b * sh.l + r0) * sh.ev) &&
-         ok;
+    const int64_t b = t / blocks, r0 = (t % blocks) * rows;
+    const AttentionBlock blk{.q = pq + qo[b] + r0 * q_row,
+                             .q_row = q_row,
+                             .q_col = q_col,
+                             .k = pk + ko[b],
+                             .k_row = k_row,
+                             .k_col = k_col,
+                             .v = pv + vo[b],
+                             .v_row = v_row,
+                             .out = po + (b * sh.l + r0) * sh.ev,
+                             .out_row = sh.ev,
+                             .n = std::min(rows, sh.l - r0),
+                             .s = sh.s,
+                             .e = e,
+                             .ev = sh.ev,
+                             .first_row = r0,
+                             .scale = static_cast<float>(scale),
+                             .causal = causal};
+    attention_block(blk, pad + omp_get_thread_num() * scratch);
   }
-  COIL_ASSERT(ok, "scaled_dot_product_attention: oneDNN failed on a block of query rows");
   return true;
 }
 
@@ -244,16 +236,16 @@ std::vector<Tensor> eager_scaled_dot_product_attention(const Args& a,
   double p = a.f64(4);
   double scale = a.opt_f64(6).value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
 
+  Tensor acc = r.dtype() == ct ? r : empty_contiguous(r.sizes(), ct);
+  if (ct == kFloat32 && !mask.defined() && p == 0 &&
+      attention_by_row_blocks(q, k, v, sh, scale, a.b(5), acc)) {
+    if (!acc.is_same(r)) copy_into(r, acc);
+    return one(r);
+  }
   Shape score_sizes = sh.batch;
   score_sizes.push_back(sh.l);
   score_sizes.push_back(sh.s);
   Tensor scores = empty_contiguous(score_sizes, ct);
-  Tensor acc = r.dtype() == ct ? r : empty_contiguous(r.sizes(), ct);
-  if (ct == kFloat32 && !mask.defined() && p == 0 &&
-      attention_by_row_blocks(q, k, v, sh, scale, a.b(5), scores, acc)) {
-    if (!acc.is_same(r)) copy_into(r, acc);
-    return one(r);
-  }
   batched_product(scores, sh.batch, mat_operand(q, true), transposed(mat_operand(k, true)), false);
 
   // Dropout on the attention weights, as torch.nn.functional.dropout in training mode: each

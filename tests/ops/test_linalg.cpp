@@ -397,10 +397,10 @@ TEST(Attention, BlocksOfQueryRowsCoverEveryRow) {
   }
 }
 
-// float32 attention with few query rows per thread runs flash-style, a block of rows per task
-// (attention_by_row_blocks): at 8 and 16 threads these shapes take it with blocks of 128 and
-// 32 rows, a ragged last block, keys shared across the batch and keys stored transposed;
-// operands without a unit stride take the batched path.
+// float32 attention runs flash-style where the CPU has AVX-512, a block of query rows per task
+// (attention_by_row_blocks, runtime/kernels/attention_block.cpp): at 8 and 16 threads these
+// shapes take it with blocks of 128 and 32 rows, a ragged last block, keys shared across the
+// batch and keys stored transposed; values without a unit column stride take the batched path.
 TEST(Attention, RowBlocksAtManyThreads) {
   const int before = omp_get_max_threads();
   Tensor q = random({3, 300, 16}), k = random({3, 77, 16}), v = random({3, 77, 24});
@@ -419,6 +419,37 @@ TEST(Attention, RowBlocksAtManyThreads) {
                      causal.sizes, 1e-5, 1e-6);
     ct::expect_close(scaled_dot_product_attention(q, k1, v, {}, 0.0, false, 0.25), shared.v,
                      shared.sizes, 1e-5, 1e-6);
+  }
+  omp_set_num_threads(before);
+}
+
+// The flash-style kernel's tiles: queries in tiles of 32 (a ragged last one), keys in tiles of
+// 12 and 4 and single keys, output columns in groups of 64 with a partial last vector (every
+// count of vectors, and a second group), output rows in tiles of 6, 8 or 12 and single rows;
+// an odd feature count; causal blocks that start past row 0; scores wide enough (deviation
+// about 30) that most weights fall below e^-87 and are flushed to 0.
+TEST(Attention, FlashBlocksOfEveryTileShapeMatchFloat64) {
+  const int before = omp_get_max_threads();
+  auto causal_mask = [](int64_t, int64_t l, int64_t s) { return s > l ? -INFINITY : 0.0; };
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    for (int64_t ev : {1, 5, 16, 33, 48, 72, 130}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, ev " + std::to_string(ev));
+      Tensor q = random({2, 45, 21}), k = random({2, 37, 21}), v = random({2, 37, ev});
+      Ref want = ref_attention(q, k, v, 0.3, no_mask);
+      ct::expect_close(scaled_dot_product_attention(q, k, v, {}, 0.0, false, 0.3), want.v,
+                       want.sizes, 1e-5, 1e-6);
+      Ref causal = ref_attention(q, k, v, 0.3, causal_mask);
+      ct::expect_close(scaled_dot_product_attention(noncontiguous(q), k, v, {}, 0.0, true, 0.3),
+                       causal.v, causal.sizes, 1e-5, 1e-6);
+    }
+    SCOPED_TRACE(std::to_string(threads) + " threads, long rows and wide scores");
+    Tensor q = random({2, 300, 16}, kFloat32, -4, 4), k = random({2, 200, 16}, kFloat32, -4, 4),
+           v = random({2, 200, 64});
+    Ref want = ref_attention(q, k, v, 1.0, causal_mask);
+    // Scores near 100 carry float32's rounding, about 6e-6, into their weights.
+    ct::expect_close(scaled_dot_product_attention(q, k, v, {}, 0.0, true, 1.0), want.v, want.sizes,
+                     1e-4, 1e-5);
   }
   omp_set_num_threads(before);
 }

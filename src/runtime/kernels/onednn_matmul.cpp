@@ -5,11 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <map>
-#include <memory>
 #include <mutex>
-#include <new>
 #include <unordered_map>
 
 namespace coil {
@@ -25,13 +22,10 @@ struct Geometry {
   int64_t c_batch, ldc;
   bool accumulate;
   bool row_bias;
-  // Made for one thread, to run on each thread of a parallel region with a scratchpad of its
-  // own; otherwise for the whole team, with the primitive's own scratchpad.
-  bool one_thread;
 
-  std::array<int64_t, 15> key() const {
-    return {batch, m,     n,       k,   a.batch,    a.row,    a.col,     b.batch,
-            b.row, b.col, c_batch, ldc, accumulate, row_bias, one_thread};
+  std::array<int64_t, 14> key() const {
+    return {batch,   m,     n,     k,       a.batch, a.row,      a.col,
+            b.batch, b.row, b.col, c_batch, ldc,     accumulate, row_bias};
   }
 };
 
@@ -45,7 +39,7 @@ struct Prepared {
 struct Cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;
-  std::map<std::array<int64_t, 15>, Prepared> primitives;
+  std::map<std::array<int64_t, 14>, Prepared> primitives;
 };
 
 Cache& cache() {
@@ -69,23 +63,6 @@ dnnl::memory::desc row_bias_desc(int64_t n) {
   return dnnl::memory::desc(Dims{1, 1, n}, dnnl::memory::data_type::f32, Dims{n, n, 1});
 }
 
-// oneDNN plans a primitive's split of the work for the team size it reads when the primitive
-// is made; this makes that one thread for as long as it lives.
-class OneThreadPlan {
- public:
-  explicit OneThreadPlan(bool on) : saved_(on ? omp_get_max_threads() : 0) {
-    if (on) omp_set_num_threads(1);
-  }
-  ~OneThreadPlan() {
-    if (saved_) omp_set_num_threads(saved_);
-  }
-  OneThreadPlan(const OneThreadPlan&) = delete;
-  OneThreadPlan& operator=(const OneThreadPlan&) = delete;
-
- private:
-  int saved_;
-};
-
 // The primitive for `g`, made on first use; nullptr where oneDNN cannot take it (positive
 // strides only; a broadcast batch, stride 0, only for a batch of one) or has no kernel for it.
 const Prepared* prepare(const Geometry& g) {
@@ -102,9 +79,7 @@ const Prepared* prepare(const Geometry& g) {
     ops.append_sum(1.0f);
     attr.set_post_ops(ops);
   }
-  if (g.one_thread) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   try {
-    OneThreadPlan plan(g.one_thread);
     dnnl::memory::desc src = desc(g.batch, g.m, g.k, g.a.batch, g.a.row, g.a.col),
                        weights = desc(g.batch, g.k, g.n, g.b.batch, g.b.row, g.b.col),
                        dst = desc(g.batch, g.m, g.n, g.c_batch, g.ldc, 1);
@@ -117,23 +92,7 @@ const Prepared* prepare(const Geometry& g) {
   }
 }
 
-// The calling thread's scratchpad for one-thread primitives, grown as they need.
-void* thread_scratchpad(size_t bytes) {
-  struct Pad {
-    std::unique_ptr<char, decltype(&std::free)> p{nullptr, &std::free};
-    size_t size = 0;
-  };
-  thread_local Pad pad;
-  if (bytes > pad.size) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    pad.p.reset(static_cast<char*>(std::aligned_alloc(64, rounded)));
-    pad.size = pad.p ? rounded : 0;
-  }
-  return pad.p.get();
-}
-
-void execute(const Prepared& p, const float* a, const float* b, float* c, bool one_thread,
-             const float* row_bias = nullptr) {
+void execute(const Prepared& p, const float* a, const float* b, float* c, const float* row_bias) {
   Cache& cc = cache();
   dnnl::stream stream(cc.engine);
   std::unordered_map<int, dnnl::memory> args{
@@ -143,12 +102,6 @@ void execute(const Prepared& p, const float* a, const float* b, float* c, bool o
   if (row_bias)
     args.emplace(DNNL_ARG_BIAS,
                  dnnl::memory(p.pd.bias_desc(), cc.engine, const_cast<float*>(row_bias)));
-  if (one_thread) {
-    dnnl::memory::desc pad = p.pd.scratchpad_desc();
-    void* mem = thread_scratchpad(pad.get_size());
-    if (!mem && pad.get_size() > 0) throw std::bad_alloc();
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pad, cc.engine, mem));
-  }
   p.prim.execute(stream, args);
   stream.wait();
 }
@@ -161,26 +114,11 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
   // thread but its brgemm kernels split the work for the team size they were made for, and
   // part of the product would be skipped: BLAS takes it, single-threaded there.
   if (omp_in_parallel()) return false;
-  const Prepared* p = prepare({batch, m, n, k, a, b, c_batch, ldc, accumulate, row_bias != nullptr,
-                               /*one_thread=*/false});
+  const Prepared* p =
+      prepare({batch, m, n, k, a, b, c_batch, ldc, accumulate, row_bias != nullptr});
   if (!p) return false;
-  execute(*p, a.data, b.data, c, false, row_bias);
+  execute(*p, a.data, b.data, c, row_bias);
   return true;
-}
-
-OnednnThreadProduct onednn_thread_product(int64_t m, int64_t n, int64_t k, StridedMats a,
-                                          StridedMats b, int64_t ldc) {
-  if (omp_in_parallel()) return {};
-  return {prepare({1, m, n, k, a, b, 0, ldc, false, false, /*one_thread=*/true})};
-}
-
-bool run_on_this_thread(const OnednnThreadProduct& p, const float* a, const float* b, float* c) {
-  try {
-    execute(*static_cast<const Prepared*>(p.prepared), a, b, c, true);
-    return true;
-  } catch (...) {
-    return false;
-  }
 }
 
 }  // namespace coil

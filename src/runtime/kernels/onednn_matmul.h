@@ -22,23 +22,4 @@ bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a
                    float* c, int64_t c_batch, int64_t ldc, bool accumulate,
                    const float* row_bias = nullptr);
 
-// A product made for one thread, for each thread of a parallel region to run on its own
-// block of a larger computation (attention's blocks of query rows): A m x k @ B k x n into C
-// with row stride ldc and column stride 1, the operands' strides fixed, their addresses
-// given with each run. Each thread runs it with a scratchpad of its own.
-struct OnednnThreadProduct {
-  const void* prepared = nullptr;
-  explicit operator bool() const { return prepared != nullptr; }
-};
-
-// The product for this geometry (a.data and b.data are not read), made once per geometry;
-// empty where oneDNN cannot take it, or when called inside a parallel region, where it must
-// not be made.
-OnednnThreadProduct onednn_thread_product(int64_t m, int64_t n, int64_t k, StridedMats a,
-                                          StridedMats b, int64_t ldc);
-
-// Runs `p` on the calling thread. Returns false where oneDNN failed; it throws nothing, as a
-// parallel region must not.
-bool run_on_this_thread(const OnednnThreadProduct& p, const float* a, const float* b, float* c);
-
 }  // namespace coil

@@ -1,11 +1,13 @@
-#include "runtime/kernels/softmax_row.h"
-
-#include <cmath>
-#include <limits>
-
 // The vector helpers are always inlined into the functions compiled for their width; GCC
 // still warns about the generic templates' vector arguments.
 #pragma GCC diagnostic ignored "-Wpsabi"
+
+#include "runtime/kernels/softmax_row.h"
+
+#include "runtime/kernels/exp_poly.h"
+
+#include <cmath>
+#include <limits>
 
 namespace coil {
 
@@ -36,15 +38,7 @@ bool zero_if_all_neg_inf(float* x, int64_t n, float scale) {
 // arithmetic, with no select for it.
 template <typename V, typename I>
 __attribute__((always_inline)) inline V exp_scaled(V s) {
-  V c = s < -104.5f ? V{} - 104.5f : s;
-  V nf = (c * 1.44269502f + 12582912.0f) - 12582912.0f;
-  V r = (c - nf * 0.693359375f) - nf * -2.12194442e-04f;
-  V q = V{} + 0.001392617612f;
-  q = q * r + 0.008363173075f;
-  q = q * r + 0.04166655466f;
-  q = q * r + 0.1666657703f;
-  q = q * r + 0.5f;
-  V p = (1.0f + r) + (r * r) * q;
+  V nf, p = exp_parts(s < -104.5f ? V{} - 104.5f : s, nf);
   return p * (V)((__builtin_convertvector(nf, I) + 191) << 23);
 }
 // Helpers of softmax_row_vec, inlined into each ISA's copy even without optimisation (a

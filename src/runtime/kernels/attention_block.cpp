@@ -1,0 +1,238 @@
+// The vector helpers are inlined into the AVX-512 functions; GCC still warns about the
+// templates' vector arguments.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include "runtime/kernels/attention_block.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "runtime/kernels/exp_poly.h"
+
+// The block is computed transposed: st = k @ (q * scale)^T, keys by queries, so that a vector
+// holds 16 queries' scores for one key. The softmax's maximum and sum then run down the
+// columns, one vector operation per 16 scores with no horizontal reduction, and the second
+// product o = p @ v reads each query's weight for key j as a broadcast from st's row j. The
+// weights stay unnormalised (e^(s - max)); each output row is scaled by 1 / sum at the end, a
+// multiply per output element instead of a division per score.
+//
+// Scratch: qt (e x np, the scaled queries transposed), st (s x np), the columns' maxima and
+// the rows' 1 / sum (np each), with np = n rounded up to whole tiles of 32 queries; the
+// padding queries are zeros, computed along and never written out.
+
+namespace coil {
+
+namespace {
+
+constexpr int64_t kTile = 32;  // queries per tile of the first product: two vectors
+
+int64_t padded(int64_t n) { return (n + kTile - 1) / kTile * kTile; }
+
+#define COIL_AVX512 __attribute__((target("avx512f"), always_inline)) inline
+
+COIL_AVX512 __mmask16 first_lanes(int64_t count) {
+  return count >= 16 ? __mmask16(0xffff) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
+}
+
+// qt[p][i] = q[i][p] * scale for i < n, 0 for the padding.
+COIL_AVX512 void pack_queries(const AttentionBlock& b, int64_t np, float* qt) {
+  const __m512 scale = _mm512_set1_ps(b.scale);
+  // Gathers address lanes by 32-bit offsets; a larger stride takes the scalar loop.
+  if (b.q_row <= std::numeric_limits<int32_t>::max() / 16) {
+    const __m512i rows =
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                           _mm512_set1_epi32(static_cast<int32_t>(b.q_row)));
+    for (int64_t i0 = 0; i0 < np; i0 += 16) {
+      const __mmask16 m = first_lanes(b.n - i0);
+      const float* q = m ? b.q + i0 * b.q_row : b.q;
+      for (int64_t p = 0; p < b.e; ++p)
+        _mm512_storeu_ps(
+            qt + p * np + i0,
+            _mm512_mul_ps(
+                _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, q + p * b.q_col, 4), scale));
+    }
+    return;
+  }
+  for (int64_t p = 0; p < b.e; ++p)
+    for (int64_t i = 0; i < np; ++i)
+      qt[p * np + i] = i < b.n ? b.q[i * b.q_row + p * b.q_col] * b.scale : 0.0f;
+}
+
+// st rows j0 .. j0+MR, columns i0 .. i0+32: k[j] . qt[., i], -inf past the causal limit;
+// m0 and m1 keep the two vectors' running maxima.
+template <int MR>
+COIL_AVX512 void scores_tile(const AttentionBlock& b, const float* qt, int64_t np, float* st,
+                             int64_t j0, int64_t i0, __m512& m0, __m512& m1) {
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  const float* k = b.k + j0 * b.k_row;
+  for (int64_t p = 0; p < b.e; ++p) {
+    const __m512 q0 = _mm512_loadu_ps(qt + p * np + i0),
+                 q1 = _mm512_loadu_ps(qt + p * np + i0 + 16);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 kv = _mm512_set1_ps(k[r * b.k_row + p * b.k_col]);
+      acc[r][0] = _mm512_fmadd_ps(kv, q0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(kv, q1, acc[r][1]);
+    }
+  }
+  // Query i (row first_row + i) sees key j when j <= first_row + i: lane l of the tile's
+  // first vector when l >= j - first_row - i0.
+  const bool masks = b.causal && j0 + MR - 1 > b.first_row + i0;
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int r = 0; r < MR; ++r) {
+    if (masks) {
+      const int64_t from = std::clamp<int64_t>(j0 + r - b.first_row - i0, 0, 2 * 16);
+      const __m512i lo = _mm512_set1_epi32(static_cast<int32_t>(from));
+      const __m512i hi = _mm512_set1_epi32(static_cast<int32_t>(from - 16));
+      acc[r][0] = _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(lane, lo), neg_inf, acc[r][0]);
+      acc[r][1] = _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(lane, hi), neg_inf, acc[r][1]);
+    }
+    _mm512_storeu_ps(st + (j0 + r) * np + i0, acc[r][0]);
+    _mm512_storeu_ps(st + (j0 + r) * np + i0 + 16, acc[r][1]);
+    // (GCC 12's _mm512_max_ps trips -Wmaybe-uninitialized.) A NaN score may or may not stay
+    // in the maximum; its own exp is NaN either way.
+    m0 = acc[r][0] > m0 ? acc[r][0] : m0;
+    m1 = acc[r][1] > m1 ? acc[r][1] : m1;
+  }
+}
+
+// e^d for d = score - max <= 0, 0 below e^-87 (where e^d would come near FLT_MIN), NaN for NaN.
+COIL_AVX512 __m512 exp_flushed(__m512 d) {
+  typedef int v16i __attribute__((vector_size(64)));
+  const __m512 c = d < -87.0f ? _mm512_set1_ps(-87.0f) : d;  // d where d is NaN
+  __m512 nf, p = exp_parts(c, nf);
+  const __m512 e = p * (__m512)((__builtin_convertvector(nf, v16i) + 127) << 23);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(d, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), e,
+                              _mm512_setzero_ps());
+}
+
+// st = e^(st - max) in place, down each column of 16 queries, and inv = 1 / the column's sum;
+// 0 for a column of -inf alone (its exps are all 0), NaN for a NaN sum.
+COIL_AVX512 void exps(const AttentionBlock& b, int64_t np, float* st, const float* mx, float* inv) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t i0 = 0; i0 < np; i0 += 16) {
+    __m512 m = _mm512_loadu_ps(mx + i0);
+    m = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m, neg_inf, _CMP_EQ_OQ), m, _mm512_setzero_ps());
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    int64_t j = 0;
+    for (; j + 2 <= b.s; j += 2) {
+      const __m512 e0 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + j * np + i0), m));
+      const __m512 e1 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + (j + 1) * np + i0), m));
+      _mm512_storeu_ps(st + j * np + i0, e0);
+      _mm512_storeu_ps(st + (j + 1) * np + i0, e1);
+      s0 = _mm512_add_ps(s0, e0);
+      s1 = _mm512_add_ps(s1, e1);
+    }
+    if (j < b.s) {
+      const __m512 e0 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + j * np + i0), m));
+      _mm512_storeu_ps(st + j * np + i0, e0);
+      s0 = _mm512_add_ps(s0, e0);
+    }
+    const __m512 sum = _mm512_add_ps(s0, s1);
+    _mm512_storeu_ps(inv + i0, _mm512_mask_blend_ps(
+                                   _mm512_cmp_ps_mask(sum, _mm512_setzero_ps(), _CMP_EQ_OQ),
+                                   _mm512_div_ps(_mm512_set1_ps(1.0f), sum), _mm512_setzero_ps()));
+  }
+}
+
+// Output rows i0 .. i0+MR, columns c0 .. c0 + 16*C (the last vector's lanes by `tail`):
+// sum over keys j of st[j][i] v[j][c], times inv[i]. Past a causal row's limit the weights
+// are 0, so the keys stop at the tile's last row's.
+template <int MR, int C>
+COIL_AVX512 void output_tile(const AttentionBlock& b, const float* st, int64_t np, const float* inv,
+                             int64_t i0, int64_t c0, __mmask16 tail) {
+  __m512 acc[MR][C];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const int64_t keys = b.causal ? std::min(b.s, b.first_row + i0 + MR) : b.s;
+  for (int64_t j = 0; j < keys; ++j) {
+    const float* v = b.v + j * b.v_row + c0;
+    __m512 vv[C];
+    for (int c = 0; c < C; ++c)
+      vv[c] = c < C - 1 ? _mm512_loadu_ps(v + 16 * c) : _mm512_maskz_loadu_ps(tail, v + 16 * c);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 w = _mm512_set1_ps(st[j * np + i0 + r]);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(w, vv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    float* o = b.out + (i0 + r) * b.out_row + c0;
+    const __m512 f = _mm512_set1_ps(inv[i0 + r]);
+    for (int c = 0; c < C; ++c) {
+      const __m512 x = _mm512_mul_ps(acc[r][c], f);
+      if (c < C - 1)
+        _mm512_storeu_ps(o + 16 * c, x);
+      else
+        _mm512_mask_storeu_ps(o + 16 * c, tail, x);
+    }
+  }
+}
+
+// Every output row for columns c0 .. c0 + 16*C: tiles of MR rows, then single rows. MR * C
+// accumulators stay within the 32 registers with the C values and a weight.
+template <int C>
+COIL_AVX512 void output_columns(const AttentionBlock& b, const float* st, int64_t np,
+                                const float* inv, int64_t c0, __mmask16 tail) {
+  constexpr int MR = C >= 3 ? 6 : C == 2 ? 8 : 12;
+  int64_t i0 = 0;
+  for (; i0 + MR <= b.n; i0 += MR) output_tile<MR, C>(b, st, np, inv, i0, c0, tail);
+  for (; i0 < b.n; ++i0) output_tile<1, C>(b, st, np, inv, i0, c0, tail);
+}
+
+__attribute__((target("avx512f"))) void attention_block_avx512(const AttentionBlock& b,
+                                                               float* scratch) {
+  const int64_t np = padded(b.n);
+  float *qt = scratch, *st = qt + b.e * np, *mx = st + b.s * np, *inv = mx + np;
+  pack_queries(b, np, qt);
+  for (int64_t i0 = 0; i0 < np; i0 += kTile) {
+    __m512 m0 = _mm512_set1_ps(-std::numeric_limits<float>::infinity()), m1 = m0;
+    int64_t j0 = 0;
+    for (; j0 + 12 <= b.s; j0 += 12) scores_tile<12>(b, qt, np, st, j0, i0, m0, m1);
+    for (; j0 + 4 <= b.s; j0 += 4) scores_tile<4>(b, qt, np, st, j0, i0, m0, m1);
+    for (; j0 < b.s; ++j0) scores_tile<1>(b, qt, np, st, j0, i0, m0, m1);
+    _mm512_storeu_ps(mx + i0, m0);
+    _mm512_storeu_ps(mx + i0 + 16, m1);
+  }
+  exps(b, np, st, mx, inv);
+  for (int64_t c0 = 0; c0 < b.ev; c0 += 64) {
+    const int64_t width = std::min<int64_t>(64, b.ev - c0), vectors = (width + 15) / 16;
+    const __mmask16 tail = first_lanes(width - 16 * (vectors - 1));
+    switch (vectors) {
+      case 4:
+        output_columns<4>(b, st, np, inv, c0, tail);
+        break;
+      case 3:
+        output_columns<3>(b, st, np, inv, c0, tail);
+        break;
+      case 2:
+        output_columns<2>(b, st, np, inv, c0, tail);
+        break;
+      default:
+        output_columns<1>(b, st, np, inv, c0, tail);
+        break;
+    }
+  }
+}
+
+#undef COIL_AVX512
+
+}  // namespace
+
+bool attention_block_available() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}
+
+int64_t attention_block_scratch(int64_t n, int64_t s, int64_t e) {
+  const int64_t np = padded(n);
+  return (e + s + 2) * np;
+}
+
+void attention_block(const AttentionBlock& b, float* scratch) {
+  attention_block_avx512(b, scratch);
+}
+
+}  // namespace coil

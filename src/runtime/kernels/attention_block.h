@@ -1,0 +1,43 @@
+// Flash-style float32 attention for one block of query rows on one thread, in one AVX-512
+// kernel: the scores, their softmax and the output rows, with the scores in the thread's
+// cache throughout. On the 16-core device machine, attention's CPU shape (8 x 256 x 64, a block
+// of 128 rows per thread) took 0.133-0.142 ms this way, against 0.170-0.174 ms for blocks whose
+// products are the library's and 0.158-0.179 ms for the library's batched products around a
+// row softmax; the library's products alone took 0.135-0.146 ms
+// (bench/probes/attention_kernel.cpp, bench/results/device_attention_kernel_2026-11-25.txt).
+#pragma once
+
+#include <cstdint>
+
+namespace coil {
+
+// out = softmax(q @ k^T * scale) @ v for n query rows against s keys, each row's softmax over
+// keys 0 .. first_row + i when causal (query i of the block is row first_row + i of the whole).
+// Elements are read at q[i*q_row + p*q_col], k[j*k_row + p*k_col] (p < e), v[j*v_row + c] and
+// written at out[i*out_row + c] (c < ev). As softmax_row: a row whose scores are all -inf gives
+// zeros, a NaN or +inf score a NaN row, and weights below e^-87 of the row's largest are 0
+// (no subnormal operand reaches the second product; softmax_row.h says why).
+struct AttentionBlock {
+  const float* q;
+  int64_t q_row, q_col;
+  const float* k;
+  int64_t k_row, k_col;
+  const float* v;
+  int64_t v_row;
+  float* out;
+  int64_t out_row;
+  int64_t n, s, e, ev, first_row;
+  float scale;
+  bool causal;
+};
+
+// Whether this CPU runs attention_block (it needs AVX-512).
+bool attention_block_available();
+
+// Floats of scratch attention_block needs for n query rows, s keys and e features.
+int64_t attention_block_scratch(int64_t n, int64_t s, int64_t e);
+
+// Computes the block on the calling thread, in `scratch` (attention_block_scratch floats).
+void attention_block(const AttentionBlock& b, float* scratch);
+
+}  // namespace coil
