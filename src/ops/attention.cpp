@@ -178,16 +178,14 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
     rows /= 2;
   rows = std::min(rows, sh.l);
   const int64_t blocks = blocks_of(rows);
-  const int64_t scratch = (attention_block_scratch(rows, sh.s, e) + 15) / 16 * 16;
-  Tensor pads = empty_contiguous({threads * scratch}, kFloat32);
   const std::vector<int64_t> qo = batch_offsets(mq, sh.batch), ko = batch_offsets(mk, sh.batch),
                              vo = batch_offsets(mv, sh.batch);
   const auto* pq = static_cast<const float*>(mq.data);
   const auto* pk = static_cast<const float*>(mk.data);
   const auto* pv = static_cast<const float*>(mv.data);
   float* po = out.data_ptr<float>();
-  float* pad = pads.data_ptr<float>();
-#pragma omp parallel for schedule(static)
+  bool ok = true;
+#pragma omp parallel for schedule(static) reduction(&& : ok)
   for (int64_t t = 0; t < count * blocks; ++t) {
     const int64_t b = t / blocks, r0 = (t % blocks) * rows;
     const AttentionBlock blk{.q = pq + qo[b] + r0 * q_row,
@@ -207,8 +205,11 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
                              .first_row = r0,
                              .scale = static_cast<float>(scale),
                              .causal = causal};
-    attention_block(blk, pad + omp_get_thread_num() * scratch);
+    ok = attention_block(blk) && ok;
   }
+  COIL_CHECK(ok, "scaled_dot_product_attention: out of memory for a block's scores (",
+             rows * sh.s * 4, " bytes per thread, query ", describe(q), ", key ", describe(k),
+             "); pass fewer keys or free memory");
   return true;
 }
 

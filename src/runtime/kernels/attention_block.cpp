@@ -7,7 +7,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <memory>
 
 #include "runtime/kernels/exp_poly.h"
 
@@ -226,13 +228,23 @@ bool attention_block_available() {
   return __builtin_cpu_supports("avx512f");
 }
 
-int64_t attention_block_scratch(int64_t n, int64_t s, int64_t e) {
-  const int64_t np = padded(n);
-  return (e + s + 2) * np;
-}
-
-void attention_block(const AttentionBlock& b, float* scratch) {
-  attention_block_avx512(b, scratch);
+bool attention_block(const AttentionBlock& b) {
+  // The calling thread's scratch, grown as blocks need and kept: the same lines, in that
+  // core's cache, serve the thread's next block and next call.
+  struct Scratch {
+    std::unique_ptr<float, decltype(&std::free)> p{nullptr, &std::free};
+    int64_t size = 0;
+  };
+  thread_local Scratch pad;
+  const int64_t need = (b.e + b.s + 2) * padded(b.n);
+  if (need > pad.size) {
+    const size_t bytes = (static_cast<size_t>(need) * sizeof(float) + 63) / 64 * 64;
+    pad.p.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    pad.size = pad.p ? need : 0;
+    if (!pad.p) return false;
+  }
+  attention_block_avx512(b, pad.p.get());
+  return true;
 }
 
 }  // namespace coil

@@ -34,10 +34,9 @@ struct AttentionBlock {
 // Whether this CPU runs attention_block (it needs AVX-512).
 bool attention_block_available();
 
-// Floats of scratch attention_block needs for n query rows, s keys and e features.
-int64_t attention_block_scratch(int64_t n, int64_t s, int64_t e);
-
-// Computes the block on the calling thread, in `scratch` (attention_block_scratch floats).
-void attention_block(const AttentionBlock& b, float* scratch);
+// Computes the block on the calling thread, in scratch memory of the thread's own; returns
+// false, computing nothing, where that cannot grow to the block's size. It throws nothing, as
+// a parallel region must not.
+bool attention_block(const AttentionBlock& b);
 
 }  // namespace coil
