@@ -8,6 +8,9 @@
 //                      transposed (keys x queries: s^T = k @ (q s)^T, so the softmax's
 //                      reductions run down columns, vertically), exp(s - max) unnormalised,
 //                      then o = p @ v divided by the sums at the end (no division per score)
+//   fused R, chunks KC the same with the second product over chunks of KC keys, each chunk's
+//                      rows of v kept in L1 across the row tiles
+// Then one thread's time per block in each stage (the two forms of the output in turns).
 // Inputs rotate over 4 sets; each composition is checked against float64.
 //   g++ -O3 -march=native -fopenmp bench/probes/attention_kernel.cpp -o /tmp/ak -ldnnl
 #include "exp512.h"
@@ -119,6 +122,32 @@ static inline void output_tile(const float* pt, const float* v, int n, const flo
   }
 }
 
+// The same, over keys j0 .. j1 only: the first chunk starts from zero, later ones from what o
+// holds, and the last scales by inv. Chunks of KC keys keep their rows of v (KC x 256 bytes)
+// in L1 across the row tiles, where the whole v (64 KB) streams from L2 for each tile.
+template <int MR>
+static inline void output_tile_keys(const float* pt, const float* v, int n, const float* inv,
+                                    float* o, int i0, int j0, int j1) {
+  __m512 acc[MR][4];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < 4; ++c)
+      acc[r][c] = j0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(o + (i0 + r) * D + 16 * c);
+  for (int j = j0; j < j1; ++j) {
+    __m512 b[4];
+    for (int c = 0; c < 4; ++c) b[c] = _mm512_loadu_ps(v + j * D + 16 * c);
+    for (int r = 0; r < MR; ++r) {
+      __m512 a = _mm512_set1_ps(pt[j * n + i0 + r]);
+      for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    __m512 f = _mm512_set1_ps(j1 == L ? inv[i0 + r] : 1.0f);
+    for (int c = 0; c < 4; ++c)
+      _mm512_storeu_ps(o + (i0 + r) * D + 16 * c, _mm512_mul_ps(acc[r][c], f));
+  }
+}
+static int KC = 64;
+
 // One task: n query rows (a multiple of 32) of one head, in three stages. Scratch: qt D x n,
 // st L x n, mx and inv n each.
 static void pack_and_scores(const float* q, const float* k, int n, float* qt, float* st, float* mx) {
@@ -158,12 +187,23 @@ static void output(const float* v, float* o, int n, const float* st, const float
   for (; i0 + 6 <= n; i0 += 6) output_tile<6>(st, v, n, inv, o, i0);
   for (; i0 < n; ++i0) output_tile<1>(st, v, n, inv, o, i0);
 }
+static void output_chunked(const float* v, float* o, int n, const float* st, const float* inv) {
+  for (int j0 = 0; j0 < L; j0 += KC) {
+    int i0 = 0, j1 = std::min(L, j0 + KC);
+    for (; i0 + 6 <= n; i0 += 6) output_tile_keys<6>(st, v, n, inv, o, i0, j0, j1);
+    for (; i0 < n; ++i0) output_tile_keys<1>(st, v, n, inv, o, i0, j0, j1);
+  }
+}
+static bool chunked = false;
 static void fused_block(const float* q, const float* k, const float* v, float* o, int n, float* qt,
                         float* st) {
   float mx[256], inv[256];
   pack_and_scores(q, k, n, qt, st, mx);
   exps(n, st, mx, inv);
-  output(v, o, n, st, inv);
+  if (chunked)
+    output_chunked(v, o, n, st, inv);
+  else
+    output(v, o, n, st, inv);
 }
 
 static float *QT, *ST;  // per-thread scratch
@@ -182,7 +222,7 @@ static void fused(int s) {
 static void parts() {
   const int n = 128;
   float mx[256], inv[256];
-  double t[3] = {0, 0, 0};
+  double t[4] = {0, 0, 0, 0};
   for (int rep = 0; rep < 2000; ++rep) {
     int s = rep % SETS, h = rep / SETS % H;
     double t0 = omp_get_wtime();
@@ -192,11 +232,14 @@ static void parts() {
     double t2 = omp_get_wtime();
     output(V[s] + (size_t)h * L * D, O, n, ST, inv);
     double t3 = omp_get_wtime();
-    t[0] += t1 - t0, t[1] += t2 - t1, t[2] += t3 - t2;
+    output_chunked(V[s] + (size_t)h * L * D, O, n, ST, inv);
+    double t4 = omp_get_wtime();
+    t[0] += t1 - t0, t[1] += t2 - t1, t[2] += t3 - t2, t[3] += t4 - t3;
   }
   double f = 2.0 * n * L * D * 2000 / 1e9;
   printf("  one thread, per block: pack + scores %.1f us (%.0f GFLOP/s), exp %.1f us, output %.1f us"
-         " (%.0f GFLOP/s)\n", t[0] * 500, f / t[0], t[1] * 500, t[2] * 500, f / t[2]);
+         " (%.0f GFLOP/s), by chunks of %d keys %.1f us (%.0f GFLOP/s)\n", t[0] * 500, f / t[0], t[1] * 500,
+         t[2] * 500, f / t[2], KC, t[3] * 500, f / t[3]);
 }
 
 static void sgemm_one_thread(int s) {  // the block products alone, as "blocked 128" runs them
@@ -304,8 +347,16 @@ int main() {
       R = r;
       char name[32];
       snprintf(name, sizeof name, "fused %d", r);
+      chunked = false;
       run(name, fused, true);
+      snprintf(name, sizeof name, "fused %d, chunks %d", r, KC);
+      chunked = true;
+      run(name, fused, true);
+      chunked = false;
     }
   }
-  parts();
+  for (int kc : {32, 64, 128}) {
+    KC = kc;
+    parts();
+  }
 }
