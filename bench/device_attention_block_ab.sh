@@ -1,0 +1,14 @@
+#!/bin/bash
+# On the device machine: bench/probes/attention_block_ab.cpp with coil's attention kernel and
+# with each variant of its source given as an argument, the binaries taking turns for ROUNDS
+# rounds at 16 threads.
+set -euo pipefail
+bins=()
+for src in src/runtime/kernels/attention_block.cpp "$@"; do
+  bin=/tmp/ab_$(basename "$src" .cpp)
+  g++ -O3 -march=native -fopenmp -std=c++20 -I src bench/probes/attention_block_ab.cpp "$src" -o "$bin"
+  bins+=("$bin")
+done
+for r in $(seq "${ROUNDS:-5}"); do
+  for b in "${bins[@]}"; do OMP_NUM_THREADS=${THREADS:-16} "$b" "$(basename "$b")"; done
+done 2>&1 | tee "$OUT/attention_block_ab.txt"

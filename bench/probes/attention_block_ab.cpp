@@ -1,0 +1,62 @@
+// coil's attention kernel (runtime/kernels/attention_block.cpp, or a variant of that file
+// compiled in its place) at the attention workload's CPU shape, 8 heads x 256 x 64 float32, as
+// attention_by_row_blocks runs it: one parallel region, a task per block of 128 query rows;
+// then one thread's time per block. Inputs rotate over 4 sets. Build one binary per variant
+// and run them in turns (bench/device_attention_block_ab.sh):
+//   g++ -O3 -march=native -fopenmp -std=c++20 -I src bench/probes/attention_block_ab.cpp \
+//       src/runtime/kernels/attention_block.cpp -o /tmp/ab
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "runtime/kernels/attention_block.h"
+
+namespace {
+
+constexpr int kHeads = 8, kLen = 256, kDim = 64, kRows = 128, kSets = 4, kReps = 1000;
+
+double median_ms(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2] * 1e3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* name = argc > 1 ? argv[1] : "kernel";
+  std::vector<std::vector<float>> q(kSets), k(kSets), v(kSets);
+  for (int s = 0; s < kSets; ++s)
+    for (auto* x : {&q[s], &k[s], &v[s]}) {
+      x->resize(kHeads * kLen * kDim);
+      for (float& f : *x) f = 2.0f * std::rand() / RAND_MAX - 1.0f;
+    }
+  std::vector<float> out(kHeads * kLen * kDim);
+  auto block = [&](int set, int task) {
+    const int h = task / (kLen / kRows), r0 = task % (kLen / kRows) * kRows;
+    const float* base = q[set].data() + (h * kLen + r0) * kDim;
+    return coil::AttentionBlock{base, kDim, 1, k[set].data() + h * kLen * kDim, kDim, 1,
+                                v[set].data() + h * kLen * kDim, kDim,
+                                out.data() + (h * kLen + r0) * kDim, kDim, kRows, kLen, kDim,
+                                kDim, r0, 0.125f, false};
+  };
+  const int tasks = kHeads * (kLen / kRows);
+  std::vector<double> region, one;
+  for (int rep = 0; rep < kReps + 20; ++rep) {
+    const double t0 = omp_get_wtime();
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < tasks; ++t) coil::attention_block(block(rep % kSets, t));
+    if (rep >= 20) region.push_back(omp_get_wtime() - t0);
+  }
+  for (int rep = 0; rep < kReps; ++rep) {
+    const double t0 = omp_get_wtime();
+    coil::attention_block(block(rep % kSets, rep % tasks));
+    one.push_back(omp_get_wtime() - t0);
+  }
+  std::printf("%-10s %2d threads: %.4f ms per call (p10 %.4f); one thread, one block %.1f us\n",
+              name, omp_get_max_threads(), median_ms(region),
+              (std::sort(region.begin(), region.end()), region[region.size() / 10] * 1e3),
+              median_ms(one) * 1e3);
+}
