@@ -37,10 +37,23 @@ int main(int argc, char** argv) {
   auto block = [&](int set, int task) {
     const int h = task / (kLen / kRows), r0 = task % (kLen / kRows) * kRows;
     const float* base = q[set].data() + (h * kLen + r0) * kDim;
-    return coil::AttentionBlock{base, kDim, 1, k[set].data() + h * kLen * kDim, kDim, 1,
-                                v[set].data() + h * kLen * kDim, kDim,
-                                out.data() + (h * kLen + r0) * kDim, kDim, kRows, kLen, kDim,
-                                kDim, r0, 0.125f, false};
+    return coil::AttentionBlock{.q = base,
+                                .q_row = kDim,
+                                .q_col = 1,
+                                .k = k[set].data() + h * kLen * kDim,
+                                .k_row = kDim,
+                                .k_col = 1,
+                                .v = v[set].data() + h * kLen * kDim,
+                                .v_row = kDim,
+                                .out = out.data() + (h * kLen + r0) * kDim,
+                                .out_row = kDim,
+                                .n = kRows,
+                                .s = kLen,
+                                .e = kDim,
+                                .ev = kDim,
+                                .first_row = r0,
+                                .scale = 0.125f,
+                                .causal = false};
   };
   const int tasks = kHeads * (kLen / kRows);
   std::vector<double> region, one;

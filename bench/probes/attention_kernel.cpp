@@ -70,8 +70,8 @@ static void blocked(int s) {
   for (int t = 0; t < H * blocks; ++t) {
     int h = t / blocks, r0 = (t % blocks) * R;
     float* sc = S + ((size_t)h * L + r0) * L;
-    dnnl_sgemm('N', 'T', R, L, D, 1.0f, Q[s] + ((size_t)h * L + r0) * D, D, K[s] + (size_t)h * L * D,
-               D, 0.0f, sc, L);
+    dnnl_sgemm('N', 'T', R, L, D, 1.0f, Q[s] + ((size_t)h * L + r0) * D, D,
+               K[s] + (size_t)h * L * D, D, 0.0f, sc, L);
     for (int i = 0; i < R; ++i) softmax_row(sc + (size_t)i * L, L);
     dnnl_sgemm('N', 'N', R, D, L, 1.0f, sc, L, V[s] + (size_t)h * L * D, D, 0.0f,
                O + ((size_t)h * L + r0) * D, D);
@@ -150,10 +150,10 @@ static int KC = 64;
 
 // One task: n query rows (a multiple of 32) of one head, in three stages. Scratch: qt D x n,
 // st L x n, mx and inv n each.
-static void pack_and_scores(const float* q, const float* k, int n, float* qt, float* st, float* mx) {
-  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
-                                                            4, 3, 2, 1, 0),
-                                           _mm512_set1_epi32(D));
+static void pack_and_scores(const float* q, const float* k, int n, float* qt, float* st,
+                            float* mx) {
+  const __m512i rows = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(D));
   for (int i0 = 0; i0 < n; i0 += 16)
     for (int p = 0; p < D; ++p)
       _mm512_storeu_ps(qt + p * n + i0, _mm512_mul_ps(_mm512_i32gather_ps(rows, q + i0 * D + p, 4),
@@ -212,9 +212,9 @@ static void fused(int s) {
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < H * blocks; ++t) {
     int h = t / blocks, r0 = (t % blocks) * R, me = omp_get_thread_num();
-    fused_block(Q[s] + ((size_t)h * L + r0) * D, K[s] + (size_t)h * L * D,
-                V[s] + (size_t)h * L * D, O + ((size_t)h * L + r0) * D, R,
-                QT + (size_t)me * D * 256, ST + (size_t)me * L * 256);
+    fused_block(Q[s] + ((size_t)h * L + r0) * D, K[s] + (size_t)h * L * D, V[s] + (size_t)h * L * D,
+                O + ((size_t)h * L + r0) * D, R, QT + (size_t)me * D * 256,
+                ST + (size_t)me * L * 256);
   }
 }
 
@@ -237,9 +237,10 @@ static void parts() {
     t[0] += t1 - t0, t[1] += t2 - t1, t[2] += t3 - t2, t[3] += t4 - t3;
   }
   double f = 2.0 * n * L * D * 2000 / 1e9;
-  printf("  one thread, per block: pack + scores %.1f us (%.0f GFLOP/s), exp %.1f us, output %.1f us"
-         " (%.0f GFLOP/s), by chunks of %d keys %.1f us (%.0f GFLOP/s)\n", t[0] * 500, f / t[0], t[1] * 500,
-         t[2] * 500, f / t[2], KC, t[3] * 500, f / t[3]);
+  printf(
+      "  one thread, per block: pack + scores %.1f us (%.0f GFLOP/s), exp %.1f us, output %.1f us"
+      " (%.0f GFLOP/s), by chunks of %d keys %.1f us (%.0f GFLOP/s)\n",
+      t[0] * 500, f / t[0], t[1] * 500, t[2] * 500, f / t[2], KC, t[3] * 500, f / t[3]);
 }
 
 static void sgemm_one_thread(int s) {  // the block products alone, as "blocked 128" runs them
