@@ -169,7 +169,8 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
   auto row = [](const MatOperand& m) { return m.strides[m.strides.size() - 2]; };
   const int64_t q_row = row(mq), q_col = mq.strides.back(), k_row = row(mk),
                 k_col = mk.strides.back(), v_row = row(mv);
-  if (!attention_block_available() || sh.s == 0 || (mv.strides.back() != 1 && sh.ev > 1))
+  // (Without features, every score is 0 * scale, which the batched path computes as written.)
+  if (!attention_block_available() || sh.s == 0 || e == 0 || (mv.strides.back() != 1 && sh.ev > 1))
     return false;
   // The largest block that gives every thread a task and keeps its scores within 256 KB.
   int64_t rows = 128;
