@@ -13,55 +13,7 @@
 // Then one thread's time per block in each stage (the two forms of the output in turns).
 // Inputs rotate over 4 sets; each composition is checked against float64.
 //   g++ -O3 -march=native -fopenmp bench/probes/attention_kernel.cpp -o /tmp/ak -ldnnl
-#include "exp512.h"
-#include <math.h>
-#include <omp.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <algorithm>
-#include <dnnl.hpp>
-#include <vector>
-
-static const int H = 8, L = 256, D = 64;
-enum { SETS = 4, REPS = 400 };
-static float *Q[SETS], *K[SETS], *V[SETS], *S, *O;
-static const float kScale = 0.125f;
-
-using Dims = dnnl::memory::dims;
-static dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-static dnnl::memory::desc md(int64_t rows, int64_t cols, Dims strides) {
-  return dnnl::memory::desc(Dims{H, rows, cols}, dnnl::memory::data_type::f32, strides);
-}
-struct Product {
-  dnnl::matmul::primitive_desc pd;
-  dnnl::matmul prim;
-  Product(dnnl::memory::desc a, dnnl::memory::desc b, dnnl::memory::desc c)
-      : pd(dnnl::matmul::desc(a, b, c), eng), prim(pd) {}
-  void run(const float* a, const float* b, float* c) const {
-    dnnl::stream st(eng);
-    prim.execute(st, {{DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), eng, (void*)a)},
-                      {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), eng, (void*)b)},
-                      {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), eng, c)}});
-    st.wait();
-  }
-};
-static Product *qk, *pv;
-
-static void softmax_row(float* x, int n) {
-  for (int j = 0; j < n; j += 16)
-    _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), _mm512_set1_ps(kScale)));
-  __m512 inv = _mm512_set1_ps(1.0f / exp_shifted_row512(x, x, n));
-  for (int j = 0; j < n; j += 16)
-    _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), inv));
-}
-static void composed(int s) {
-  qk->run(Q[s], K[s], S);
-#pragma omp parallel for schedule(static)
-  for (int r = 0; r < H * L; ++r) softmax_row(S + (size_t)r * L, L);
-  pv->run(S, V[s], O);
-}
+#include "attention_probe.h"
 
 static int R = 128;
 static void blocked(int s) {
@@ -100,31 +52,10 @@ static inline void scores_tile(const float* k, const float* qt, int n, float* st
     m1 = _mm512_max_ps(m1, acc[r][1]);
   }
 }
-// o rows i0 .. i0+MR: sum over j of pt[j][i] v[j][0..64), times inv[i].
-template <int MR>
-static inline void output_tile(const float* pt, const float* v, int n, const float* inv, float* o,
-                               int i0) {
-  __m512 acc[MR][4];
-  for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
-  for (int j = 0; j < L; ++j) {
-    __m512 b[4];
-    for (int c = 0; c < 4; ++c) b[c] = _mm512_loadu_ps(v + j * D + 16 * c);
-    for (int r = 0; r < MR; ++r) {
-      __m512 a = _mm512_set1_ps(pt[j * n + i0 + r]);
-      for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    __m512 f = _mm512_set1_ps(inv[i0 + r]);
-    for (int c = 0; c < 4; ++c)
-      _mm512_storeu_ps(o + (i0 + r) * D + 16 * c, _mm512_mul_ps(acc[r][c], f));
-  }
-}
-
-// The same, over keys j0 .. j1 only: the first chunk starts from zero, later ones from what o
-// holds, and the last scales by inv. Chunks of KC keys keep their rows of v (KC x 256 bytes)
-// in L1 across the row tiles, where the whole v (64 KB) streams from L2 for each tile.
+// o rows i0 .. i0+MR: sum over keys j0 .. j1 of pt[j][i] v[j][0..64); the first chunk of keys
+// starts from zero, later ones from what o holds, and the last scales by inv. Chunks of KC keys
+// keep their rows of v (KC x 256 bytes) in L1 across the row tiles, where the whole v (64 KB)
+// streams from L2 for each tile.
 template <int MR>
 static inline void output_tile_keys(const float* pt, const float* v, int n, const float* inv,
                                     float* o, int i0, int j0, int j1) {
@@ -184,8 +115,8 @@ static void exps(int n, float* st, const float* mx, float* inv) {
 }
 static void output(const float* v, float* o, int n, const float* st, const float* inv) {
   int i0 = 0;
-  for (; i0 + 6 <= n; i0 += 6) output_tile<6>(st, v, n, inv, o, i0);
-  for (; i0 < n; ++i0) output_tile<1>(st, v, n, inv, o, i0);
+  for (; i0 + 6 <= n; i0 += 6) output_tile_keys<6>(st, v, n, inv, o, i0, 0, L);
+  for (; i0 < n; ++i0) output_tile_keys<1>(st, v, n, inv, o, i0, 0, L);
 }
 static void output_chunked(const float* v, float* o, int n, const float* st, const float* inv) {
   for (int j0 = 0; j0 < L; j0 += KC) {
@@ -255,49 +186,6 @@ static void sgemm_one_thread(int s) {  // the block products alone, as "blocked 
   }
 }
 
-static double max_error(int s) {  // against float64, every 37th row
-  double worst = 0;
-  std::vector<double> p(L);
-  for (int r = 0; r < H * L; r += 37) {
-    int h = r / L;
-    const float* q = Q[s] + (size_t)r * D;
-    double mx = -INFINITY, sum = 0;
-    for (int j = 0; j < L; ++j) {
-      double acc = 0;
-      for (int d = 0; d < D; ++d) acc += (double)q[d] * K[s][((size_t)h * L + j) * D + d];
-      p[j] = acc * kScale;
-      mx = std::max(mx, p[j]);
-    }
-    for (int j = 0; j < L; ++j) sum += p[j] = exp(p[j] - mx);
-    for (int d = 0; d < D; ++d) {
-      double want = 0;
-      for (int j = 0; j < L; ++j) want += p[j] / sum * V[s][((size_t)h * L + j) * D + d];
-      worst = std::max(worst, fabs(O[(size_t)r * D + d] - want) / (fabs(want) + 1e-3));
-    }
-  }
-  return worst;
-}
-
-static void run(const char* name, void (*f)(int), bool check) {
-  std::vector<double> t(REPS);
-  for (int w = 0; w < 10; ++w) f(w % SETS);
-  for (int r = 0; r < REPS; ++r) {
-    double t0 = omp_get_wtime();
-    f(r % SETS);
-    t[r] = (omp_get_wtime() - t0) * 1e3;
-  }
-  std::sort(t.begin(), t.end());
-  double flops = 2.0 * 2 * H * L * L * D;
-  printf("  %-22s %7.3f ms (p10 %.3f)  %6.0f GFLOP/s", name, t[REPS / 2], t[REPS / 10],
-         flops / (t[REPS / 2] * 1e6));
-  if (check) {
-    memset(O, 0, sizeof(float) * H * L * D);
-    f(1);
-    printf("  max rel error %.1e", max_error(1));
-  }
-  printf("\n");
-}
-
 // Multiply-adds per second of one thread: 24 independent chains of fmas.
 static double fma_rate() {
   __m512 acc[24];
@@ -315,25 +203,11 @@ static double fma_rate() {
   return 2.0 * 16 * 24 * iters / sec / 1e9;
 }
 
-static float* randoms(size_t n) {
-  float* p = (float*)aligned_alloc(64, sizeof(float) * n);
-  for (size_t i = 0; i < n; ++i) p[i] = 2.0f * rand() / RAND_MAX - 1.0f;
-  return p;
-}
-
 int main() {
-  srand(1);
-  for (int s = 0; s < SETS; ++s)
-    Q[s] = randoms(H * L * D), K[s] = randoms(H * L * D), V[s] = randoms(H * L * D);
-  S = randoms((size_t)H * L * L);
-  O = randoms(H * L * D);
-  int threads = omp_get_max_threads();
+  setup();
+  const int threads = omp_get_max_threads();
   QT = randoms((size_t)threads * D * 256);
   ST = randoms((size_t)threads * L * 256);
-  const int64_t LD = L * D, LL = L * L;
-  qk = new Product(md(L, D, {LD, D, 1}), md(D, L, {LD, 1, D}), md(L, L, {LL, L, 1}));
-  pv = new Product(md(L, L, {LL, L, 1}), md(L, D, {LD, D, 1}), md(L, D, {LD, D, 1}));
-  printf("attention %dx%dx%d, %d threads\n", H, L, D, threads);
   printf("  fma peak, 1 thread    %7.1f GFLOP/s\n", fma_rate());
   double all = 0;
 #pragma omp parallel reduction(+ : all)
