@@ -2,7 +2,8 @@
 // compiled in its place) at the attention workload's CPU shape, 8 heads x 256 x 64 float32, as
 // attention_by_row_blocks runs it: one parallel region, a task per block of 128 query rows;
 // then one thread's time per block. Inputs rotate over 4 sets. Build one binary per variant
-// and run them in turns (bench/device_attention_block_ab.sh):
+// and run them in turns (bench/device_attention_block_ab.sh). With a second argument
+// (--scaling) it also times one block per thread at 1, 2, 4, ... threads, cold and again hot:
 //   g++ -O3 -march=native -fopenmp -std=c++20 -I src bench/probes/attention_block_ab.cpp \
 //       src/runtime/kernels/attention_block.cpp -o /tmp/ab
 #include <omp.h>
@@ -72,4 +73,37 @@ int main(int argc, char** argv) {
               name, omp_get_max_threads(), median_ms(region),
               (std::sort(region.begin(), region.end()), region[region.size() / 10] * 1e3),
               median_ms(one) * 1e3);
+  if (argc < 3) return 0;
+  // --scaling: W threads, one block each (its inputs fresh from the rotation), then the same
+  // block again (its inputs now in that core's cache): the region's time, and inside it each
+  // block's time, the median over threads and calls and the slowest thread's median.
+  for (int w = 1; w <= omp_get_max_threads(); w *= 2) {
+    std::vector<double> whole;
+    std::vector<std::vector<double>> first(w), again(w);
+    for (int rep = 0; rep < kReps + 20; ++rep) {
+      const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(w)
+      {
+        const int me = omp_get_thread_num();
+        const coil::AttentionBlock b = block(rep % kSets, me % tasks);
+        const double a = omp_get_wtime();
+        coil::attention_block(b);
+        const double m = omp_get_wtime();
+        coil::attention_block(b);
+        if (rep >= 20) first[me].push_back(m - a), again[me].push_back(omp_get_wtime() - m);
+      }
+      if (rep >= 20) whole.push_back(omp_get_wtime() - t0);
+    }
+    std::vector<double> firsts, agains, slowest;
+    for (int t = 0; t < w; ++t) {
+      firsts.insert(firsts.end(), first[t].begin(), first[t].end());
+      agains.insert(agains.end(), again[t].begin(), again[t].end());
+      slowest.push_back(median_ms(first[t]));
+    }
+    std::printf(
+        "  %2d threads, two blocks each: region %.1f us; a block: first %.1f us (slowest "
+        "thread %.1f), again %.1f us\n",
+        w, median_ms(whole) * 1e3, median_ms(firsts) * 1e3,
+        *std::max_element(slowest.begin(), slowest.end()) * 1e3, median_ms(agains) * 1e3);
+  }
 }
