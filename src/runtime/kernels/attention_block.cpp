@@ -20,9 +20,10 @@
 // weights stay unnormalised (e^(s - max)); each output row is scaled by 1 / sum at the end, a
 // multiply per output element instead of a division per score.
 //
-// Scratch: qt (e x np, the scaled queries transposed), st (s x np), the columns' maxima and
-// the rows' 1 / sum (np each), with np = n rounded up to whole tiles of 32 queries; the
-// padding queries are zeros, computed along and never written out.
+// Scratch: qt (e rows, the scaled queries transposed), st (s rows), each row np floats and a
+// line more apart (row_stride), then the columns' maxima and the rows' 1 / sum (np each);
+// np = n rounded up to whole tiles of 32 queries, the padding queries zeros, computed along
+// and never written out.
 
 namespace coil {
 
@@ -32,6 +33,16 @@ constexpr int64_t kTile = 32;  // queries per tile of the first product: two vec
 
 int64_t padded(int64_t n) { return (n + kTile - 1) / kTile * kTile; }
 
+// The rows of qt and st are np floats and one cache line more apart. np floats are a whole
+// number of 128-byte line pairs (512 bytes for 128 queries), and a column of rows that far
+// apart falls in a fraction of L1's sets (an eighth at 128 queries), too few to keep the 64
+// rows of qt that each scores tile reads, or the 256 rows of st that each output tile reads,
+// from one tile to the next. On the device, one thread's block went from 77-113 to 76-80 us,
+// and 16 threads' call from 0.156-0.165 to 0.155-0.162 ms in turns
+// (bench/results/device_attention_block_padded_2026-11-25.txt); on the 2-core EPYC, 92-94 to
+// 89-91 us a block.
+int64_t row_stride(int64_t np) { return np + 16; }
+
 #define COIL_AVX512 __attribute__((target("avx512f"), always_inline)) inline
 
 COIL_AVX512 __mmask16 first_lanes(int64_t count) {
@@ -39,7 +50,7 @@ COIL_AVX512 __mmask16 first_lanes(int64_t count) {
 }
 
 // qt[p][i] = q[i][p] * scale for i < n, 0 for the padding.
-COIL_AVX512 void pack_queries(const AttentionBlock& b, int64_t np, float* qt) {
+COIL_AVX512 void pack_queries(const AttentionBlock& b, int64_t np, int64_t ld, float* qt) {
   const __m512 scale = _mm512_set1_ps(b.scale);
   // Gathers address lanes by 32-bit offsets; a larger stride takes the scalar loop.
   if (b.q_row <= std::numeric_limits<int32_t>::max() / 16) {
@@ -51,7 +62,7 @@ COIL_AVX512 void pack_queries(const AttentionBlock& b, int64_t np, float* qt) {
       const float* q = m ? b.q + i0 * b.q_row : b.q;
       for (int64_t p = 0; p < b.e; ++p)
         _mm512_storeu_ps(
-            qt + p * np + i0,
+            qt + p * ld + i0,
             _mm512_mul_ps(
                 _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows, q + p * b.q_col, 4), scale));
     }
@@ -59,20 +70,20 @@ COIL_AVX512 void pack_queries(const AttentionBlock& b, int64_t np, float* qt) {
   }
   for (int64_t p = 0; p < b.e; ++p)
     for (int64_t i = 0; i < np; ++i)
-      qt[p * np + i] = i < b.n ? b.q[i * b.q_row + p * b.q_col] * b.scale : 0.0f;
+      qt[p * ld + i] = i < b.n ? b.q[i * b.q_row + p * b.q_col] * b.scale : 0.0f;
 }
 
 // st rows j0 .. j0+MR, columns i0 .. i0+32: k[j] . qt[., i], -inf past the causal limit;
 // m0 and m1 keep the two vectors' running maxima.
 template <int MR>
-COIL_AVX512 void scores_tile(const AttentionBlock& b, const float* qt, int64_t np, float* st,
+COIL_AVX512 void scores_tile(const AttentionBlock& b, const float* qt, int64_t ld, float* st,
                              int64_t j0, int64_t i0, __m512& m0, __m512& m1) {
   __m512 acc[MR][2];
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   const float* k = b.k + j0 * b.k_row;
   for (int64_t p = 0; p < b.e; ++p) {
-    const __m512 q0 = _mm512_loadu_ps(qt + p * np + i0),
-                 q1 = _mm512_loadu_ps(qt + p * np + i0 + 16);
+    const __m512 q0 = _mm512_loadu_ps(qt + p * ld + i0),
+                 q1 = _mm512_loadu_ps(qt + p * ld + i0 + 16);
     for (int r = 0; r < MR; ++r) {
       const __m512 kv = _mm512_set1_ps(k[r * b.k_row + p * b.k_col]);
       acc[r][0] = _mm512_fmadd_ps(kv, q0, acc[r][0]);
@@ -92,8 +103,8 @@ COIL_AVX512 void scores_tile(const AttentionBlock& b, const float* qt, int64_t n
       acc[r][0] = _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(lane, lo), neg_inf, acc[r][0]);
       acc[r][1] = _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(lane, hi), neg_inf, acc[r][1]);
     }
-    _mm512_storeu_ps(st + (j0 + r) * np + i0, acc[r][0]);
-    _mm512_storeu_ps(st + (j0 + r) * np + i0 + 16, acc[r][1]);
+    _mm512_storeu_ps(st + (j0 + r) * ld + i0, acc[r][0]);
+    _mm512_storeu_ps(st + (j0 + r) * ld + i0 + 16, acc[r][1]);
     // (GCC 12's _mm512_max_ps trips -Wmaybe-uninitialized.) A NaN score may or may not stay
     // in the maximum; its own exp is NaN either way.
     m0 = acc[r][0] > m0 ? acc[r][0] : m0;
@@ -113,7 +124,8 @@ COIL_AVX512 __m512 exp_flushed(__m512 d) {
 
 // st = e^(st - max) in place, down each column of 16 queries, and inv = 1 / the column's sum;
 // 0 for a column of -inf alone (its exps are all 0), NaN for a NaN sum.
-COIL_AVX512 void exps(const AttentionBlock& b, int64_t np, float* st, const float* mx, float* inv) {
+COIL_AVX512 void exps(const AttentionBlock& b, int64_t np, int64_t ld, float* st, const float* mx,
+                      float* inv) {
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t i0 = 0; i0 < np; i0 += 16) {
     __m512 m = _mm512_loadu_ps(mx + i0);
@@ -121,16 +133,16 @@ COIL_AVX512 void exps(const AttentionBlock& b, int64_t np, float* st, const floa
     __m512 s0 = _mm512_setzero_ps(), s1 = s0;
     int64_t j = 0;
     for (; j + 2 <= b.s; j += 2) {
-      const __m512 e0 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + j * np + i0), m));
-      const __m512 e1 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + (j + 1) * np + i0), m));
-      _mm512_storeu_ps(st + j * np + i0, e0);
-      _mm512_storeu_ps(st + (j + 1) * np + i0, e1);
+      const __m512 e0 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + j * ld + i0), m));
+      const __m512 e1 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + (j + 1) * ld + i0), m));
+      _mm512_storeu_ps(st + j * ld + i0, e0);
+      _mm512_storeu_ps(st + (j + 1) * ld + i0, e1);
       s0 = _mm512_add_ps(s0, e0);
       s1 = _mm512_add_ps(s1, e1);
     }
     if (j < b.s) {
-      const __m512 e0 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + j * np + i0), m));
-      _mm512_storeu_ps(st + j * np + i0, e0);
+      const __m512 e0 = exp_flushed(_mm512_sub_ps(_mm512_loadu_ps(st + j * ld + i0), m));
+      _mm512_storeu_ps(st + j * ld + i0, e0);
       s0 = _mm512_add_ps(s0, e0);
     }
     const __m512 sum = _mm512_add_ps(s0, s1);
@@ -144,7 +156,7 @@ COIL_AVX512 void exps(const AttentionBlock& b, int64_t np, float* st, const floa
 // sum over keys j of st[j][i] v[j][c], times inv[i]. Past a causal row's limit the weights
 // are 0, so the keys stop at the tile's last row's.
 template <int MR, int C>
-COIL_AVX512 void output_tile(const AttentionBlock& b, const float* st, int64_t np, const float* inv,
+COIL_AVX512 void output_tile(const AttentionBlock& b, const float* st, int64_t ld, const float* inv,
                              int64_t i0, int64_t c0, __mmask16 tail) {
   __m512 acc[MR][C];
   for (int r = 0; r < MR; ++r)
@@ -156,7 +168,7 @@ COIL_AVX512 void output_tile(const AttentionBlock& b, const float* st, int64_t n
     for (int c = 0; c < C; ++c)
       vv[c] = c < C - 1 ? _mm512_loadu_ps(v + 16 * c) : _mm512_maskz_loadu_ps(tail, v + 16 * c);
     for (int r = 0; r < MR; ++r) {
-      const __m512 w = _mm512_set1_ps(st[j * np + i0 + r]);
+      const __m512 w = _mm512_set1_ps(st[j * ld + i0 + r]);
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(w, vv[c], acc[r][c]);
     }
   }
@@ -176,44 +188,44 @@ COIL_AVX512 void output_tile(const AttentionBlock& b, const float* st, int64_t n
 // Every output row for columns c0 .. c0 + 16*C: tiles of MR rows, then single rows. MR * C
 // accumulators stay within the 32 registers with the C values and a weight.
 template <int C>
-COIL_AVX512 void output_columns(const AttentionBlock& b, const float* st, int64_t np,
+COIL_AVX512 void output_columns(const AttentionBlock& b, const float* st, int64_t ld,
                                 const float* inv, int64_t c0, __mmask16 tail) {
   constexpr int MR = C >= 3 ? 6 : C == 2 ? 8 : 12;
   int64_t i0 = 0;
-  for (; i0 + MR <= b.n; i0 += MR) output_tile<MR, C>(b, st, np, inv, i0, c0, tail);
-  for (; i0 < b.n; ++i0) output_tile<1, C>(b, st, np, inv, i0, c0, tail);
+  for (; i0 + MR <= b.n; i0 += MR) output_tile<MR, C>(b, st, ld, inv, i0, c0, tail);
+  for (; i0 < b.n; ++i0) output_tile<1, C>(b, st, ld, inv, i0, c0, tail);
 }
 
 __attribute__((target("avx512f"))) void attention_block_avx512(const AttentionBlock& b,
                                                                float* scratch) {
-  const int64_t np = padded(b.n);
-  float *qt = scratch, *st = qt + b.e * np, *mx = st + b.s * np, *inv = mx + np;
-  pack_queries(b, np, qt);
+  const int64_t np = padded(b.n), ld = row_stride(np);
+  float *qt = scratch, *st = qt + b.e * ld, *mx = st + b.s * ld, *inv = mx + np;
+  pack_queries(b, np, ld, qt);
   for (int64_t i0 = 0; i0 < np; i0 += kTile) {
     __m512 m0 = _mm512_set1_ps(-std::numeric_limits<float>::infinity()), m1 = m0;
     int64_t j0 = 0;
-    for (; j0 + 12 <= b.s; j0 += 12) scores_tile<12>(b, qt, np, st, j0, i0, m0, m1);
-    for (; j0 + 4 <= b.s; j0 += 4) scores_tile<4>(b, qt, np, st, j0, i0, m0, m1);
-    for (; j0 < b.s; ++j0) scores_tile<1>(b, qt, np, st, j0, i0, m0, m1);
+    for (; j0 + 12 <= b.s; j0 += 12) scores_tile<12>(b, qt, ld, st, j0, i0, m0, m1);
+    for (; j0 + 4 <= b.s; j0 += 4) scores_tile<4>(b, qt, ld, st, j0, i0, m0, m1);
+    for (; j0 < b.s; ++j0) scores_tile<1>(b, qt, ld, st, j0, i0, m0, m1);
     _mm512_storeu_ps(mx + i0, m0);
     _mm512_storeu_ps(mx + i0 + 16, m1);
   }
-  exps(b, np, st, mx, inv);
+  exps(b, np, ld, st, mx, inv);
   for (int64_t c0 = 0; c0 < b.ev; c0 += 64) {
     const int64_t width = std::min<int64_t>(64, b.ev - c0), vectors = (width + 15) / 16;
     const __mmask16 tail = first_lanes(width - 16 * (vectors - 1));
     switch (vectors) {
       case 4:
-        output_columns<4>(b, st, np, inv, c0, tail);
+        output_columns<4>(b, st, ld, inv, c0, tail);
         break;
       case 3:
-        output_columns<3>(b, st, np, inv, c0, tail);
+        output_columns<3>(b, st, ld, inv, c0, tail);
         break;
       case 2:
-        output_columns<2>(b, st, np, inv, c0, tail);
+        output_columns<2>(b, st, ld, inv, c0, tail);
         break;
       default:
-        output_columns<1>(b, st, np, inv, c0, tail);
+        output_columns<1>(b, st, ld, inv, c0, tail);
         break;
     }
   }
@@ -236,7 +248,7 @@ bool attention_block(const AttentionBlock& b) {
     int64_t size = 0;
   };
   thread_local Scratch pad;
-  const int64_t need = (b.e + b.s + 2) * padded(b.n);
+  const int64_t need = (b.e + b.s) * row_stride(padded(b.n)) + 2 * padded(b.n);
   if (need > pad.size) {
     const size_t bytes = (static_cast<size_t>(need) * sizeof(float) + 63) / 64 * 64;
     pad.p.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
