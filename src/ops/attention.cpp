@@ -85,14 +85,6 @@ AttentionShape attention_shape(const Args& a) {
   return s;
 }
 
-// Query l's row of float32 scores over s keys, without a mask or dropout: the softmax of the
-// keys up to the causal limit, zeros after it.
-void query_row_softmax(float* x, int64_t l, int64_t s, float scale, bool causal) {
-  const int64_t valid = causal ? std::min(l + 1, s) : s;
-  softmax_row(x, valid, scale);
-  std::fill(x + valid, x + s, 0.0f);
-}
-
 // Applies scale, mask and causality to each row of `scores` (contiguous, shape
 // (batch..., L, S)), then the safe softmax and dropout's keep-mask `keep` (when given).
 template <typename T>
@@ -110,8 +102,10 @@ void softmax_rows(Tensor& scores, const AttentionShape& sh, double scale, const 
     T* x = base + r * sh.s;
     int64_t l = r % sh.l;
     if constexpr (std::is_same_v<T, float>) {
-      if (!mask_p && !keep_p) {  // the common case, vectorised
-        query_row_softmax(x, l, sh.s, static_cast<float>(scale), causal);
+      if (!mask_p && !keep_p) {  // the common case, vectorised: keys past the causal limit 0
+        const int64_t valid = causal ? std::min(l + 1, sh.s) : sh.s;
+        softmax_row(x, valid, static_cast<float>(scale));
+        std::fill(x + valid, x + sh.s, 0.0f);
         return;
       }
     }
@@ -208,9 +202,11 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
                              .causal = causal};
     ok = attention_block(blk) && ok;
   }
-  COIL_CHECK(ok, "scaled_dot_product_attention: out of memory for a block's scores (",
-             rows * sh.s * 4, " bytes per thread, query ", describe(q), ", key ", describe(k),
-             "); pass fewer keys or free memory");
+  COIL_CHECK(ok,
+             "scaled_dot_product_attention: out of memory for a thread's scratch (the scores "
+             "of ",
+             rows, " query rows against ", sh.s, " keys; query ", describe(q), ", key ",
+             describe(k), "); pass fewer keys or free memory");
   return true;
 }
 

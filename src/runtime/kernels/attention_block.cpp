@@ -45,6 +45,10 @@ int64_t row_stride(int64_t np) { return np + 16; }
 
 #define COIL_AVX512 __attribute__((target("avx512f"), always_inline)) inline
 
+COIL_AVX512 __m512i lane_index() {  // 0, 1, ..., 15
+  return _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+}
+
 COIL_AVX512 __mmask16 first_lanes(int64_t count) {
   return count >= 16 ? __mmask16(0xffff) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
 }
@@ -55,8 +59,7 @@ COIL_AVX512 void pack_queries(const AttentionBlock& b, int64_t np, int64_t ld, f
   // Gathers address lanes by 32-bit offsets; a larger stride takes the scalar loop.
   if (b.q_row <= std::numeric_limits<int32_t>::max() / 16) {
     const __m512i rows =
-        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                           _mm512_set1_epi32(static_cast<int32_t>(b.q_row)));
+        _mm512_mullo_epi32(lane_index(), _mm512_set1_epi32(static_cast<int32_t>(b.q_row)));
     for (int64_t i0 = 0; i0 < np; i0 += 16) {
       const __mmask16 m = first_lanes(b.n - i0);
       const float* q = m ? b.q + i0 * b.q_row : b.q;
@@ -93,7 +96,7 @@ COIL_AVX512 void scores_tile(const AttentionBlock& b, const float* qt, int64_t l
   // Query i (row first_row + i) sees key j when j <= first_row + i: lane l of the tile's
   // first vector when l >= j - first_row - i0.
   const bool masks = b.causal && j0 + MR - 1 > b.first_row + i0;
-  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i lane = lane_index();
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int r = 0; r < MR; ++r) {
     if (masks) {
@@ -236,8 +239,11 @@ __attribute__((target("avx512f"))) void attention_block_avx512(const AttentionBl
 }  // namespace
 
 bool attention_block_available() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
+  static const bool avx512 = [] {  // asked once, not per call
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return avx512;
 }
 
 bool attention_block(const AttentionBlock& b) {
