@@ -116,22 +116,35 @@ class KernelWriter {
            b.layout.offset == 0 && b.layout.strides == contiguous_strides(b.layout.sizes);
   }
 
-  // Stored buffers that may take over the memory of a buffer the kernel reads: in a
-  // pointwise kernel, every read of it is at the element the stored node writes, and none
-  // comes after that node (later nodes would see the new values).
+  // Stored buffers that may take over the memory of a buffer the kernel reads: every read of
+  // it is at the element the stored node writes, and none comes after that node (later nodes
+  // would see the new values). In a row kernel (reduction_kernel) the node is one of the
+  // inner loops' stores: the row's earlier passes, which read the same elements, are done
+  // before its pass starts, and each row is one thread's (softmax writes over its input, so
+  // no fresh buffer is fetched into the cache to be overwritten). Not where a variance of the
+  // same pass reads it: a two-pass variance's second pass follows the pass's stores.
   std::vector<std::pair<std::string, std::string>> inplace_pairs() const {
     std::vector<std::pair<std::string, std::string>> out;
-    if (k_.is_reduction()) return out;
+    const bool rows = k_.is_reduction();
+    if (rows && column_order()) return out;
+    std::map<const KernelNode*, size_t> pass_of;
+    if (rows) {
+      std::vector<Block> bs = blocks();
+      for (size_t b = 0; b < bs.size(); ++b)
+        for (const KernelNode* n : bs[b].section) pass_of[n] = b;
+    }
     std::set<std::string> taken;
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const KernelNode& n = k_.nodes[i];
-      if (!n.store) continue;
+      if (!n.store || (rows && (!n.inner || n.reduce))) continue;
       const ir::Layout& wl = p_.buffer(n.buffer).layout;
       std::map<std::string, bool> same_element;  // read buffer -> every read fits so far
       for (size_t j = 0; j < k_.nodes.size(); ++j)
         ir::for_each_load(k_.nodes[j].body, [&](const ir::ValueNode& l) {
           if (nodes_.count(l.buffer())) return;  // made in this kernel
-          const bool fits = j <= i && l.index() == n.store_index;
+          const KernelNode& m = k_.nodes[j];
+          const bool fits = j <= i && l.index() == n.store_index &&
+                            !(m.reduce == ReduceKind::WelfordM2 && pass_of[&m] == pass_of[&n]);
           auto [it, fresh] = same_element.emplace(l.buffer(), fits);
           if (!fresh) it->second = it->second && fits;
         });
