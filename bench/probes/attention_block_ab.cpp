@@ -1,7 +1,7 @@
 // coil's attention kernel (runtime/kernels/attention_block.cpp, or a variant of that file
 // compiled in its place) at the attention workload's CPU shape, 8 heads x 256 x 64 float32, as
 // attention_by_row_blocks runs it: one parallel region, a task per block of 128 query rows;
-// then one thread's time per block. Inputs rotate over 4 sets. Build one binary per variant
+// then one thread's time per block. Inputs rotate over 8 sets. Build one binary per variant
 // and run them in turns (bench/device_attention_block_ab.sh). With a second argument
 // (--scaling) it also times one block per thread at 1, 2, 4, ... threads, cold and again hot:
 //   g++ -O3 -march=native -fopenmp -std=c++20 -I src bench/probes/attention_block_ab.cpp \
@@ -18,7 +18,7 @@
 
 namespace {
 
-constexpr int kHeads = 8, kLen = 256, kDim = 64, kSets = 4, kReps = 1000;
+constexpr int kHeads = 8, kLen = 256, kDim = 64, kReps = 1000;
 
 double median_ms(std::vector<double> t) {
   std::sort(t.begin(), t.end());
@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   // ROWS: query rows a block (128, as coil runs this shape); the region's schedule is
   // OMP_SCHEDULE's (static unless set).
   const int kRows = std::getenv("ROWS") ? std::atoi(std::getenv("ROWS")) : 128;
+  // SETS: input sets rotated through (8, as coil-bench rotates this workload's 12 MB).
+  const int kSets = std::getenv("SETS") ? std::atoi(std::getenv("SETS")) : 8;
   std::vector<std::vector<float>> q(kSets), k(kSets), v(kSets);
   for (int s = 0; s < kSets; ++s)
     for (auto* x : {&q[s], &k[s], &v[s]}) {
