@@ -424,18 +424,19 @@ TEST(Attention, RowBlocksAtManyThreads) {
 }
 
 // The flash-style kernel's tiles: queries in tiles of 32 (a ragged last one), keys in tiles of
-// 12 and 4 and single keys, output columns in groups of 64 with a partial last vector (every
-// count of vectors, and a second group), output rows in tiles of 6, 8 or 12 and single rows;
-// an odd feature count; causal blocks that start past row 0; scores wide enough (deviation
-// about 30) that most weights fall below e^-87 and are flushed to 0.
+// 12 and 4 and single keys and in the second product's chunks of 64, output columns in groups of 64
+// with a partial last vector (every count of vectors, and a second group), output rows in tiles of
+// 6, 8 or 12 and single rows; an odd feature count; causal blocks that start past row 0; scores
+// wide enough (deviation about 30) that most weights fall below e^-87 and are flushed to 0.
 TEST(Attention, FlashBlocksOfEveryTileShapeMatchFloat64) {
   const int before = omp_get_max_threads();
   auto causal_mask = [](int64_t, int64_t l, int64_t s) { return s > l ? -INFINITY : 0.0; };
   for (int threads : {1, 3}) {
     omp_set_num_threads(threads);
     for (int64_t ev : {1, 5, 16, 33, 48, 72, 130}) {
+      const int64_t s = ev % 2 ? 37 : 150;  // one chunk of keys, or three with a short last
       SCOPED_TRACE(std::to_string(threads) + " threads, ev " + std::to_string(ev));
-      Tensor q = random({2, 45, 21}), k = random({2, 37, 21}), v = random({2, 37, ev});
+      Tensor q = random({2, 45, 21}), k = random({2, s, 21}), v = random({2, s, ev});
       Ref want = ref_attention(q, k, v, 0.3, no_mask);
       ct::expect_close(scaled_dot_product_attention(q, k, v, {}, 0.0, false, 0.3), want.v,
                        want.sizes, 1e-5, 1e-6);
