@@ -1,5 +1,7 @@
 #include "compile_fx.h"
 
+#include <cstdlib>
+#include <future>
 #include <sstream>
 
 #include "capture/counters.h"
@@ -85,6 +87,26 @@ std::shared_ptr<const jit::Library> load(const std::string& source, const std::s
   return library;
 }
 
+// The library of `source`, compiled on a thread of its own so that the first call's extern
+// calls before its first kernel (a matrix product, oneDNN making its primitive) run while the
+// compiler does, as do the forward's calls while the backward compiles. Loaded now instead
+// (the cc and dlopen spans in the timeline) with the option async_compile false, or when anyone
+// watches this compile's JIT stage: the timeline, cache and output_code logs, the debug
+// folder, COIL_TRACE_FILE.
+codegen::LibraryFuture library_of(const std::string& source, const CompileOptions& options,
+                                  debug::CompileTrace& trace) {
+  auto async = options.options.find("async_compile");
+  const bool now = (async != options.options.end() && !std::get<bool>(async->second)) ||
+                   !trace.dir().empty() || debug::log_enabled("timeline") ||
+                   debug::log_enabled("cache") || debug::log_enabled("output_code") ||
+                   std::getenv("COIL_TRACE_FILE");
+  const std::string& name = options.name;
+  if (!now)
+    return std::async(std::launch::async, [source, name] { return jit::load_cpp(source, name); })
+        .share();
+  return codegen::ready(load(source, name, trace.timeline()));
+}
+
 // Does a log or the debug folder want to see the stages after capture? Then they run, and the
 // graph cache, which would skip them, is not consulted.
 bool stages_watched(const debug::CompileTrace& trace) {
@@ -99,16 +121,16 @@ bool stages_watched(const debug::CompileTrace& trace) {
 
 // The callable of a compiled graph, whether just compiled or read from the graph cache; logs
 // the output code and ends the compile's trace.
-capture::CompiledGraph finish(jit::CachedGraph compiled,
-                              std::shared_ptr<const jit::Library> library,
+capture::CompiledGraph finish(jit::CachedGraph compiled, const codegen::LibraryFuture& library,
                               std::shared_ptr<const Graph> g, debug::CompileTrace& trace,
                               const std::string& how) {
   auto wrapper = std::make_shared<const codegen::Wrapper>(std::move(compiled.plan), library);
   if (debug::log_enabled("output_code")) {
-    // The kernels and the wrapper; the prelude every source starts with is in the file.
+    // The kernels and the wrapper; the prelude every source starts with is in the file. (The
+    // log makes library_of load the library before this.)
     std::string code =
         compiled.source.substr(std::min(compiled.source.size(), codegen::cpp_prelude().size()));
-    std::string path = library ? library->path() : "";
+    std::string path = library.valid() ? library.get()->path() : "";
     if (path.size() > 3) path = path.substr(0, path.size() - 3) + ".cpp";
     debug::log(
         "output_code", trace.log_prefix(),
@@ -156,8 +178,8 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
     });
     capture::bump(hit ? capture::Counter::graph_cache_hits : capture::Counter::graph_cache_misses);
     if (hit) {
-      std::shared_ptr<const jit::Library> library;
-      if (!hit->source.empty()) library = load(hit->source, options.name, t);
+      codegen::LibraryFuture library;
+      if (!hit->source.empty()) library = library_of(hit->source, options, trace);
       return finish(std::move(*hit), library, captured, trace, ", from the graph cache");
     }
   }
@@ -206,8 +228,8 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> captured,
   // Written before the compiler runs, so a compile error has the source at hand; completed
   // with the wrapper's plan below.
   trace.write("output_code.cpp", [&] { return compiled.source; });
-  std::shared_ptr<const jit::Library> library;
-  if (!kernels.empty()) library = load(compiled.source, options.name, t);
+  codegen::LibraryFuture library;
+  if (!kernels.empty()) library = library_of(compiled.source, options, trace);
   compiled.plan =
       t.stage("wrapper", "wrapper", [&] { return codegen::plan_wrapper(program, sched, kernels); });
   if (!cache_key.empty())

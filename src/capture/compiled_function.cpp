@@ -28,7 +28,7 @@ namespace {
 const char* const kBackends[] = {"eager", "aot_eager", "inductor"};
 const char* const kModes[] = {"default", "reduce-overhead", "max-autotune",
                               "max-autotune-no-cudagraphs"};
-const char* const kOptions[] = {"trace.enabled", "trace.graph_diagram"};
+const char* const kOptions[] = {"trace.enabled", "trace.graph_diagram", "async_compile"};
 
 template <size_t N>
 std::string join(const char* const (&names)[N]) {

@@ -274,8 +274,14 @@ class KernelWriter {
                  const std::string& hi, const std::vector<const KernelNode*>& nodes,
                  int parts = 1) {
     std::string v = sym::to_string(var);
+    // GCC -O3 unrolls a loop of up to 16 constant steps completely, and then spends its time
+    // in redundancy elimination over the copies: a softmax over 512-float rows (its maximum's
+    // pass 8 steps of 4 vectors) compiled in 0.64 s instead of 0.10 s on the EPYC. A row
+    // kernel's loops are vectorised and their accumulators split already; unrolled further
+    // they gain nothing.
+    const std::string keep = k_.is_reduction() ? indent + "#pragma GCC unroll 1\n" : "";
     if (!vector_) {
-      out += indent + loop(var, lo, hi) + " {\n";
+      out += keep + indent + loop(var, lo, hi) + " {\n";
       point_body(out, indent + "  ", false, nodes);
       out += indent + "}\n";
       return;
@@ -283,8 +289,8 @@ class KernelWriter {
     out += indent + "i64 " + v + " = " + lo + ";\n";
     if (parts > 1) {
       std::string step = std::to_string(parts) + " * COIL_VEC";
-      out +=
-          indent + "for (; " + v + " + " + step + " <= " + hi + "; " + v + " += " + step + ") {\n";
+      out += keep + indent + "for (; " + v + " + " + step + " <= " + hi + "; " + v + " += " + step +
+             ") {\n";
       point_body(out, indent + "  ", true, nodes);
       for (acc_part_ = 1; acc_part_ < parts; ++acc_part_) {
         std::string at = v + "_" + std::to_string(acc_part_);
@@ -297,10 +303,10 @@ class KernelWriter {
       acc_part_ = 0;
       out += indent + "}\n";
     }
-    out += indent + "for (; " + v + " + COIL_VEC <= " + hi + "; " + v + " += COIL_VEC) {\n";
+    out += keep + indent + "for (; " + v + " + COIL_VEC <= " + hi + "; " + v + " += COIL_VEC) {\n";
     point_body(out, indent + "  ", true, nodes);
     out += indent + "}\n";
-    out += indent + "for (; " + v + " < " + hi + "; ++" + v + ") {\n";
+    out += keep + indent + "for (; " + v + " < " + hi + "; ++" + v + ") {\n";
     point_body(out, indent + "  ", false, nodes);
     out += indent + "}\n";
   }

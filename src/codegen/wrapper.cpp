@@ -15,14 +15,18 @@ std::string cpp_source(const std::vector<KernelSource>& kernels) {
   return s;
 }
 
-Wrapper::Wrapper(WrapperPlan plan, std::shared_ptr<const jit::Library> library)
-    : plan_(std::move(plan)), library_(std::move(library)) {
+LibraryFuture ready(std::shared_ptr<const jit::Library> library) {
+  std::promise<std::shared_ptr<const jit::Library>> now;
+  now.set_value(std::move(library));
+  return now.get_future().share();
+}
+
+Wrapper::Wrapper(WrapperPlan plan, LibraryFuture library)
+    : plan_(std::move(plan)), library_(std::move(library)), fns_(plan_.steps.size()) {
   std::map<std::string, int> slot_of;
   for (size_t s = 0; s < plan_.slots.size(); ++s)
     slot_of[plan_.slots[s].name] = static_cast<int>(s);
   for (const WrapperPlan::Step& st : plan_.steps) {
-    fns_.push_back(st.kernel.empty() ? nullptr
-                                     : reinterpret_cast<KernelFn>(library_->symbol(st.kernel)));
     std::vector<std::vector<int>> arg_slots;
     if (st.kernel.empty()) {
       for (const ir::ExternArg& a : plan_.slots.at(st.extern_slot).call->args) {
@@ -35,6 +39,13 @@ Wrapper::Wrapper(WrapperPlan plan, std::shared_ptr<const jit::Library> library)
     }
     extern_arg_slots_.push_back(std::move(arg_slots));
   }
+}
+
+void Wrapper::bind_kernels() const {
+  const std::shared_ptr<const jit::Library>& library = library_.get();
+  for (size_t i = 0; i < plan_.steps.size(); ++i)
+    if (!plan_.steps[i].kernel.empty())
+      fns_[i] = reinterpret_cast<KernelFn>(library->symbol(plan_.steps[i].kernel));
 }
 
 Tensor Wrapper::view_of(const Tensor& base, const ir::Layout& view) {
@@ -65,12 +76,13 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
         slots[a.slot] = empty_from_meta(TensorMeta{l.dtype, l.sizes, l.strides, 0, kCPU});
       }
     }
-    if (KernelFn fn = fns_[i]) {
+    if (!st.kernel.empty()) {
+      std::call_once(bound_, [this] { bind_kernels(); });  // throws again until it succeeds
       ptrs.clear();
       for (int s : st.args) ptrs.push_back(slots[s].impl()->data());
       int64_t index_error[2] = {0, 0};
       if (!st.index_checks.empty()) ptrs.push_back(index_error);
-      fn(ptrs.data());
+      fns_[i](ptrs.data());
       if (index_error[0] != 0) {
         const IndexCheck& c = st.index_checks.at(static_cast<size_t>(index_error[0] - 1));
         throw Error(detail::str_cat(c.op, ": index ", index_error[1],

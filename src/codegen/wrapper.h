@@ -4,7 +4,9 @@
 // the outputs.
 #pragma once
 
+#include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,10 +17,16 @@
 
 namespace coil::codegen {
 
+// The library that holds a graph's kernels, perhaps still being compiled (invalid when the
+// graph has no kernels).
+using LibraryFuture = std::shared_future<std::shared_ptr<const jit::Library>>;
+LibraryFuture ready(std::shared_ptr<const jit::Library> library);
+
 class Wrapper {
  public:
-  // `library` holds the plan's kernels (null when it has none).
-  Wrapper(WrapperPlan plan, std::shared_ptr<const jit::Library> library);
+  // The first call that reaches a kernel waits for `library` (and rethrows its compile error):
+  // the extern calls before it run while the compiler does.
+  Wrapper(WrapperPlan plan, LibraryFuture library);
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
   const WrapperPlan& plan() const { return plan_; }
@@ -29,10 +37,12 @@ class Wrapper {
   using KernelFn = void (*)(void* const*);
 
   static Tensor view_of(const Tensor& base, const ir::Layout& view);
+  void bind_kernels() const;
 
   WrapperPlan plan_;
-  std::shared_ptr<const jit::Library> library_;
-  std::vector<KernelFn> fns_;  // per step: the kernel, or null for an extern call
+  LibraryFuture library_;
+  mutable std::once_flag bound_;
+  mutable std::vector<KernelFn> fns_;  // per step: the kernel, or null for an extern call
   // Per extern step, per argument: the slots of its tensors.
   std::vector<std::vector<std::vector<int>>> extern_arg_slots_;
 };

@@ -321,6 +321,21 @@ TEST_F(Inductor, RowKernelsWriteInPlaceOnlyWhereSafe) {
   EXPECT_EQ(text.find("in_place(buf0)"), std::string::npos) << text;
 }
 
+// The kernels compile on a thread of their own while the extern calls before the first kernel
+// run (the product here). The compiler's failure still reaches the caller as a coil::Error,
+// from the first call and from every call after it; nothing is left running or half made.
+TEST_F(Inductor, BackgroundCompileFailureReachesEveryCall) {
+  setenv("COIL_CXXFLAGS", "-fno-such-flag-for-coil", 1);
+  auto f = compile([](const Tensor& a, const Tensor& b) { return softmax(mm(a, b), 1) * 3; });
+  Tensor a = random({8, 8}), b = random({8, 8});
+  EXPECT_COIL_ERROR(f(a, b), "no-such-flag-for-coil");
+  EXPECT_COIL_ERROR(f(a, b), "no-such-flag-for-coil");
+  unsetenv("COIL_CXXFLAGS");
+  compiler_reset();
+  auto g = compile([](const Tensor& a, const Tensor& b) { return softmax(mm(a, b), 1) * 3; });
+  expect_matches(g(a, b), softmax(mm(a, b), 1) * 3);
+}
+
 // Reductions over an outer dim of memory fold a chunk of outputs at a time along memory.
 TEST_F(Inductor, ColumnReductionsMatchEager) {
   auto f = [](const Tensor& x) { return sum(x, {0}) * 0.5 + amax(x, {0}) - amin(x, {0}); };

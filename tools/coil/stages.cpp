@@ -27,7 +27,7 @@ Generated generate_code(const Scheduled& s, const std::string& name) {
   out.source = codegen::cpp_source(out.kernels);
   if (!out.kernels.empty()) out.library = jit::load_cpp(out.source, name);
   out.wrapper = std::make_shared<const codegen::Wrapper>(
-      codegen::plan_wrapper(*s.program, s.schedule, out.kernels), out.library);
+      codegen::plan_wrapper(*s.program, s.schedule, out.kernels), codegen::ready(out.library));
   return out;
 }
 
