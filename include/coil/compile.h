@@ -33,7 +33,9 @@ struct CompileOptions {
   std::string mode = "default";
   bool fullgraph = false;  // a graph break is an error instead of a split into segments
   bool dynamic = false;    // reserved: dynamic shapes are not supported yet
-  // Free-form options as in torch.compile(options={...}): "trace.enabled", ...
+  // Free-form options as in torch.compile(options={...}), each true or false:
+  // "trace.enabled", "trace.graph_diagram" (docs/debugging.md) and "async_compile" (default
+  // true: the C++ compiler runs beside the first call's library calls; docs/pipeline.md).
   std::map<std::string, OptionValue> options;
   int64_t cache_size_limit = 8;        // graph variants per function before it runs eagerly
   std::string name = "fn";             // how logs and errors name the function
