@@ -74,9 +74,11 @@ std::string compiler_identity(const std::string& compiler) {
   return id;
 }
 
-// The CPU's model name and feature flags (x86 "flags", Arm "Features"), read once.
+// The CPU's model name and feature flags (x86 "flags", Arm "Features"), read once. Never
+// destroyed: a compile on its own thread (compile_fx.cpp) may still read it while the
+// program's static objects are destroyed at exit.
 const std::string& machine_id() {
-  static const std::string id = [] {
+  static const std::string& id = *new std::string([] {
     std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line, model, features;
     while (std::getline(cpuinfo, line) && (model.empty() || features.empty())) {
@@ -85,7 +87,7 @@ const std::string& machine_id() {
         features = line;
     }
     return model + "\n" + features;
-  }();
+  }());
   return id;
 }
 
