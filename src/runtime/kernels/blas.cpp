@@ -19,9 +19,18 @@ F resolve(void* lib, const char* name) {
   return reinterpret_cast<F>(f);
 }
 
-Blas load() {
+// OpenBLAS picks its kernels by OPENBLAS_CORETYPE when it loads (lazily, at the first
+// product). The variable is set while the program starts, before any thread of coil's runs:
+// setenv while another thread starts a process (a kernel compiling in the background,
+// jit/subprocess.cpp) can hand that process a torn environment (posix_spawn: EFAULT).
+const bool kCoreTypeSet = [] {
+  __builtin_cpu_init();
   if (!std::getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx512f"))
     setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  return true;
+}();
+
+Blas load() {
   void* lib = dlopen(COIL_BLAS_PATH, RTLD_NOW | RTLD_GLOBAL);
   COIL_CHECK(lib, "cannot load OpenBLAS from ", COIL_BLAS_PATH, ": ", dlerror(),
              "; install Debian's libopenblas0-openmp");
