@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <mutex>
 
 #include <coil/error.h>
 
@@ -158,6 +159,54 @@ sym::Expr BodyEmitter::checked_index(const ir::ValueNode& v, const std::vector<E
   return sym::substitute(v.index(), at);
 }
 
+namespace {
+
+// How an index that the lane variable enters through a floordiv or mod still reads within one
+// vector step: the steps start at multiples of COIL_VEC (16, 8 or 4: every vector loop starts
+// at 0, or at a chunk of 256, and advances by whole vectors), so (r0 + k) // 256 is the same
+// for every lane k of a step and (r0 + k) % 256 is r0 % 256 + k. Decided by evaluating the
+// index's lane part over the lane's whole range (when it is not too long) in every aligned
+// group of 4, 8 and 16 lanes; the part must not mix the lane with other variables.
+enum class LaneForm { Gather, Uniform, Contiguous };
+
+LaneForm evaluate_lane_form(sym::Expr part, sym::Expr lane) {
+  constexpr int64_t kMaxLanes = 4096;
+  for (const sym::Expr& v : sym::free_vars(part))
+    if (v != lane) return LaneForm::Gather;
+  const sym::Range r = lane->range();
+  if (r.lo != 0 || r.hi + 1 > kMaxLanes) return LaneForm::Gather;
+  std::vector<int64_t> at(static_cast<size_t>(r.hi + 1));
+  for (int64_t i = 0; i <= r.hi; ++i) at[static_cast<size_t>(i)] = sym::evaluate(part, {{lane, i}});
+  bool uniform = true, contiguous = true;
+  for (int64_t w : {4, 8, 16})
+    for (int64_t g = 0; g + w <= r.hi + 1; g += w)
+      for (int64_t k = 1; k < w; ++k) {
+        const int64_t d = at[static_cast<size_t>(g + k)] - at[static_cast<size_t>(g)];
+        uniform = uniform && d == 0;
+        contiguous = contiguous && d == k;
+      }
+  return uniform ? LaneForm::Uniform : contiguous ? LaneForm::Contiguous : LaneForm::Gather;
+}
+
+// Remembered per lane part (expressions are interned): a row kernel reads many buffers at the
+// same (r0 + k) // 256, and its compile would evaluate it for each.
+LaneForm lane_form(sym::Expr index, sym::Expr lane) {
+  const sym::Expr part = sym::sub(index, sym::substitute(index, {{lane, sym::constant(0)}}));
+  static std::mutex mu;
+  static std::map<std::pair<const sym::Node*, const sym::Node*>, LaneForm> known;
+  const std::pair<const sym::Node*, const sym::Node*> key{part.get(), lane.get()};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  const LaneForm form = evaluate_lane_form(part, lane);
+  std::lock_guard<std::mutex> lock(mu);
+  known.emplace(key, form);
+  return form;
+}
+
+}  // namespace
+
 Emitted BodyEmitter::emit_load(const ir::ValueNode& v, const std::vector<Emitted>& args) {
   // An indirect load reads its buffer at another point than the one computed here.
   if (!v.is_indirect()) {
@@ -177,8 +226,12 @@ Emitted BodyEmitter::emit_load(const ir::ValueNode& v, const std::vector<Emitted
   bool var = lane_ && sym::depends_on(index, lane_);
   if (!var) return temp(compute_type(t), scalar_read(sym::to_c(index)), false);
   int64_t stride = 0;
-  if (sym::constant_stride(index, lane_, &stride) && stride == 1)
+  const bool affine = sym::constant_stride(index, lane_, &stride);
+  const LaneForm form = affine ? LaneForm::Gather : lane_form(index, lane_);
+  if ((affine && stride == 1) || form == LaneForm::Contiguous)
     return temp("vf32", "vload(" + buf + " + " + sym::to_c(index) + ")", true);
+  // The same element for every lane: read once, at the step's first lane (lane_ itself).
+  if (form == LaneForm::Uniform) return temp(compute_type(t), scalar_read(sym::to_c(index)), false);
   // A gather: each lane computes its own index.
   sym::Expr k = sym::var("k_", sym::Range{0, 15});
   sym::Expr at = sym::substitute(index, {{lane_, lane_ + k}});

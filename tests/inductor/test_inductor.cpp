@@ -336,6 +336,22 @@ TEST_F(Inductor, BackgroundCompileFailureReachesEveryCall) {
   expect_matches(g(a, b), softmax(mm(a, b), 1) * 3);
 }
 
+// A reduction over all of a [512, 256] tensor runs in chunks of two rows, so its loads index
+// rows by r0 // 256 and columns by r0 % 256: the same element for every lane of a vector step
+// (a scalar read) and consecutive elements (a vector load), not a gather lane by lane. Rows
+// of 250 floats are not whole vectors, so there the lanes gather; both match eager.
+TEST_F(Inductor, LoadsThroughFloorDivAndModStayVectors) {
+  auto f = [](const Tensor& x, const Tensor& w) { return sum((x - mean(x, {1}, true)) * w); };
+  Tensor x = random({512, 256}), w = random({256});
+  std::string text = plan_of(f, x, w);
+  EXPECT_NE(text.find("vload(in1 + r0 % 256)"), std::string::npos) << text;
+  EXPECT_NE(text.find("= buf0[2*x0 + r0 / 256];"), std::string::npos) << text;
+  EXPECT_EQ(text.find("k_ < COIL_VEC"), std::string::npos) << text;
+  Tensor x2 = random({512, 250}), w2 = random({250});
+  text = plan_of(f, x2, w2);
+  EXPECT_NE(text.find("k_ < COIL_VEC"), std::string::npos) << text;
+}
+
 // Reductions over an outer dim of memory fold a chunk of outputs at a time along memory.
 TEST_F(Inductor, ColumnReductionsMatchEager) {
   auto f = [](const Tensor& x) { return sum(x, {0}) * 0.5 + amax(x, {0}) - amin(x, {0}); };
