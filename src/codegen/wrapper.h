@@ -42,7 +42,8 @@ class Wrapper {
   WrapperPlan plan_;
   LibraryFuture library_;
   mutable std::once_flag bound_;
-  mutable std::vector<KernelFn> fns_;  // per step: the kernel, or null for an extern call
+  // Per step: the kernel (bound by the first call that reaches one), or null for an extern.
+  mutable std::vector<KernelFn> fns_;
   // Per extern step, per argument: the slots of its tensors.
   std::vector<std::vector<std::vector<int>>> extern_arg_slots_;
 };

@@ -53,6 +53,16 @@ COIL_AVX512 __mmask16 first_lanes(int64_t count) {
   return count >= 16 ? __mmask16(0xffff) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
 }
 
+// 128-bit lanes 0 and 2 of a, then of b; and lanes 1 and 3. (Functions of the AVX-512 target,
+// not lambdas: a lambda is compiled for the default target, and unoptimised builds call it
+// with its vector arguments where it does not look for them.)
+COIL_AVX512 __m512 even_lanes(__m512 a, __m512 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+}
+COIL_AVX512 __m512 odd_lanes(__m512 a, __m512 b) {
+  return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+
 // The 16 x 16 floats of rows r[0..15] transposed in place: four rounds of 16 shuffles (GCC's
 // shuffles, as the intrinsics' undefined pass-through trips -Wmaybe-uninitialized in GCC 12).
 COIL_AVX512 void transpose16(__m512 r[16]) {
@@ -71,13 +81,6 @@ COIL_AVX512 void transpose16(__m512 r[16]) {
       u[i + 2 * h + 1] =
           __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
     }
-  auto even_lanes = [](__m512 a, __m512 b) {  // 128-bit lanes 0 and 2 of a, then of b
-    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-  };
-  auto odd_lanes = [](__m512 a, __m512 b) {
-    return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
-                                   31);
-  };
   for (int k = 0; k < 4; ++k) {  // columns k, 4 + k, 8 + k and 12 + k gather their four lanes
     const __m512 v0 = even_lanes(u[k], u[4 + k]), v1 = odd_lanes(u[k], u[4 + k]),
                  w0 = even_lanes(u[8 + k], u[12 + k]), w1 = odd_lanes(u[8 + k], u[12 + k]);
