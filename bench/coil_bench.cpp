@@ -116,13 +116,19 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+// Whether call r (from 0) of a timing loop runs: `reps` of them when given, else at least 5 and
+// up to 1000 until `budget_ms` has passed since `start`.
+bool more_calls(int r, int reps, Clock::time_point start, double budget_ms) {
+  return reps ? r < reps : (r < 5 || (ms_since(start) < budget_ms && r < 1000));
+}
+
 // Median per-call time of f over rotated input sets.
 double time_ms(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                const std::vector<std::vector<Tensor>>& sets, int reps) {
   for (int w = 0; w < 3; ++w) f(sets[static_cast<size_t>(w) % sets.size()]);
   std::vector<double> t;
   auto start = Clock::now();
-  for (int r = 0; reps ? r < reps : (r < 5 || (ms_since(start) < 500 && r < 1000)); ++r) {
+  for (int r = 0; more_calls(r, reps, start, 500); ++r) {
     auto t0 = Clock::now();
     f(sets[static_cast<size_t>(r) % sets.size()]);
     t.push_back(ms_since(t0));
@@ -150,7 +156,7 @@ std::pair<double, double> library_in_turns(
   std::vector<double> compiled;
   std::vector<std::vector<double>> library(products.size());
   auto start = Clock::now();
-  for (int r = -3; reps ? r < reps : (r < 5 || (ms_since(start) < 1000 && r < 1000)); ++r) {
+  for (int r = -3; r < 0 || more_calls(r, reps, start, 1000); ++r) {  // 3 untimed first
     const size_t i = static_cast<size_t>(r + 3) % sets.size();
     auto t0 = Clock::now();
     f(sets[i]);

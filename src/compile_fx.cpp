@@ -1,6 +1,5 @@
 #include "compile_fx.h"
 
-#include <cstdlib>
 #include <future>
 #include <sstream>
 
@@ -97,9 +96,8 @@ codegen::LibraryFuture library_of(const std::string& source, const CompileOption
                                   debug::CompileTrace& trace) {
   auto async = options.options.find("async_compile");
   const bool now = (async != options.options.end() && !std::get<bool>(async->second)) ||
-                   !trace.dir().empty() || debug::log_enabled("timeline") ||
-                   debug::log_enabled("cache") || debug::log_enabled("output_code") ||
-                   std::getenv("COIL_TRACE_FILE");
+                   trace.timeline_watched() || debug::log_enabled("cache") ||
+                   debug::log_enabled("output_code");
   const std::string& name = options.name;
   if (!now)
     return std::async(std::launch::async, [source, name] { return jit::load_cpp(source, name); })

@@ -1,5 +1,6 @@
 #include "debug/compile_trace.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "debug/chrome_trace.h"
@@ -37,6 +38,11 @@ void CompileTrace::write_diagram_text(const std::string& dot) {
   // Graphviz takes tens of milliseconds: a term of its own in the summary, not "other".
   Timeline::Span span = timeline_.span("graph diagram (dot -Tsvg)", "diagram");
   span.arg("svg", render_svg(dir_ / "graph_diagram.dot"));
+}
+
+bool CompileTrace::timeline_watched() const {
+  const char* file = std::getenv("COIL_TRACE_FILE");
+  return debug::log_enabled("timeline") || !dir_.empty() || (file && *file);
 }
 
 void CompileTrace::finish(const std::string& result) {

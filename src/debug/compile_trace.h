@@ -28,6 +28,9 @@ class CompileTrace {
 
   const std::string& log_prefix() const { return prefix_; }
   Timeline& timeline() { return timeline_; }
+  // Whether finish() will show the timeline to anyone: the `timeline` log, the debug folder's
+  // timeline.json, COIL_TRACE_FILE.
+  bool timeline_watched() const;
   // The graph's debug folder, empty when tracing is off.
   const std::filesystem::path& dir() const { return dir_; }
 
