@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "autograd/record.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
 
 namespace coil::autograd {
 
@@ -87,7 +87,7 @@ std::vector<Tensor> rms_norm(const Args& a) {
 std::vector<Tensor> stack(const Args& a) {
   const auto& ts = a.tensors(0);
   COIL_CHECK(!ts.empty(), "stack: expects a non-empty list of tensors");
-  const int64_t dim = ops::wrap_dim(a.i64(1), ts[0].dim() + 1, "stack");
+  const int64_t dim = wrap_dim(a.i64(1), ts[0].dim() + 1, "stack");
   std::vector<Tensor> parts;
   for (const Tensor& t : ts) parts.push_back(t.unsqueeze(dim));
   return one(cat(parts, dim));

@@ -3,7 +3,8 @@
 #include <coil/ops.h>
 
 #include "autograd/derivatives.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
+#include "runtime/loops.h"
 
 namespace coil::autograd {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "autograd/derivatives.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
 
 namespace coil::autograd {
 
@@ -19,7 +19,7 @@ Shape reduced_dims(const Tensor& x, const Shape& dims, const char* op) {
   if (dims.empty()) {
     for (int64_t i = 0; i < x.dim(); ++i) d.push_back(i);
   } else {
-    d = ops::wrap_dims(dims, x.dim(), op);
+    d = wrap_dims(dims, x.dim(), op);
   }
   std::sort(d.begin(), d.end());
   return d;
@@ -95,7 +95,7 @@ void logsumexp_rule(C c) {
 }
 
 void cumsum_rule(C c) {
-  const int64_t d = ops::wrap_dim(c.args.i64(1), c.in(0).dim(), "cumsum");
+  const int64_t d = wrap_dim(c.args.i64(1), c.in(0).dim(), "cumsum");
   c.set(0, flip(cumsum(flip(c.grad(), {d}), d), {d}));
 }
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "autograd/derivatives.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
 
 namespace coil::autograd {
 
@@ -34,7 +34,7 @@ Tensor embed(const Tensor& g, const Tensor& x, int64_t dim, int64_t start, int64
 
 void slice_rule(C c) {
   const Tensor& x = c.in(0);
-  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "slice");
+  const int64_t dim = wrap_dim(c.args.i64(1), x.dim(), "slice");
   const int64_t size = x.size(dim);
   int64_t start = c.args.opt_i64(2).value_or(0);
   if (start < 0) start += size;
@@ -44,7 +44,7 @@ void slice_rule(C c) {
 
 void narrow_rule(C c) {
   const Tensor& x = c.in(0);
-  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "narrow");
+  const int64_t dim = wrap_dim(c.args.i64(1), x.dim(), "narrow");
   int64_t start = c.args.i64(2);
   if (start < 0) start += x.size(dim);
   c.set(0, embed(c.grad(), x, dim, start, 1));
@@ -52,7 +52,7 @@ void narrow_rule(C c) {
 
 void select_rule(C c) {
   const Tensor& x = c.in(0);
-  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "select");
+  const int64_t dim = wrap_dim(c.args.i64(1), x.dim(), "select");
   int64_t index = c.args.i64(2);
   if (index < 0) index += x.size(dim);
   c.set(0, embed(c.grad().unsqueeze(dim), x, dim, index, 1));
@@ -62,14 +62,14 @@ void permute_rule(C c) {
   const Shape& dims = c.args.ints(1);
   Shape inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i)
-    inverse[ops::wrap_dim(dims[i], c.in(0).dim(), "permute")] = static_cast<int64_t>(i);
+    inverse[wrap_dim(dims[i], c.in(0).dim(), "permute")] = static_cast<int64_t>(i);
   c.set(0, c.grad().permute(inverse));
 }
 
 // cat: each input's slice of the gradient.
 void cat_rule(C c) {
   const auto& inputs = c.args.tensors(0);
-  const int64_t dim = ops::wrap_dim(c.args.i64(1), c.out().dim(), "cat");
+  const int64_t dim = wrap_dim(c.args.i64(1), c.out().dim(), "cat");
   std::vector<Tensor> grads;
   int64_t start = 0;
   for (const Tensor& t : inputs) {
@@ -86,7 +86,7 @@ void cat_rule(C c) {
 
 // split / chunk: the outputs' gradients side by side again (zeros where none flowed).
 void split_rule(C c) {
-  const int64_t dim = ops::wrap_dim(c.args.i64(2), c.in(0).dim(), op_name(c.op));
+  const int64_t dim = wrap_dim(c.args.i64(2), c.in(0).dim(), op_name(c.op));
   c.set(0, cat(c.grads, dim));
 }
 
@@ -97,7 +97,7 @@ void gather_rule(C c) {
 
 void index_select_rule(C c) {
   const Tensor& x = c.in(0);
-  const int64_t dim = ops::wrap_dim(c.args.i64(1), x.dim(), "index_select");
+  const int64_t dim = wrap_dim(c.args.i64(1), x.dim(), "index_select");
   Shape shape(x.dim(), 1);
   shape[dim] = -1;
   Tensor index = c.in(2).reshape(shape).expand(c.grad().sizes());

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/view_replay.h"
+#include "graph/view_replay.h"
 #include "graph/registry.h"
 
 namespace coil::autograd {
@@ -75,7 +75,7 @@ class Node : public std::enable_shared_from_this<Node> {
 // through them after the base was gone, which no other view's history can follow.
 struct ViewOrigin {
   std::weak_ptr<TensorImpl> base;
-  std::vector<capture::ViewStep> steps;
+  std::vector<ViewStep> steps;
   std::shared_ptr<uint64_t> orphan_writes;
 };
 

@@ -139,7 +139,7 @@ uint64_t history_version(const Tensor& t) {
 // A view of `base`'s current value: `origin`'s steps taken again (recorded when base needs grad).
 Tensor view_again(const ViewOrigin& origin, const Tensor& base) {
   Tensor v = base;
-  for (const capture::ViewStep& step : origin.steps) v = capture::apply_view(step, v);
+  for (const ViewStep& step : origin.steps) v = apply_view(step, v);
   return v;
 }
 
@@ -197,6 +197,7 @@ bool should_record(const std::vector<Arg>& args) {
 }
 
 void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>& outs) {
+  if (!grad_mode_enabled()) return;
   const Tensor* in = std::get_if<Tensor>(&args.at(0));
   if (!in || !in->defined() || !in->is_floating_point()) return;
   const AutogradMeta* im = autograd_meta(*in);
@@ -206,12 +207,12 @@ void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>
   AutogradMeta& bm = ensure_autograd_meta(base);
   if (!bm.orphan_writes) bm.orphan_writes = std::make_shared<uint64_t>(0);
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].is_same(*in) || !capture::aliases_input(op, *in, outs[i])) continue;
+    if (outs[i].is_same(*in) || !aliases_input(op, *in, outs[i])) continue;
     auto origin = std::make_shared<ViewOrigin>();
     origin->base = base.impl_ptr();
     origin->orphan_writes = bm.orphan_writes;
     if (parent) origin->steps = parent->steps;
-    capture::ViewStep step{op, args, static_cast<int64_t>(i)};
+    ViewStep step{op, args, static_cast<int64_t>(i)};
     step.args[0] = Tensor();
     origin->steps.push_back(std::move(step));
     AutogradMeta& m = ensure_autograd_meta(outs[i]);
@@ -284,15 +285,20 @@ void rebase_history(const Tensor& self, const Tensor& value, const char* op) {
     set_history(old, bm->grad_fn, bm->output_nr);
   std::vector<Tensor> inputs{old};
   for (size_t i = 0; i + 1 < origin->steps.size(); ++i)
-    inputs.push_back(capture::apply_view(origin->steps[i], inputs.back()));
+    inputs.push_back(apply_view(origin->steps[i], inputs.back()));
   Tensor v = value.dtype() == self.dtype() ? value : value.to(self.dtype());
-  for (size_t i = origin->steps.size(); i-- > 0;)
-    v = capture::scatter_view(origin->steps[i], inputs[i], v);
+  for (size_t i = origin->steps.size(); i-- > 0;) v = scatter_view(origin->steps[i], inputs[i], v);
   take_history(base, v);
   // The view's own history: the view of the base's new value.
   Tensor again = view_again(*origin, v);
   take_history(self, again);
   ensure_autograd_meta(self).view_base_version = history_version(base);
 }
+
+namespace {
+// The dispatcher calls this layer first for every op (graph/registry.h).
+[[maybe_unused]] const bool installed =
+    (install_autograd_layer({should_record, call_recording, note_views}), true);
+}  // namespace
 
 }  // namespace coil::autograd

@@ -23,8 +23,8 @@ std::vector<Tensor> call_recording(OpId op, std::vector<Arg>& args);
 // replaced by `value` (computed out of place, recorded), and `self` that of the view of it.
 void rebase_history(const Tensor& self, const Tensor& value, const char* op);
 
-// After a view op ran in grad mode: remembers each output that aliases its floating-point
-// input as a view of the input's base.
+// After a view op ran (outside capture), in grad mode: remembers each output that aliases its
+// floating-point input as a view of the input's base.
 void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>& outs);
 
 // An implicit composite: the op written with other ops, for autograd to record part by part.

@@ -3,7 +3,7 @@
 #include <coil/autograd.h>
 
 #include "capture/counters.h"
-#include "capture/view_replay.h"
+#include "graph/view_replay.h"
 #include "debug/log.h"
 #include "runtime/copy.h"
 

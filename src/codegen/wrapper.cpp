@@ -4,25 +4,21 @@
 
 #include <coil/error.h>
 
-#include "codegen/cpp_prelude.h"
 #include "runtime/tensor_impl.h"
 
 namespace coil::codegen {
 
-std::string cpp_source(const std::vector<KernelSource>& kernels) {
-  std::string s = cpp_prelude();
-  for (const KernelSource& k : kernels) s += "\n" + k.code;
-  return s;
-}
-
-LibraryFuture ready(std::shared_ptr<const jit::Library> library) {
-  std::promise<std::shared_ptr<const jit::Library>> now;
-  now.set_value(std::move(library));
+ModuleFuture ready(std::shared_ptr<const jit::Module> module) {
+  std::promise<std::shared_ptr<const jit::Module>> now;
+  now.set_value(std::move(module));
   return now.get_future().share();
 }
 
-Wrapper::Wrapper(WrapperPlan plan, LibraryFuture library)
-    : plan_(std::move(plan)), library_(std::move(library)), fns_(plan_.steps.size()) {
+Wrapper::Wrapper(WrapperPlan plan, ModuleFuture module, KernelBinder bind)
+    : plan_(std::move(plan)),
+      module_(std::move(module)),
+      bind_(std::move(bind)),
+      fns_(plan_.steps.size()) {
   std::map<std::string, int> slot_of;
   for (size_t s = 0; s < plan_.slots.size(); ++s)
     slot_of[plan_.slots[s].name] = static_cast<int>(s);
@@ -42,10 +38,9 @@ Wrapper::Wrapper(WrapperPlan plan, LibraryFuture library)
 }
 
 void Wrapper::bind_kernels() const {
-  const std::shared_ptr<const jit::Library>& library = library_.get();
+  const std::shared_ptr<const jit::Module>& module = module_.get();
   for (size_t i = 0; i < plan_.steps.size(); ++i)
-    if (!plan_.steps[i].kernel.empty())
-      fns_[i] = reinterpret_cast<KernelFn>(library->symbol(plan_.steps[i].kernel));
+    if (!plan_.steps[i].kernel.empty()) fns_[i] = bind_(*module, plan_.steps[i]);
 }
 
 Tensor Wrapper::view_of(const Tensor& base, const ir::Layout& view) {

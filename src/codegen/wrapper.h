@@ -13,42 +13,40 @@
 #include <coil/tensor.h>
 
 #include "codegen/wrapper_plan.h"
-#include "jit/library.h"
+#include "jit/module.h"
 
 namespace coil::codegen {
 
-// The library that holds a graph's kernels, perhaps still being compiled (invalid when the
+// The module that holds a graph's kernels, perhaps still being compiled (invalid when the
 // graph has no kernels).
-using LibraryFuture = std::shared_future<std::shared_ptr<const jit::Library>>;
-LibraryFuture ready(std::shared_ptr<const jit::Library> library);
+using ModuleFuture = std::shared_future<std::shared_ptr<const jit::Module>>;
+ModuleFuture ready(std::shared_ptr<const jit::Module> module);
+// How a step's kernel is called once its module is loaded (the backend's bind()).
+using KernelBinder = std::function<KernelCall(const jit::Module&, const WrapperPlan::Step&)>;
 
 class Wrapper {
  public:
-  // The first call that reaches a kernel waits for `library` (and rethrows its compile error):
-  // the extern calls before it run while the compiler does.
-  Wrapper(WrapperPlan plan, LibraryFuture library);
+  // The first call that reaches a kernel waits for `module` (and rethrows its compile error),
+  // then binds every kernel with `bind`: the extern calls before it run while the compiler does.
+  Wrapper(WrapperPlan plan, ModuleFuture module, KernelBinder bind);
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
   const WrapperPlan& plan() const { return plan_; }
   // The plan as readable code: allocations, reuses, calls, frees (the output_code log).
-  const std::string& text() const { return plan_.text; }
+  std::string text() const { return render_wrapper(plan_); }
 
  private:
-  using KernelFn = void (*)(void* const*);
-
   static Tensor view_of(const Tensor& base, const ir::Layout& view);
   void bind_kernels() const;
 
   WrapperPlan plan_;
-  LibraryFuture library_;
+  ModuleFuture module_;
+  KernelBinder bind_;
   mutable std::once_flag bound_;
-  // Per step: the kernel (bound by the first call that reaches one), or null for an extern.
-  mutable std::vector<KernelFn> fns_;
+  // Per step: the kernel (bound by the first call that reaches one), or empty for an extern.
+  mutable std::vector<KernelCall> fns_;
   // Per extern step, per argument: the slots of its tensors.
   std::vector<std::vector<std::vector<int>>> extern_arg_slots_;
 };
-
-// The source of a schedule's kernels: the prelude, then one function per kernel.
-std::string cpp_source(const std::vector<KernelSource>& kernels);
 
 }  // namespace coil::codegen

@@ -58,8 +58,6 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
 
   std::multimap<std::pair<DType, int64_t>, int> free_slots;  // dead computed buffers
   std::set<std::string> taken_in_place;  // died into a buffer written in their place
-  std::string& text = plan.text;
-  text = "def call(inputs):\n";
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const schedule::Step& st = schedule.steps[i];
     WrapperPlan::Step step;
@@ -76,35 +74,18 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
           a.reuse = slot_of.at(dying);
           a.in_place = true;
           taken_in_place.insert(dying);
-          text += "    " + w + " = in_place(" + dying + ")  # " + b.layout.str() + "\n";
         } else if (it != free_slots.end()) {
           a.reuse = it->second;
           free_slots.erase(it);
-          text +=
-              "    " + w + " = reuse(" + plan.slots[a.reuse].name + ")  # " + b.layout.str() + "\n";
-        } else {
-          text += "    " + w + " = empty(" + b.layout.str() + ")\n";
         }
         step.allocs.push_back(a);
       }
       const KernelSource& k = kernels[st.kernel];
       step.kernel = k.name;
       step.index_checks = k.index_checks;
-      std::string call;
-      for (const std::string& a : k.args) {
-        step.args.push_back(slot_of.at(a));
-        call += (call.empty() ? "" : ", ") + a;
-      }
-      std::string checks;
-      for (const IndexCheck& c : k.index_checks)
-        checks += (checks.empty() ? "  # raises for an index outside " : ", ") + c.op + "'s [0, " +
-                  std::to_string(c.bound) + ")";
-      text += "    " + k.name + "(" + call + ")" + checks + "\n";
+      for (const std::string& a : k.args) step.args.push_back(slot_of.at(a));
     } else {
-      const ir::Buffer& b = program.buffer(st.buffer);
-      step.extern_slot = slot_of.at(b.name);
-      text += "    " + b.name + " = extern " + op_name(b.call->op) + "(...)  # " + b.call->reason +
-              "\n";
+      step.extern_slot = slot_of.at(st.buffer);
     }
     // Buffers whose last reader is this step die here; computed ones give their memory back.
     for (const auto& [name, last] : last_use) {
@@ -118,17 +99,46 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
         free_slots.emplace(std::make_pair(b.layout.dtype, b.layout.numel()), slot_of.at(name));
       else
         step.releases.push_back(slot_of.at(name));
-      text += "    del " + name + "\n";
+      step.dead.push_back(slot_of.at(name));
     }
     plan.steps.push_back(std::move(step));
   }
-  std::string ret;
-  for (const ir::TensorRef& o : program.outputs) {
+  for (const ir::TensorRef& o : program.outputs)
     plan.outputs.push_back({slot_of.at(o.buffer), o.view});
-    ret += (ret.empty() ? "" : ", ") + o.buffer + " " + o.view.str();
-  }
-  text += "    return (" + ret + ")\n";
   return plan;
+}
+
+std::string render_wrapper(const WrapperPlan& plan) {
+  auto name = [&](int slot) -> const std::string& { return plan.slots[slot].name; };
+  std::string text = "def call(inputs):\n";
+  for (const WrapperPlan::Step& step : plan.steps) {
+    for (const WrapperPlan::Alloc& a : step.allocs) {
+      const std::string layout = plan.slots[a.slot].layout.str();
+      if (a.in_place)
+        text += "    " + name(a.slot) + " = in_place(" + name(a.reuse) + ")  # " + layout + "\n";
+      else if (a.reuse >= 0)
+        text += "    " + name(a.slot) + " = reuse(" + name(a.reuse) + ")  # " + layout + "\n";
+      else
+        text += "    " + name(a.slot) + " = empty(" + layout + ")\n";
+    }
+    if (!step.kernel.empty()) {
+      std::string call, checks;
+      for (int a : step.args) call += (call.empty() ? "" : ", ") + name(a);
+      for (const IndexCheck& c : step.index_checks)
+        checks += (checks.empty() ? "  # raises for an index outside " : ", ") + c.op + "'s [0, " +
+                  std::to_string(c.bound) + ")";
+      text += "    " + step.kernel + "(" + call + ")" + checks + "\n";
+    } else {
+      const ir::ExternCall& c = *plan.slots[step.extern_slot].call;
+      text += "    " + name(step.extern_slot) + " = extern " + op_name(c.op) + "(...)  # " +
+              c.reason + "\n";
+    }
+    for (int d : step.dead) text += "    del " + name(d) + "\n";
+  }
+  std::string ret;
+  for (const WrapperPlan::Output& o : plan.outputs)
+    ret += (ret.empty() ? "" : ", ") + name(o.slot) + " " + o.view.str();
+  return text + "    return (" + ret + ")\n";
 }
 
 }  // namespace coil::codegen

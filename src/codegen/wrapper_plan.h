@@ -2,14 +2,14 @@
 // each step runs (a generated kernel by name, or an extern call), which memory each new buffer
 // takes over, what dies after each step, and what the graph returns. Made once from the lowered
 // program and its schedule; it refers to nothing of theirs, so the graph cache
-// (jit/graph_cache.h) can write it down and a later process can run it without lowering.
+// (compile/graph_cache.h) can write it down and a later process can run it without lowering.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "codegen/cpp_kernel.h"
+#include "codegen/kernel_source.h"
 #include "ir/program.h"
 #include "schedule/kernel.h"
 
@@ -37,7 +37,8 @@ struct WrapperPlan {
     std::vector<IndexCheck> index_checks;  // when any, the kernel takes an error record
     int extern_slot = -1;                  // the extern call's result
     std::vector<Alloc> allocs;             // before the step
-    std::vector<int> releases;             // after it
+    std::vector<int> releases;             // after it: slots whose memory is dropped
+    std::vector<int> dead;                 // after it: every slot read for the last time
   };
   struct Output {
     int slot;
@@ -47,7 +48,6 @@ struct WrapperPlan {
   std::vector<Slot> slots;
   std::vector<Step> steps;
   std::vector<Output> outputs;
-  std::string text;  // the plan as readable code (the output_code log)
 
   size_t kernel_count() const;
 };
@@ -57,5 +57,9 @@ std::vector<std::string> extern_inputs(const ir::ExternCall& call);
 
 WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& schedule,
                          const std::vector<KernelSource>& kernels);
+
+// The plan as readable code, Inductor's wrapper as Python: allocations, reuses, calls, frees
+// (the output_code log).
+std::string render_wrapper(const WrapperPlan& plan);
 
 }  // namespace coil::codegen

@@ -14,7 +14,7 @@
 
 #include <coil/error.h>
 
-#include "jit/subprocess.h"
+#include "support/subprocess.h"
 
 namespace coil::debug {
 
@@ -125,7 +125,8 @@ bool render_svg(const fs::path& dot_file) {
   }
   fs::path svg = fs::path(dot_file).replace_extension(".svg");
   try {
-    jit::ProcessOutput r = jit::run_process({dot, "-Tsvg", dot_file.string(), "-o", svg.string()});
+    support::ProcessOutput r =
+        support::run_process({dot, "-Tsvg", dot_file.string(), "-o", svg.string()});
     if (r.status.ok()) return true;
     std::cerr << "coil: warning: '" << dot << " -Tsvg " << dot_file.string() << "' "
               << r.status.describe() << ":\n"

@@ -1,9 +1,5 @@
 #include "graph/registry.h"
 
-#include <coil/autograd.h>
-
-#include "autograd/record.h"
-
 #include <unordered_map>
 
 #include "graph/op_impl.h"
@@ -85,14 +81,22 @@ std::vector<Tensor> call_below_autograd(OpId op, std::vector<Arg>& args) {
   return run_eager(op, args);
 }
 
+namespace {
+AutogradLayer autograd_layer;  // constant-initialised: empty until autograd installs itself
+}  // namespace
+
+void install_autograd_layer(const AutogradLayer& layer) { autograd_layer = layer; }
+
 // The dispatch order is PyTorch's: autograd first (it records, then calls below itself),
 // then capture or the eager kernel.
 std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
   normalize_args(op, args);
-  std::vector<Tensor> outs = autograd::should_record(args) ? autograd::call_recording(op, args)
-                                                           : call_below_autograd(op, args);
-  if (op_info(op).kind == OpKind::View && grad_mode_enabled() && !current_dispatch_hook())
-    autograd::note_views(op, args, outs);
+  const AutogradLayer& ag = autograd_layer;
+  std::vector<Tensor> outs = ag.should_record && ag.should_record(args)
+                                 ? ag.call(op, args)
+                                 : call_below_autograd(op, args);
+  if (ag.note_views && op_info(op).kind == OpKind::View && !current_dispatch_hook())
+    ag.note_views(op, args, outs);
   return outs;
 }
 

@@ -74,6 +74,19 @@ class DispatchHookScope {
   DispatchHook* prev_;
 };
 
+// The dispatcher's autograd layer (PyTorch's Autograd dispatch key). src/autograd/ installs it
+// when coil's library loads, so the dispatcher calls autograd without depending on it.
+struct AutogradLayer {
+  // Whether this call must be recorded: grad mode is on and a tensor argument requires grad.
+  bool (*should_record)(const std::vector<Arg>& args) = nullptr;
+  // Runs the op below autograd and records its grad_fn on the outputs.
+  std::vector<Tensor> (*call)(OpId op, std::vector<Arg>& args) = nullptr;
+  // After a view op ran outside capture: remembers which outputs alias their input.
+  void (*note_views)(OpId op, const std::vector<Arg>& args,
+                     const std::vector<Tensor>& outs) = nullptr;
+};
+void install_autograd_layer(const AutogradLayer& layer);
+
 // The op below the autograd layer: the hook if one is installed, else run_eager.
 std::vector<Tensor> call_below_autograd(OpId op, std::vector<Arg>& args);
 // The entry point of every public op: autograd's recording when an input requires grad,

@@ -17,14 +17,6 @@ sym::Expr Layout::address(const std::vector<sym::Expr>& index) const {
   return e;
 }
 
-namespace {
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-}  // namespace
-
 std::string Layout::str() const {
   return std::string(dtype_short_name(dtype)) + shape_str(sizes) + shape_str(strides) +
          (offset ? "+" + std::to_string(offset) : "");

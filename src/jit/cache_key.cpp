@@ -44,15 +44,11 @@ std::string Hasher::hex() const {
   return to_hex(canonical.digest, sizeof canonical.digest);
 }
 
-std::string cache_key(const std::string& source, const Toolchain& toolchain) {
+std::string cache_key(const std::string& source, const std::vector<std::string>& compiler_fields) {
   Hasher h;
   h.add(kFormat);
   h.add(source);
-  h.add(toolchain.compiler);
-  h.add(toolchain.version);
-  h.add(toolchain.flags);
-  h.add(toolchain.libs);
-  h.add(toolchain.machine);
+  h.add(compiler_fields);
   return h.hex();
 }
 

@@ -1,13 +1,11 @@
 // The content address of compiled code (as Inductor's code hash): equal keys mean the same
-// source built by the same compiler, with the same flags, for the same machine.
+// source built by the same compiler, with the same flags, for the same machine or GPU.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "jit/toolchain.h"
 
 struct XXH3_state_s;
 
@@ -30,7 +28,8 @@ class Hasher {
   std::unique_ptr<XXH3_state_s, void (*)(XXH3_state_s*)> state_;
 };
 
-// The hash of the source and every field of the toolchain.
-std::string cache_key(const std::string& source, const Toolchain& toolchain);
+// The hash of the source and every field that decides what a compiler makes of it
+// (Compiler::key_fields).
+std::string cache_key(const std::string& source, const std::vector<std::string>& compiler_fields);
 
 }  // namespace coil::jit

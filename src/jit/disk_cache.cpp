@@ -98,4 +98,13 @@ std::optional<std::string> read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+std::string file_identity(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path real = std::filesystem::canonical(path, error);
+  struct stat st;
+  if (error || ::stat(real.c_str(), &st) != 0) return "";
+  return real.string() + " " + std::to_string(st.st_size) + " " +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 }  // namespace coil::jit

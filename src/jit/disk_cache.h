@@ -49,6 +49,10 @@ class TempFile {
 // Writes `contents` to `path` through a TempFile in the same directory.
 void write_file_atomically(const std::string& path, const std::string& contents);
 
+// A file's identity without reading it: the path it resolves to, its size and its modification
+// time; "" when it cannot be read. Rebuilding or reinstalling the file changes it.
+std::string file_identity(const std::string& path);
+
 // A file's whole contents, or nullopt when it cannot be opened.
 std::optional<std::string> read_file(const std::string& path);
 

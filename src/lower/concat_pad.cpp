@@ -5,7 +5,7 @@
 #include <coil/error.h>
 
 #include "lower/context.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
 
 namespace coil::lower {
 
@@ -26,7 +26,7 @@ ir::Value below(sym::Expr index, int64_t bound) {
 Result lower_cat(Context& cx, const Node& n, std::string*) {
   const TensorMeta& m = n.tensor_meta();
   const int64_t dim =
-      ops::wrap_dim(std::get<int64_t>(n.args()[1]), static_cast<int64_t>(m.sizes.size()), "cat");
+      wrap_dim(std::get<int64_t>(n.args()[1]), static_cast<int64_t>(m.sizes.size()), "cat");
   std::vector<TensorBox> parts;
   std::vector<int64_t> starts;
   int64_t start = 0;

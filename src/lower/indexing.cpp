@@ -7,7 +7,7 @@
 #include <coil/error.h>
 
 #include "lower/context.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
 
 namespace coil::lower {
 
@@ -55,8 +55,8 @@ Result lower_gather(Context& cx, const Node& n, std::string* why_not) {
     *why_not = "gather of a 0-dim tensor: runs the eager kernel";
     return std::nullopt;
   }
-  const auto dim = static_cast<size_t>(ops::wrap_dim(
-      std::get<int64_t>(n.args()[1]), static_cast<int64_t>(self.sizes.size()), "gather"));
+  const auto dim = static_cast<size_t>(
+      wrap_dim(std::get<int64_t>(n.args()[1]), static_cast<int64_t>(self.sizes.size()), "gather"));
   if (eager_checks_instead(out, self.sizes[dim], "gather", why_not)) return std::nullopt;
   // Out has the index's shape; the index may be smaller than self outside `dim`.
   return std::vector<TensorBox>{indirect_box(
@@ -72,7 +72,7 @@ Result lower_index_select(Context& cx, const Node& n, std::string* why_not) {
     *why_not = "index_select of a 0-dim tensor: runs the eager kernel";
     return std::nullopt;
   }
-  const auto dim = static_cast<size_t>(ops::wrap_dim(
+  const auto dim = static_cast<size_t>(wrap_dim(
       std::get<int64_t>(n.args()[1]), static_cast<int64_t>(self.sizes.size()), "index_select"));
   if (eager_checks_instead(out, self.sizes[dim], "index_select", why_not)) return std::nullopt;
   const bool scalar_index = index.sizes.empty();

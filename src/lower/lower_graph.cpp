@@ -71,7 +71,9 @@ std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reas
   return {cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout})};
 }
 
-std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
+std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls& library_calls) {
+  if (std::optional<std::string> library = library_calls(n))
+    return lower_extern(cx, n, std::move(*library));
   std::string why;
   if (const Lowering* l = find_lowering(n.op())) {
     if (auto boxes = (*l)(cx, n, &why)) {
@@ -84,17 +86,14 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n) {
       return *boxes;
     }
   } else {
-    why = op_info(n.op()).kind == OpKind::Extern ? "library kernel"
-          : n.op() == OpId::scaled_dot_product_attention
-              ? "attention's eager kernel (library products, vectorised rows)"
-              : "no lowering: runs the eager kernel";
+    why = "no lowering: runs the eager kernel";
   }
   return lower_extern(cx, n, why);
 }
 
 }  // namespace
 
-ir::Program lower_graph(const Graph& g) {
+ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
   Context cx;
   int64_t input_index = 0;
   for (Node* n : g.nodes()) {
@@ -108,7 +107,7 @@ ir::Program lower_graph(const Graph& g) {
         cx.set(n, {input_box(cx, *n, ir::BufferKind::Constant, -1)});
         break;
       case NodeKind::Call:
-        cx.set(n, lower_call(cx, *n));
+        cx.set(n, lower_call(cx, *n, library_calls));
         break;
       case NodeKind::GetItem:
         cx.set(n, {cx.boxes(n->source()).at(n->index())});

@@ -2,7 +2,7 @@
 #include <coil/error.h>
 
 #include "lower/context.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
 #include "runtime/tensor_impl.h"
 
 namespace coil::lower {
@@ -26,7 +26,7 @@ DType common_dtype(const Node& n, std::initializer_list<size_t> idx) {
   std::vector<Arg> args;
   for (const NodeArg& a : n.args())
     args.push_back(to_arg(a, [](Node* x) { return meta_tensor(x->tensor_meta()); }));
-  return ops::result_type(Args(args), idx);
+  return result_type(Args(args), idx);
 }
 
 // The IR op of each pointwise graph op that maps one to one.
@@ -91,8 +91,8 @@ Node* node_arg(const Node& n, size_t i) {
 
 Shape reduced_dims(const Node& r) {
   const Shape& sizes = r.tensor_meta().sizes;
-  return ops::wrap_dims(std::get<Shape>(r.args()[1]), static_cast<int64_t>(sizes.size()),
-                        op_name(r.op()));
+  return wrap_dims(std::get<Shape>(r.args()[1]), static_cast<int64_t>(sizes.size()),
+                   op_name(r.op()));
 }
 
 // The idiom's div, given its exp; nullptr where `e` is not the idiom's exp.

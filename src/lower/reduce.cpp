@@ -2,7 +2,7 @@
 #include <coil/error.h>
 
 #include "lower/context.h"
-#include "ops/meta_util.h"
+#include "graph/dims.h"
 
 namespace coil::lower {
 
@@ -69,7 +69,7 @@ TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, 
   int64_t ndim = static_cast<int64_t>(in.size());
   if (dims.empty())
     for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
-  dims = ops::wrap_dims(dims, ndim, op_name(n.op()));
+  dims = wrap_dims(dims, ndim, op_name(n.op()));
   std::vector<bool> reduced(in.size(), false);
   Shape rsizes;
   for (int64_t d = 0; d < ndim; ++d)
@@ -151,7 +151,7 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   if (dims.empty()) {
     for (int64_t s : in) count *= s;
   } else {
-    for (int64_t d : ops::wrap_dims(dims, static_cast<int64_t>(in.size()), "var")) count *= in[d];
+    for (int64_t d : wrap_dims(dims, static_cast<int64_t>(in.size()), "var")) count *= in[d];
   }
   TensorBox m2 = reduce(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc,
                         [acc](ir::Value v) { return V::cast(v, acc); });

@@ -45,31 +45,6 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
 
 }  // namespace
 
-std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strides,
-                                  const Shape& new_shape) {
-  Shape strides(new_shape.size());
-  if (old_shape.empty() || numel_of(old_shape) == 0) return contiguous_strides(new_shape);
-  int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
-  int64_t chunk_base = old_strides.back(), tensor_numel = 1, view_numel = 1;
-  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
-    tensor_numel *= old_shape[d];
-    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base)) {
-      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
-        strides[view_d] = view_numel * chunk_base;
-        view_numel *= new_shape[view_d];
-        --view_d;
-      }
-      if (view_numel != tensor_numel) return std::nullopt;
-      if (d > 0) {
-        chunk_base = old_strides[d - 1];
-        tensor_numel = view_numel = 1;
-      }
-    }
-  }
-  if (view_d != -1) return std::nullopt;
-  return strides;
-}
-
 namespace {
 
 // reshape/flatten: a view when the layout allows, else a contiguous copy.

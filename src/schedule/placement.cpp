@@ -2,28 +2,7 @@
 
 #include <algorithm>
 
-#include "graph/printer.h"
-
 namespace coil::schedule {
-
-namespace {
-
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-// "kernel0: pointwise over [1024], 5 nodes": enough to match the legend with the output code.
-std::string describe(const Kernel& k, size_t graph_nodes) {
-  std::string what = k.is_reduction()
-                         ? "reduction over " + shape_str(k.outer) + " x " + shape_str(k.inner)
-                         : "pointwise over " + shape_str(k.outer);
-  return k.name + ": " + what + ", " + std::to_string(graph_nodes) + " graph node" +
-         (graph_nodes == 1 ? "" : "s");
-}
-
-}  // namespace
 
 std::map<std::string, NodePlacement> place_nodes(const ir::Program& program, const Schedule& s) {
   std::map<std::string, NodePlacement> out;
@@ -46,41 +25,6 @@ std::map<std::string, NodePlacement> place_nodes(const ir::Program& program, con
   }
   for (auto& [name, p] : out) std::sort(p.kernels.begin(), p.kernels.end());
   return out;
-}
-
-std::string kernel_diagram(const Graph& g, const ir::Program& program, const Schedule& s) {
-  std::map<std::string, NodePlacement> placed = place_nodes(program, s);
-  DotStyle style;
-  std::vector<size_t> members(s.kernels.size(), 0);
-  size_t externs = 0;
-  for (const Node* n : g.nodes()) {
-    if (n->kind() != NodeKind::Call) continue;
-    auto it = placed.find(n->name());
-    if (it == placed.end()) continue;
-    const NodePlacement& p = it->second;
-    if (p.extern_call) {
-      style.marked.insert(n);
-      style.note[n] = "extern: " + p.extern_reason;
-      ++externs;
-    } else if (!p.kernels.empty()) {
-      // A node recomputed in several kernels takes the first one's colour; its box says so.
-      style.group[n] = p.kernels.front();
-      for (int k : p.kernels) ++members[k];
-      if (p.kernels.size() > 1) {
-        std::string also;
-        for (size_t i = 1; i < p.kernels.size(); ++i)
-          also += (i > 1 ? ", " : "") + s.kernels[p.kernels[i]].name;
-        style.note[n] = "also recomputed in " + also;
-      }
-    }
-  }
-  for (size_t k = 0; k < s.kernels.size(); ++k)
-    style.group_label[static_cast<int>(k)] = describe(s.kernels[k], members[k]);
-  style.marked_label = "extern call (library or eager kernel)";
-  style.title = "post-grad graph: " + std::to_string(s.kernels.size()) + " generated kernel" +
-                (s.kernels.size() == 1 ? "" : "s") + ", " + std::to_string(externs) +
-                " extern call" + (externs == 1 ? "" : "s");
-  return to_dot(g, style);
 }
 
 }  // namespace coil::schedule

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "autograd/joint_graph.h"
-#include "autograd/partitioner.h"
+#include "aot/joint_graph.h"
+#include "aot/partitioner.h"
 #include "capture/tracer.h"
 #include "debug/log.h"
 #include "graph/interpreter.h"
@@ -124,8 +124,8 @@ TEST(CompiledTraining, PartitionerRecomputesCheapPointwise) {
   Node* b = fwd.call(OpId::exp, {a});
   Node* c = fwd.call(OpId::mul, {b, a});
   fwd.output({fwd.call(OpId::sum, {c})});
-  autograd::JointGraph joint = autograd::build_joint_graph(fwd, {true, true}, 1);
-  autograd::Partition p = autograd::partition(joint);
+  aot::JointGraph joint = aot::build_joint_graph(fwd, {true, true}, 1);
+  aot::Partition p = aot::partition(joint);
   std::string report = p.report();
   EXPECT_LT(p.saved_bytes, p.save_everything_bytes) << report;
   EXPECT_FALSE(p.recomputed_names.empty()) << report;

@@ -2,7 +2,7 @@
 // base (src/capture/view_replay.h), with every other view of the base seeing the write, as
 // eager's shared memory does. Each case runs eagerly and compiled on copies of the same
 // inputs and compares the results and the inputs' final values.
-#include "capture/view_replay.h"
+#include "graph/view_replay.h"
 #include "testing.h"
 
 using namespace coil;
@@ -174,12 +174,12 @@ TEST(ViewReplay, ScatterMatchesWritingIntoTheView) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(op_name(c.op));
-    capture::ViewStep step{c.op, c.args, c.item};
-    Tensor view = capture::apply_view(step, base);
+    ViewStep step{c.op, c.args, c.item};
+    Tensor view = apply_view(step, base);
     Tensor value = random(view.sizes());
     Tensor written = base.clone();
-    capture::apply_view(step, written).copy_(value);
-    Tensor scattered = capture::scatter_view(step, base, value);
+    apply_view(step, written).copy_(value);
+    Tensor scattered = scatter_view(step, base, value);
     expect_close(scattered, values(written), base.sizes());
   }
 }

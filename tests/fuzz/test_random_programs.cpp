@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "compile_fx.h"
+#include "compile/compile_fx.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "runtime/tensor_impl.h"

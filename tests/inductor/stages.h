@@ -1,12 +1,13 @@
 // The compiler's middle stages on a graph written as text, for tests that read the loop IR, the
-// schedule or a kernel's source: parse, lower, schedule.
+// schedule or a kernel's source: parse, then the library's own stage functions
+// (compile/stages.h) for lowering and scheduling on the CPU backend.
 #pragma once
 
 #include <string>
 
+#include "backends/backend.h"
+#include "compile/stages.h"
 #include "graph/parser.h"
-#include "lower/lower_graph.h"
-#include "schedule/scheduler.h"
 
 namespace coil::testing_stages {
 
@@ -15,11 +16,15 @@ struct Compiled {
   schedule::Schedule schedule;
 };
 
-inline Compiled stages(const std::string& graph_text) {
-  Graph g = parse_graph(graph_text);
-  Compiled c{lower::lower_graph(g), {}};
-  c.schedule = schedule::schedule(c.program);
+inline Compiled lowered_and_scheduled(const Graph& g) {
+  debug::CompileTrace trace("test", "test", CompileOptions{}, {});
+  Compiled c{coil::stages::lowering(g, backends::backend_for(kCPU), trace), {}};
+  c.schedule = coil::stages::scheduling(c.program, trace);
   return c;
+}
+
+inline Compiled lowered_and_scheduled(const std::string& graph_text) {
+  return lowered_and_scheduled(parse_graph(graph_text));
 }
 
 }  // namespace coil::testing_stages

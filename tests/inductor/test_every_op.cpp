@@ -1,7 +1,7 @@
 // Every op of the registry through the inductor backend, against the eager interpreter. All
 // examples go into one graph, so the whole registry costs one C++ compile; the graph is also
 // a stress test of fusion, since dozens of unrelated computations share iteration spaces.
-#include "compile_fx.h"
+#include "compile/compile_fx.h"
 #include "graph/interpreter.h"
 #include "graph/op_examples.h"
 

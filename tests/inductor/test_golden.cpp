@@ -1,16 +1,16 @@
 // Golden text for the compiler's stages on small graphs: a change in lowering, fusion or code
 // generation shows up here as a visible diff. (Update the expected text when a change is meant.)
-#include "codegen/cpp_kernel.h"
+#include "backends/cpu/cpp_kernel.h"
 #include "inductor/stages.h"
 #include "testing.h"
 
 using namespace coil;
 using testing_stages::Compiled;
-using testing_stages::stages;
+using testing_stages::lowered_and_scheduled;
 
 // The softmax idiom lowers to softmaxExp and softmaxDiv (ir/value.h): no subnormal in between.
 TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, x: \"f32[4, 8][8, 1]cpu\"):\n"
       "    amax: \"f32[4, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
       "    sub: \"f32[4, 8][8, 1]cpu\" = coil.sub(x, amax)\n"
@@ -37,13 +37,13 @@ TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
 }
 
 TEST(Golden, PointwiseKernelSource) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, x: \"f32[40][1]cpu\", y: \"f32[40][1]cpu\"):\n"
       "    mul: \"f32[40][1]cpu\" = coil.mul(x, y)\n"
       "    exp: \"f32[40][1]cpu\" = coil.exp(mul)\n"
       "    return (exp,)\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
-  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
   EXPECT_EQ(k.code,
             "extern \"C\" void kernel0(void* const* args) {\n"
             "  const float* __restrict in0 = (const float*)args[0];\n"
@@ -73,7 +73,7 @@ TEST(Golden, PointwiseKernelSource) {
 
 // The fusion log says why two kernels stay apart.
 TEST(Golden, FusionRefusalCarriesItsReason) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, x: \"f32[6, 8][8, 1]cpu\"):\n"
       "    sum_1: \"f32[6][1]cpu\" = coil.sum(x, [1])\n"
       "    sum_2: \"f32[8][1]cpu\" = coil.sum(x, [0])\n"
@@ -88,12 +88,12 @@ TEST(Golden, FusionRefusalCarriesItsReason) {
 // A reduction over the outer dim of a row-major tensor runs along memory: chunks of outputs
 // folded one row at a time with vector loads, no gathers.
 TEST(Golden, ColumnReductionRunsAlongMemory) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"
       "    sum_1: \"f32[48][1]cpu\" = coil.sum(x, [0])\n"
       "    return (sum_1,)\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
-  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
   EXPECT_NE(k.code.find("for (i64 r0 = 0; r0 < 64; ++r0)"), std::string::npos) << k.code;
   EXPECT_NE(k.code.find("vload(in0 + 48*r0 + x0)"), std::string::npos) << k.code;
   EXPECT_EQ(k.code.find("k_"), std::string::npos) << k.code;  // no per-lane gather
@@ -103,13 +103,13 @@ TEST(Golden, ColumnReductionRunsAlongMemory) {
 // A row's variance, short enough for L1, is two passes over the row (the mean, then squared
 // deviations); no Welford update.
 TEST(Golden, RowVarianceTakesTwoPasses) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"
       "    var_1: \"f32[64][1]cpu\" = coil.var(x, [1])\n"
       "    return (var_1,)\n");
   std::string code;
   for (const schedule::Kernel& kernel : c.schedule.kernels) {
-    codegen::KernelSource k = codegen::generate_kernel(kernel, c.program);
+    codegen::KernelSource k = cpu::generate_kernel(kernel, c.program);
     EXPECT_TRUE(k.vectorized);
     code += k.code;
   }
@@ -123,24 +123,23 @@ TEST(Golden, RowVarianceTakesTwoPasses) {
 TEST(Golden, LongRowsSplitAccumulatorsAndPrefetchTheNextRow) {
   auto softmax_code = [](int64_t n) {
     const std::string row = std::to_string(n), shape = "\"f32[8, " + row + "][" + row + ", 1]cpu\"";
-    Compiled c = stages("def forward(self, x: " + shape +
-                        "):\n"
-                        "    m: \"f32[8, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
-                        "    d: " +
-                        shape +
-                        " = coil.sub(x, m)\n"
-                        "    e: " +
-                        shape +
-                        " = coil.exp(d)\n"
-                        "    s: \"f32[8, 1][1, 1]cpu\" = coil.sum(e, [1], True)\n"
-                        "    y: " +
-                        shape +
-                        " = coil.div(e, s)\n"
-                        "    return (y,)\n");
+    Compiled c = lowered_and_scheduled("def forward(self, x: " + shape +
+                                       "):\n"
+                                       "    m: \"f32[8, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
+                                       "    d: " +
+                                       shape +
+                                       " = coil.sub(x, m)\n"
+                                       "    e: " +
+                                       shape +
+                                       " = coil.exp(d)\n"
+                                       "    s: \"f32[8, 1][1, 1]cpu\" = coil.sum(e, [1], True)\n"
+                                       "    y: " +
+                                       shape +
+                                       " = coil.div(e, s)\n"
+                                       "    return (y,)\n");
     EXPECT_EQ(c.schedule.kernels.size(), 1u);
-    return c.schedule.kernels.empty()
-               ? std::string()
-               : codegen::generate_kernel(c.schedule.kernels[0], c.program).code;
+    return c.schedule.kernels.empty() ? std::string()
+                                      : cpu::generate_kernel(c.schedule.kernels[0], c.program).code;
   };
   std::string code = softmax_code(512);
   for (const char* part :
@@ -156,12 +155,12 @@ TEST(Golden, LongRowsSplitAccumulatorsAndPrefetchTheNextRow) {
 // Welford's variance over the outer dim folds along memory the same way as a sum, its running
 // means in a chunk-sized array.
 TEST(Golden, ColumnVarianceRunsAlongMemory) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, x: \"f32[64, 48][48, 1]cpu\"):\n"
       "    var_1: \"f32[48][1]cpu\" = coil.var(x, [0])\n"
       "    return (var_1,)\n");
   ASSERT_GE(c.schedule.kernels.size(), 1u);
-  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
   EXPECT_NE(k.code.find("float wmean_"), std::string::npos) << k.code;
   EXPECT_NE(k.code.find("vload(in0 + 48*r0 + x0)"), std::string::npos) << k.code;
   EXPECT_EQ(k.code.find("k_"), std::string::npos) << k.code;

@@ -1,7 +1,7 @@
 // gather, index_select and embedding compile to generated kernels with indirect loads (no
 // extern call): they match eager exactly for every dtype, index dtype and layout, fuse with
 // their producers and consumers, and an out-of-range index fails the call as eager does.
-#include "codegen/cpp_kernel.h"
+#include "backends/cpu/cpp_kernel.h"
 #include "inductor/stages.h"
 #include "testing.h"
 
@@ -198,12 +198,12 @@ TEST_F(Indexing, ChecksOfACombinedKernelNameTheirOp) {
 // ---- the loop IR and the generated code of an indirect load ----------------------------------
 
 using testing_stages::Compiled;
-using testing_stages::stages;
+using testing_stages::lowered_and_scheduled;
 
 // The table's row is read with vector loads at a scalar base: the index value does not change
 // along the vectorised loop, so it is loaded and checked once per step, not per lane.
 TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, w: \"f32[10, 64][64, 1]cpu\", i: \"i64[3][1]cpu\"):\n"
       "    embedding: \"f32[3, 64][64, 1]cpu\" = coil.embedding(w, i, -1)\n"
       "    return (embedding,)\n");
@@ -214,7 +214,7 @@ TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
             "load(in1, i0) < 10 for embedding))\n"
             "return (buf0 f32[3, 64][64, 1])\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
-  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
   EXPECT_EQ(k.code,
             "extern \"C\" void kernel0(void* const* args) {\n"
             "  const i64* __restrict in1 = (const i64*)args[0];\n"
@@ -246,12 +246,12 @@ TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
 // Along the last dim each lane has its own index value: the kernel stays scalar (vector code
 // holds no integer lanes), each element checked on its own.
 TEST(IndexingGolden, GatherAlongTheLastDimIsScalar) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, x: \"f32[4, 64][64, 1]cpu\", i: \"i64[4, 32][32, 1]cpu\"):\n"
       "    gather: \"f32[4, 32][32, 1]cpu\" = coil.gather(x, 1, i)\n"
       "    return (gather,)\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
-  codegen::KernelSource k = codegen::generate_kernel(c.schedule.kernels[0], c.program);
+  codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
   EXPECT_FALSE(k.vectorized);
   EXPECT_NE(k.code.find("coil_checked_index(t0, 64LL, 0, index_error)"), std::string::npos)
       << k.code;
@@ -260,7 +260,7 @@ TEST(IndexingGolden, GatherAlongTheLastDimIsScalar) {
 // The table's producer never joins the reader's kernel, even over the same iteration space:
 // the reader needs elements computed at other points. The refusal says so.
 TEST(IndexingGolden, ATableProducerDoesNotFuseIntoTheLookup) {
-  Compiled c = stages(
+  Compiled c = lowered_and_scheduled(
       "def forward(self, w: \"f32[3, 64][64, 1]cpu\", i: \"i64[3][1]cpu\"):\n"
       "    exp: \"f32[3, 64][64, 1]cpu\" = coil.exp(w)\n"
       "    embedding: \"f32[3, 64][64, 1]cpu\" = coil.embedding(exp, i, -1)\n"

@@ -103,7 +103,7 @@ TEST_F(SoftmaxSubnormals, OnlyWhereNothingElseReadsTheScaledValues) {
   expect_close(got[0], values(want[0]), x.sizes(), 1e-5, 1e-30);
   expect_close(got[1], values(want[1]), x.sizes(), 1e-5, 1e-30);
 
-  using testing_stages::stages;
+  using testing_stages::lowered_and_scheduled;
   const std::string head =
       "def forward(self, x: \"f32[4, 8][8, 1]cpu\"):\n"
       "    amax: \"f32[4, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
@@ -111,9 +111,11 @@ TEST_F(SoftmaxSubnormals, OnlyWhereNothingElseReadsTheScaledValues) {
       "    exp: \"f32[4, 8][8, 1]cpu\" = coil.exp(sub)\n"
       "    sum_1: \"f32[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
       "    div: \"f32[4, 8][8, 1]cpu\" = coil.div(exp, sum_1)\n";
-  std::string idiom = ir::to_string(stages(head + "    return (div,)\n").program);
-  std::string exp_too = ir::to_string(stages(head + "    return (div, exp)\n").program);
-  std::string sum_too = ir::to_string(stages(head + "    return (div, sum_1)\n").program);
+  std::string idiom = ir::to_string(lowered_and_scheduled(head + "    return (div,)\n").program);
+  std::string exp_too =
+      ir::to_string(lowered_and_scheduled(head + "    return (div, exp)\n").program);
+  std::string sum_too =
+      ir::to_string(lowered_and_scheduled(head + "    return (div, sum_1)\n").program);
   EXPECT_NE(idiom.find("softmaxDiv(softmaxExp("), std::string::npos) << idiom;
   for (const std::string& p : {exp_too, sum_too}) {
     EXPECT_EQ(p.find("softmax"), std::string::npos) << p;
@@ -123,15 +125,15 @@ TEST_F(SoftmaxSubnormals, OnlyWhereNothingElseReadsTheScaledValues) {
 
 // float64 keeps exp and div: its subnormals start at 2^-1022, far below any row's reach.
 TEST_F(SoftmaxSubnormals, Float64KeepsExpAndDiv) {
-  std::string p = ir::to_string(
-      testing_stages::stages("def forward(self, x: \"f64[4, 8][8, 1]cpu\"):\n"
-                             "    amax: \"f64[4, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
-                             "    sub: \"f64[4, 8][8, 1]cpu\" = coil.sub(x, amax)\n"
-                             "    exp: \"f64[4, 8][8, 1]cpu\" = coil.exp(sub)\n"
-                             "    sum_1: \"f64[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
-                             "    div: \"f64[4, 8][8, 1]cpu\" = coil.div(exp, sum_1)\n"
-                             "    return (div,)\n")
-          .program);
+  std::string p = ir::to_string(testing_stages::lowered_and_scheduled(
+                                    "def forward(self, x: \"f64[4, 8][8, 1]cpu\"):\n"
+                                    "    amax: \"f64[4, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
+                                    "    sub: \"f64[4, 8][8, 1]cpu\" = coil.sub(x, amax)\n"
+                                    "    exp: \"f64[4, 8][8, 1]cpu\" = coil.exp(sub)\n"
+                                    "    sum_1: \"f64[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
+                                    "    div: \"f64[4, 8][8, 1]cpu\" = coil.div(exp, sum_1)\n"
+                                    "    return (div,)\n")
+                                    .program);
   EXPECT_EQ(p.find("softmax"), std::string::npos) << p;
 }
 

@@ -4,9 +4,8 @@
 
 #include <coil/coil.h>
 
-#include "lower/lower_graph.h"
+#include "inductor/stages.h"
 #include "ops/meta_util.h"
-#include "schedule/scheduler.h"
 #include "testing.h"
 
 namespace coil::testing {
@@ -17,7 +16,7 @@ TEST(SplitReduction, LargeFullReductionsRunAsPartials) {
   Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {512, 256}, kCPU));
   Node* sq = g.call(OpId::mul, {x, x});
   g.output({g.call(OpId::sum, {sq}), g.call(OpId::amax, {x})});
-  schedule::Schedule s = schedule::schedule(lower::lower_graph(g));
+  schedule::Schedule s = testing_stages::lowered_and_scheduled(g).schedule;
   ASSERT_EQ(s.kernels.size(), 2u);
   EXPECT_EQ(s.kernels[0].outer, (Shape{256}));  // the partials: one per piece
   EXPECT_EQ(s.kernels[0].inner, (Shape{512}));
@@ -29,7 +28,7 @@ TEST(SplitReduction, SmallOrIndivisibleReductionsAreNotSplit) {
     Graph g;
     Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, shape, kCPU));
     g.output({g.call(OpId::sum, {x})});
-    schedule::Schedule s = schedule::schedule(lower::lower_graph(g));
+    schedule::Schedule s = testing_stages::lowered_and_scheduled(g).schedule;
     EXPECT_EQ(s.kernels.size(), 1u) << shape_str(shape);
   }
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/cpp_compiler.h"
+#include "backends/cpu/cpp_compiler.h"
 
 namespace coil::testing {
 

@@ -28,7 +28,7 @@ std::string read_file(const std::string& path) {
 
 TEST_F(JitTest, CompilesLoadsAndCalls) {
   jit::LoadInfo info;
-  auto lib = jit::load_cpp(kAdd1, "add1", &info);
+  auto lib = cpu::load_cpp(kAdd1, "add1", &info);
   EXPECT_EQ(lib->function<int(int)>("add1")(41), 42);
   EXPECT_EQ(info.outcome, jit::CacheOutcome::compiled);
   EXPECT_GT(info.compile_ms, 0);
@@ -43,9 +43,9 @@ TEST_F(JitTest, CompilesLoadsAndCalls) {
 }
 
 TEST_F(JitTest, SecondLoadIsAMemoryHit) {
-  auto first = jit::load_cpp(kAdd1, "add1");
+  auto first = cpu::load_cpp(kAdd1, "add1");
   jit::LoadInfo info;
-  auto second = jit::load_cpp(kAdd1, "add1", &info);
+  auto second = cpu::load_cpp(kAdd1, "add1", &info);
   EXPECT_EQ(first, second);  // the same loaded library, not a second dlopen
   EXPECT_EQ(info.outcome, jit::CacheOutcome::memory_hit);
   EXPECT_EQ(jit::stats().compiles, 1);
@@ -54,13 +54,13 @@ TEST_F(JitTest, SecondLoadIsAMemoryHit) {
 }
 
 TEST_F(JitTest, ClearedMemoryCacheLoadsFromDisk) {
-  auto first = jit::load_cpp(kAdd1, "add1");
+  auto first = cpu::load_cpp(kAdd1, "add1");
   auto add1 = first->function<int(int)>("add1");
   jit::clear_memory_cache();
   EXPECT_EQ(add1(1), 2);  // still loaded: `first` holds it
 
   jit::LoadInfo info;
-  auto again = jit::load_cpp(kAdd1, "add1", &info);
+  auto again = cpu::load_cpp(kAdd1, "add1", &info);
   EXPECT_EQ(info.outcome, jit::CacheOutcome::disk_hit);
   EXPECT_EQ(again->function<int(int)>("add1")(2), 3);
   EXPECT_EQ(jit::stats().compiles, 1);
@@ -69,8 +69,8 @@ TEST_F(JitTest, ClearedMemoryCacheLoadsFromDisk) {
 
 TEST_F(JitTest, DifferentSourceIsANewCompile) {
   jit::LoadInfo a, b;
-  jit::load_cpp(kAdd1, "add1", &a);
-  auto lib = jit::load_cpp("extern \"C\" int add2(int x) { return x + 2; }", "add2", &b);
+  cpu::load_cpp(kAdd1, "add1", &a);
+  auto lib = cpu::load_cpp("extern \"C\" int add2(int x) { return x + 2; }", "add2", &b);
   EXPECT_NE(a.key, b.key);
   EXPECT_EQ(lib->function<int(int)>("add2")(1), 3);
   EXPECT_EQ(jit::stats().compiles, 2);
@@ -83,23 +83,23 @@ TEST_F(JitTest, FlagsReachTheCompilerAndTheKey) {
       "#else\n"
       "extern \"C\" int flag() { return 0; }\n"
       "#endif\n";
-  EXPECT_EQ(jit::load_cpp(source, "flag")->function<int()>("flag")(), 0);
+  EXPECT_EQ(cpu::load_cpp(source, "flag")->function<int()>("flag")(), 0);
   setenv("COIL_CXXFLAGS", "-DCOIL_TEST_FLAG=7", 1);
-  EXPECT_EQ(jit::load_cpp(source, "flag")->function<int()>("flag")(), 7);
+  EXPECT_EQ(cpu::load_cpp(source, "flag")->function<int()>("flag")(), 7);
   EXPECT_EQ(jit::stats().compiles, 2);
 }
 
 TEST_F(JitTest, DefaultCacheDirFollowsXdgCacheHome) {
   unsetenv("COIL_CACHE_DIR");
   setenv("XDG_CACHE_HOME", cache_dir_.c_str(), 1);
-  auto lib = jit::load_cpp(kAdd1, "add1");
+  auto lib = cpu::load_cpp(kAdd1, "add1");
   EXPECT_EQ(lib->path().rfind(cache_dir_ + "/coil/", 0), 0u) << lib->path();
 }
 
 TEST_F(JitTest, ThreadsLoadingOneKeyShareOneCompile) {
-  std::vector<std::shared_ptr<const jit::Library>> libs(4);
+  std::vector<std::shared_ptr<const cpu::Library>> libs(4);
   std::vector<std::thread> threads;
-  for (auto& lib : libs) threads.emplace_back([&lib] { lib = jit::load_cpp(kAdd1, "add1"); });
+  for (auto& lib : libs) threads.emplace_back([&lib] { lib = cpu::load_cpp(kAdd1, "add1"); });
   for (auto& t : threads) t.join();
   for (const auto& lib : libs) EXPECT_EQ(lib, libs[0]);
   EXPECT_EQ(jit::stats().compiles, 1);
@@ -123,7 +123,7 @@ TEST_F(JitTest, TwoProcessesCompilingOneKeyBothSucceed) {
       (void)got;
       int code = 1;
       try {
-        code = jit::load_cpp(source, "race")->function<int()>("race")() == 7 ? 0 : 2;
+        code = cpu::load_cpp(source, "race")->function<int()>("race")() == 7 ? 0 : 2;
       } catch (...) {
       }
       _exit(code);  // skip the test harness's exit handlers
@@ -138,7 +138,7 @@ TEST_F(JitTest, TwoProcessesCompilingOneKeyBothSucceed) {
   }
 
   jit::LoadInfo info;
-  auto lib = jit::load_cpp(source, "race", &info);
+  auto lib = cpu::load_cpp(source, "race", &info);
   EXPECT_EQ(info.outcome, jit::CacheOutcome::disk_hit);
   EXPECT_EQ(lib->function<int()>("race")(), 7);
   std::string stem = info.key.substr(0, 2) + "/" + info.key;
@@ -160,7 +160,7 @@ TEST_F(JitTest, LinksSleef) {
                              "_u10(x);\n"
                              "  __builtin_memcpy(out, &y, sizeof y);\n"
                              "}\n";
-  auto vexp = jit::load_cpp(source, "vexp")->function<void(const float*, float*)>("vexp");
+  auto vexp = cpu::load_cpp(source, "vexp")->function<void(const float*, float*)>("vexp");
   std::vector<float> in(width), out(width);
   for (int i = 0; i < width; ++i) in[i] = -3.0f + 0.4f * i;
   vexp(in.data(), out.data());

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <regex>
 
-#include "compile_fx.h"
+#include "compile/compile_fx.h"
 #include "debug/log.h"
 #include "graph/interpreter.h"
 #include "graph/parser.h"

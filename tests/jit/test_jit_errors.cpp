@@ -10,7 +10,7 @@ using coil::testing::JitTest;
 TEST_F(JitTest, BrokenSourceNamesTheFileAndShowsTheCompilerMessage) {
   const std::string source = "extern \"C\" int broken() { return undeclared_name; }\n";
   try {
-    jit::load_cpp(source, "broken_kernel");
+    cpu::load_cpp(source, "broken_kernel");
     FAIL() << "expected coil::Error";
   } catch (const Error& e) {
     std::string message = e.what();
@@ -24,12 +24,12 @@ TEST_F(JitTest, BrokenSourceNamesTheFileAndShowsTheCompilerMessage) {
     EXPECT_TRUE(kept.good()) << path;
   }
   // A failure is not remembered as a result: the next load tries (and fails) again.
-  EXPECT_COIL_ERROR(jit::load_cpp(source, "broken_kernel"), "undeclared_name");
+  EXPECT_COIL_ERROR(cpu::load_cpp(source, "broken_kernel"), "undeclared_name");
   EXPECT_EQ(jit::stats().compiles, 2);
 }
 
 TEST_F(JitTest, MissingSymbolNamesItAndTheLibrary) {
-  auto lib = jit::load_cpp("extern \"C\" int present() { return 1; }", "present");
+  auto lib = cpu::load_cpp("extern \"C\" int present() { return 1; }", "present");
   EXPECT_COIL_ERROR(lib->symbol("absent"), "absent");
   EXPECT_COIL_ERROR(lib->symbol("absent"), lib->path());
 }
@@ -39,11 +39,11 @@ TEST_F(JitTest, UnusableCacheDirSaysToSetCoilCacheDir) {
   std::ofstream(file) << "x";
   std::string bad = file + "/cache";
   setenv("COIL_CACHE_DIR", bad.c_str(), 1);
-  EXPECT_COIL_ERROR(jit::load_cpp("extern \"C\" int f() { return 1; }", "f"), bad);
-  EXPECT_COIL_ERROR(jit::load_cpp("extern \"C\" int f() { return 1; }", "f"), "COIL_CACHE_DIR");
+  EXPECT_COIL_ERROR(cpu::load_cpp("extern \"C\" int f() { return 1; }", "f"), bad);
+  EXPECT_COIL_ERROR(cpu::load_cpp("extern \"C\" int f() { return 1; }", "f"), "COIL_CACHE_DIR");
 }
 
 TEST_F(JitTest, MissingCompilerSaysToSetCoilCxx) {
   setenv("COIL_CXX", "/nonexistent/dir with space/c++", 1);
-  EXPECT_COIL_ERROR(jit::load_cpp("extern \"C\" int f() { return 1; }", "f"), "COIL_CXX");
+  EXPECT_COIL_ERROR(cpu::load_cpp("extern \"C\" int f() { return 1; }", "f"), "COIL_CXX");
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <iostream>
 
-#include "codegen/cpp_prelude.h"
 #include "commands.h"
 #include "graph_file.h"
 #include "stages.h"
@@ -16,15 +15,16 @@ namespace {
 int run_codegen(const Args& args) {
   std::string name = graph_name(args.file);
   Graph g = load_graph(args.file);
-  run_graph_stages(g, "[" + name + "]");
-  Scheduled s = lower_and_schedule(g);
-  Generated code = generate_code(s, name);
+  Pipeline pipeline(name);
+  pipeline.graph_stages(g);
+  Pipeline::Scheduled s = pipeline.lower_and_schedule(g);
+  Pipeline::Generated code = pipeline.generate_code(g, s);
   if (args.has("--source")) {  // exactly what the JIT compiled
     std::cout << code.source;
     return 0;
   }
-  const std::string& prelude = codegen::cpp_prelude();
-  std::cout << "== C++ source (src/codegen/): "
+  std::string_view prelude = pipeline.backend().prelude();
+  std::cout << "== C++ source (src/backends/cpu/): "
             << plural(static_cast<int64_t>(code.kernels.size()), "kernel") << " after the "
             << std::count(prelude.begin(), prelude.end(), '\n')
             << "-line prelude every source starts with (--source shows it)\n";

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "graph_file.h"
+#include "compile/kernel_diagram.h"
 #include "schedule/placement.h"
 #include "stages.h"
 #include "text.h"
@@ -38,7 +39,7 @@ std::string loops(const Shape& sizes) {
 
 class Explainer {
  public:
-  Explainer(const Graph& g, const Scheduled& s) : s_(s) {
+  Explainer(const Graph& g, const Pipeline::Scheduled& s) : s_(s) {
     for (const Node* n : g.nodes()) {
       position_[n->name()] = static_cast<int>(position_.size());
       if (n->kind() == NodeKind::Call) calls_.push_back(n->name());
@@ -97,7 +98,7 @@ class Explainer {
     return join(names, "(none)");
   }
 
-  const Scheduled& s_;
+  const Pipeline::Scheduled& s_;
   std::map<std::string, int> position_;
   std::vector<std::string> calls_;
   std::set<std::string> placed_;
@@ -106,10 +107,11 @@ class Explainer {
 int run_explain(const Args& args) {
   std::string name = graph_name(args.file);
   Graph g = load_graph(args.file);
-  run_graph_stages(g, "[" + name + "]");
-  Scheduled s = lower_and_schedule(g);
+  Pipeline pipeline(name);
+  pipeline.graph_stages(g);
+  Pipeline::Scheduled s = pipeline.lower_and_schedule(g);
   if (args.has("--dot")) {  // the graph, each node coloured by the kernel it fused into
-    std::cout << schedule::kernel_diagram(g, *s.program, s.schedule);
+    std::cout << kernel_diagram(g, *s.program, s.schedule);
     return 0;
   }
   int64_t kernels = static_cast<int64_t>(s.schedule.kernels.size());

@@ -14,11 +14,12 @@ namespace {
 
 int run_lower(const Args& args) {
   Graph g = load_graph(args.file);
-  run_graph_stages(g, "[" + graph_name(args.file) + "]");
+  Pipeline pipeline(graph_name(args.file));
+  pipeline.graph_stages(g);
   if (!args.has("--no-graph"))
     std::cout << "== graph after pre_grad passes, decompositions, post_grad passes\n"
               << print_graph(g) << "\n";
-  Scheduled s = lower_and_schedule(g);
+  Pipeline::Scheduled s = pipeline.lower_and_schedule(g);
   std::cout << "== loop IR before fusion (src/lower/)\n" << ir::to_string(*s.program) << "\n";
   int64_t kernels = static_cast<int64_t>(s.schedule.kernels.size());
   int64_t externs = static_cast<int64_t>(s.schedule.steps.size()) - kernels;

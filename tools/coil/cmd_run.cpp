@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <iostream>
 
-#include "compile_fx.h"
+#include "compile/compile_fx.h"
 #include "commands.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "graph_file.h"
-#include "jit/cpp_compiler.h"
+#include "backends/cpu/cpp_compiler.h"
 #include "runtime/tensor_impl.h"
 #include "text.h"
 

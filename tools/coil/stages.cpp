@@ -1,33 +1,38 @@
 #include "stages.h"
 
-#include "decomp/decompose.h"
-#include "jit/cpp_compiler.h"
-#include "lower/lower_graph.h"
-#include "passes/pass.h"
-#include "schedule/scheduler.h"
+#include "compile/stages.h"
 
 namespace coil::tool {
 
-void run_graph_stages(Graph& g, const std::string& log_prefix) {
-  run_pass_group(g, "pre_grad", pre_grad_passes(), log_prefix);
-  decompose(g);
-  run_pass_group(g, "post_grad", post_grad_passes(), log_prefix);
+Pipeline::Pipeline(const std::string& name)
+    : name_(name),
+      trace_("[" + name + "]", name, CompileOptions{}, {}),
+      backend_(backends::backend_for(kCPU)) {}
+
+void Pipeline::graph_stages(Graph& g) {
+  stages::pre_grad(g, trace_);
+  stages::decompositions(g, trace_);
+  stages::post_grad(g, trace_);
 }
 
-Scheduled lower_and_schedule(const Graph& g) {
-  auto program = std::make_shared<const ir::Program>(lower::lower_graph(g));
-  schedule::Schedule sched = schedule::schedule(*program);
+Pipeline::Scheduled Pipeline::lower_and_schedule(const Graph& g) {
+  auto program = std::make_shared<const ir::Program>(stages::lowering(g, backend_, trace_));
+  schedule::Schedule sched = stages::scheduling(*program, trace_);
   return Scheduled{std::move(program), std::move(sched)};
 }
 
-Generated generate_code(const Scheduled& s, const std::string& name) {
+Pipeline::Generated Pipeline::generate_code(const Graph& g, const Scheduled& s) {
   Generated out;
-  for (const schedule::Kernel& k : s.schedule.kernels)
-    out.kernels.push_back(codegen::generate_kernel(k, *s.program));
-  out.source = codegen::cpp_source(out.kernels);
-  if (!out.kernels.empty()) out.library = jit::load_cpp(out.source, name);
+  out.kernels = stages::codegen(g, *s.program, s.schedule, backend_, trace_);
+  out.source = backend_.module_source(out.kernels);
+  std::shared_ptr<const jit::Module> module;
+  if (!out.kernels.empty()) module = backend_.load(out.source, name_);
+  const backends::DeviceBackend& backend = backend_;
   out.wrapper = std::make_shared<const codegen::Wrapper>(
-      codegen::plan_wrapper(*s.program, s.schedule, out.kernels), codegen::ready(out.library));
+      stages::wrapper(*s.program, s.schedule, out.kernels, trace_), codegen::ready(module),
+      [&backend](const jit::Module& m, const codegen::WrapperPlan::Step& step) {
+        return backend.bind(m, step);
+      });
   return out;
 }
 

@@ -1,0 +1,293 @@
+#include "aot/partitioner.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace coil::aot {
+
+namespace {
+
+constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+// A reduction reading more than this is saved rather than recomputed.
+constexpr int64_t kMaxRecomputedReductionBytes = 64 << 10;
+
+int64_t bytes_of(const TensorMeta& m) {
+  return m.numel() * static_cast<int64_t>(itemsize(m.dtype));
+}
+
+bool is_random(OpId op) {
+  return op == OpId::rand || op == OpId::randn || op == OpId::randint || op == OpId::dropout;
+}
+
+// Why a forward node must not be recomputed in the backward, or nullptr when it may be.
+const char* banned_from_recompute(const Node* n) {
+  if (n->kind() == NodeKind::Placeholder) return "an input";
+  if (n->kind() != NodeKind::Call) return nullptr;
+  if (is_random(n->op())) return "random";
+  switch (op_info(n->op()).kind) {
+    case OpKind::Extern:
+      return "a library call (matmul, convolution)";
+    case OpKind::Other:
+    case OpKind::Composite:
+      return "not a fusible pointwise or view op";
+    case OpKind::Reduction: {
+      int64_t in = 0;
+      for (const Node* u : n->inputs())
+        if (u->meta().size() == 1) in = std::max(in, bytes_of(u->tensor_meta()));
+      return in > kMaxRecomputedReductionBytes ? "a large reduction" : nullptr;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+// Available to both graphs at no cost: captured parameters and literal constants.
+bool is_free(const Node* n) {
+  return n->kind() == NodeKind::Parameter || n->kind() == NodeKind::Constant;
+}
+
+// Dinic's maximum flow, then the source side of the minimum cut.
+class FlowNetwork {
+ public:
+  explicit FlowNetwork(int n) : adj_(n), level_(n), next_(n) {}
+  void add_edge(int u, int v, int64_t cap) {
+    adj_[u].push_back(static_cast<int>(edges_.size()));
+    edges_.push_back({v, cap});
+    adj_[v].push_back(static_cast<int>(edges_.size()));
+    edges_.push_back({u, 0});
+  }
+  int64_t max_flow(int s, int t) {
+    int64_t flow = 0;
+    while (bfs(s, t)) {
+      std::fill(next_.begin(), next_.end(), 0);
+      while (int64_t f = dfs(s, t, kInf)) flow += f;
+    }
+    return flow;
+  }
+  // Nodes reachable from s in the residual network.
+  std::vector<bool> source_side(int s) const {
+    std::vector<bool> seen(adj_.size(), false);
+    std::vector<int> stack{s};
+    seen[s] = true;
+    while (!stack.empty()) {
+      int u = stack.back();
+      stack.pop_back();
+      for (int e : adj_[u])
+        if (edges_[e].cap > 0 && !seen[edges_[e].to]) {
+          seen[edges_[e].to] = true;
+          stack.push_back(edges_[e].to);
+        }
+    }
+    return seen;
+  }
+
+ private:
+  struct Edge {
+    int to;
+    int64_t cap;
+  };
+  bool bfs(int s, int t) {
+    std::fill(level_.begin(), level_.end(), -1);
+    std::queue<int> q;
+    level_[s] = 0;
+    q.push(s);
+    while (!q.empty()) {
+      int u = q.front();
+      q.pop();
+      for (int e : adj_[u])
+        if (edges_[e].cap > 0 && level_[edges_[e].to] < 0) {
+          level_[edges_[e].to] = level_[u] + 1;
+          q.push(edges_[e].to);
+        }
+    }
+    return level_[t] >= 0;
+  }
+  int64_t dfs(int u, int t, int64_t f) {
+    if (u == t) return f;
+    for (; next_[u] < static_cast<int>(adj_[u].size()); ++next_[u]) {
+      Edge& e = edges_[adj_[u][next_[u]]];
+      if (e.cap <= 0 || level_[e.to] != level_[u] + 1) continue;
+      if (int64_t d = dfs(e.to, t, std::min(f, e.cap))) {
+        e.cap -= d;
+        edges_[adj_[u][next_[u]] ^ 1].cap += d;
+        return d;
+      }
+    }
+    return 0;
+  }
+  std::vector<Edge> edges_;
+  std::vector<std::vector<int>> adj_;
+  std::vector<int> level_, next_;
+};
+
+NodeArg remap(const NodeArg& a, const std::unordered_map<const Node*, Node*>& map) {
+  if (auto* n = std::get_if<Node*>(&a)) return map.at(*n);
+  if (auto* ns = std::get_if<std::vector<Node*>>(&a)) {
+    std::vector<Node*> out;
+    for (Node* n : *ns) out.push_back(map.at(n));
+    return out;
+  }
+  return a;
+}
+
+// A copy of `n` in `dst`, its inputs already copied (in `map`).
+Node* copy_node(Graph& dst, const Node* n, std::unordered_map<const Node*, Node*>& map) {
+  Node* c = nullptr;
+  switch (n->kind()) {
+    case NodeKind::Placeholder:
+      c = dst.placeholder(n->name(), n->tensor_meta());
+      break;
+    case NodeKind::Parameter:
+      c = dst.parameter(n->target(), n->value());
+      break;
+    case NodeKind::Constant:
+      c = dst.constant(n->value());
+      break;
+    case NodeKind::Call: {
+      std::vector<NodeArg> args;
+      for (const NodeArg& a : n->args()) args.push_back(remap(a, map));
+      c = dst.call(n->op(), std::move(args));
+      break;
+    }
+    case NodeKind::GetItem:
+      c = dst.getitem(map.at(n->source()), n->index());
+      break;
+    case NodeKind::Output:
+      COIL_ASSERT(false, "the output node is not copied");
+  }
+  map[n] = c;
+  return c;
+}
+
+}  // namespace
+
+Partition partition(const JointGraph& joint) {
+  const Graph& g = *joint.graph;
+  const std::vector<Node*> nodes = g.nodes();
+  const std::vector<Node*> placeholders = g.placeholders();
+  const std::vector<Node*>& outs = g.output_node()->results();
+  std::vector<Node*> forward_outputs(outs.begin(), outs.begin() + joint.num_forward_outputs);
+  std::vector<Node*> grads(outs.begin() + joint.num_forward_outputs, outs.end());
+
+  // The backward part: everything that depends on a tangent.
+  std::unordered_set<const Node*> tangent_dependent;
+  for (size_t i = joint.num_primals; i < placeholders.size(); ++i)
+    tangent_dependent.insert(placeholders[i]);
+  for (const Node* n : nodes)
+    for (const Node* u : n->inputs())
+      if (tangent_dependent.count(u) && n->kind() != NodeKind::Output) tangent_dependent.insert(n);
+
+  // What the backward reads from the forward part: inputs of the backward nodes the gradients
+  // need, and gradients that need no tangent at all (zeros for unused inputs).
+  std::unordered_set<const Node*> backward_live;
+  std::vector<const Node*> stack(grads.begin(), grads.end());
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!tangent_dependent.count(n) || !backward_live.insert(n).second) continue;
+    for (const Node* u : n->inputs()) stack.push_back(u);
+  }
+  std::unordered_set<const Node*> needed;
+  for (const Node* n : backward_live)
+    for (const Node* u : n->inputs())
+      if (!tangent_dependent.count(u) && !is_free(u)) needed.insert(u);
+  for (const Node* gr : grads)
+    if (!tangent_dependent.count(gr) && !is_free(gr)) needed.insert(gr);
+
+  // The flow network over the forward part: node v is v_in = 2v, v_out = 2v + 1.
+  std::unordered_map<const Node*, int> index;
+  for (const Node* n : nodes)
+    if (!tangent_dependent.count(n) && !is_free(n) && n->kind() != NodeKind::Output)
+      index.emplace(n, static_cast<int>(index.size()));
+  const int source = 2 * static_cast<int>(index.size()), sink = source + 1;
+  FlowNetwork net(sink + 1);
+  for (const auto& [n, i] : index) {
+    const bool tuple = n->meta().size() != 1;  // a multi-output call: its items are saved
+    net.add_edge(2 * i, 2 * i + 1, tuple ? kInf : bytes_of(n->tensor_meta()));
+    if (banned_from_recompute(n)) net.add_edge(source, 2 * i, kInf);
+    if (needed.count(n)) net.add_edge(2 * i + 1, sink, kInf);
+    for (const Node* u : n->inputs())
+      if (auto it = index.find(u); it != index.end()) net.add_edge(2 * it->second + 1, 2 * i, kInf);
+  }
+  Partition p;
+  p.saved_bytes = net.max_flow(source, sink);
+  std::vector<bool> side = net.source_side(source);
+  std::vector<const Node*> saved;
+  for (const Node* n : nodes) {
+    auto it = index.find(n);
+    if (it != index.end() && side[2 * it->second] && !side[2 * it->second + 1]) saved.push_back(n);
+  }
+  for (const Node* n : needed) p.save_everything_bytes += bytes_of(n->tensor_meta());
+  const std::unordered_set<const Node*> saved_set(saved.begin(), saved.end());
+
+  // The forward graph: what the outputs and the saved values need.
+  std::unordered_set<const Node*> forward_live;
+  stack.assign(forward_outputs.begin(), forward_outputs.end());
+  stack.insert(stack.end(), saved.begin(), saved.end());
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!forward_live.insert(n).second) continue;
+    for (const Node* u : n->inputs()) stack.push_back(u);
+  }
+  p.forward = std::make_shared<Graph>();
+  std::unordered_map<const Node*, Node*> fmap;
+  for (const Node* n : nodes) {
+    const bool primal = n->kind() == NodeKind::Placeholder && !tangent_dependent.count(n);
+    if (primal || (forward_live.count(n) && n->kind() != NodeKind::Placeholder))
+      copy_node(*p.forward, n, fmap);
+  }
+  std::vector<Node*> fresults;
+  for (const Node* n : forward_outputs) fresults.push_back(fmap.at(n));
+  for (const Node* n : saved) fresults.push_back(fmap.at(n));
+  p.forward->output(fresults);
+  p.num_saved = saved.size();
+
+  // The backward graph: saved values and tangents in, the backward nodes and whatever forward
+  // nodes they need recomputed from the saved values.
+  std::unordered_set<const Node*> bw_nodes;
+  stack.assign(grads.begin(), grads.end());
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (saved_set.count(n) || !bw_nodes.insert(n).second) continue;
+    for (const Node* u : n->inputs()) stack.push_back(u);
+  }
+  p.backward = std::make_shared<Graph>();
+  std::unordered_map<const Node*, Node*> bmap;
+  for (const Node* n : saved) {
+    bmap[n] = p.backward->placeholder("saved_" + n->name(), n->tensor_meta());
+    p.saved_names.push_back(n->name());
+  }
+  for (size_t i = joint.num_primals; i < placeholders.size(); ++i)
+    copy_node(*p.backward, placeholders[i], bmap);
+  for (const Node* n : nodes) {
+    if (!bw_nodes.count(n) || bmap.count(n)) continue;
+    COIL_ASSERT(n->kind() != NodeKind::Placeholder, "the backward graph needs input ", n->name(),
+                " that the partition did not save");
+    copy_node(*p.backward, n, bmap);
+    if (!tangent_dependent.count(n) && !is_free(n)) p.recomputed_names.push_back(n->name());
+  }
+  std::vector<Node*> bresults;
+  for (const Node* n : grads) bresults.push_back(bmap.at(n));
+  p.backward->output(bresults);
+  return p;
+}
+
+std::string Partition::report() const {
+  std::ostringstream os;
+  os << "saved " << saved_names.size() << " values (" << saved_bytes << " bytes; saving every "
+     << "forward value the backward reads would be " << save_everything_bytes << " bytes)";
+  os << "\nsaved:";
+  for (const auto& n : saved_names) os << " " << n;
+  os << "\nrecomputed in the backward:";
+  for (const auto& n : recomputed_names) os << " " << n;
+  if (recomputed_names.empty()) os << " (nothing)";
+  return os.str();
+}
+
+}  // namespace coil::aot

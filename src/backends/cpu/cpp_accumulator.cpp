@@ -1,0 +1,161 @@
+#include "backends/cpu/cpp_accumulator.h"
+
+#include "ir/program.h"
+
+namespace coil::cpu {
+
+namespace {
+
+using ir::ReduceKind;
+
+// The identity of max (lowest) or min (highest) for dtype t, as a C++ literal.
+std::string extreme(DType t, bool lowest) {
+  if (is_floating(t))
+    return std::string(lowest ? "-" : "") +
+           (t == kFloat64 ? "__builtin_inf()" : "__builtin_inff()");
+  switch (t) {
+    case DType::Bool:
+      return lowest ? "false" : "true";
+    case DType::UInt8:
+      return lowest ? "0" : "255";
+    case DType::Int8:
+      return lowest ? "-128" : "127";
+    case DType::Int32:
+      return lowest ? "(-2147483647 - 1)" : "2147483647";
+    default:
+      return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  }
+}
+
+}  // namespace
+
+bool Accumulator::splittable(ReduceKind k) {
+  return k == ReduceKind::Sum || k == ReduceKind::Prod || k == ReduceKind::Max ||
+         k == ReduceKind::Min;
+}
+
+std::string Accumulator::name(bool vector, int part) const {
+  return vector ? "vacc_" + n_.buffer + (part ? "_" + std::to_string(part) : "")
+                : "acc_" + n_.buffer;
+}
+
+std::string Accumulator::declare(const std::string& indent, int parts) const {
+  DType t = n_.body->dtype();
+  std::string ct = compute_type(t), a = name(false), va = name(true), out;
+  switch (*n_.reduce) {
+    case ReduceKind::Sum:
+      out += indent + ct + " " + a + " = 0;\n";
+      if (vector_) out += indent + "vf32 " + va + " = {};\n";
+      break;
+    case ReduceKind::Prod:
+      out += indent + ct + " " + a + " = 1;\n";
+      if (vector_) out += indent + "vf32 " + va + " = vsplat(1.0f);\n";
+      break;
+    case ReduceKind::Max:
+    case ReduceKind::Min: {
+      std::string init = extreme(t, *n_.reduce == ReduceKind::Max);
+      out += indent + ct + " " + a + " = " + init + ";\n";
+      if (vector_) out += indent + "vf32 " + va + " = vsplat(" + init + ");\n";
+      break;
+    }
+    case ReduceKind::ArgMax:
+    case ReduceKind::ArgMin:
+      out += indent + ct + " " + a + " = " + extreme(t, *n_.reduce == ReduceKind::ArgMax) + ";\n";
+      out += indent + "i64 " + a + "_index = 0;\n";
+      break;
+    case ReduceKind::WelfordM2:
+      out += indent + "welford<" + ct + "> " + a + ";\n";
+      if (vector_) out += indent + "vwelford " + va + ";\n";
+      break;
+    case ReduceKind::Any:
+    case ReduceKind::All: {
+      bool any = *n_.reduce == ReduceKind::Any;
+      out += indent + "bool " + a + " = " + (any ? "false" : "true") + ";\n";
+      if (vector_) out += indent + "vi32 " + va + " = vmask(" + (any ? "false" : "true") + ");\n";
+      break;
+    }
+  }
+  for (int p = 1; p < parts; ++p) out += indent + "vf32 " + name(true, p) + " = " + va + ";\n";
+  return out;
+}
+
+void Accumulator::update(BodyEmitter& em, const Emitted& v, bool vector, int part) const {
+  std::string a = vector ? name(true, part) : name(false);
+  std::string x = vector ? em.varying(v, n_.body->dtype()) : v.text;
+  switch (*n_.reduce) {
+    case ReduceKind::Sum:
+      em.line(a + " += " + x + ";");
+      break;
+    case ReduceKind::Prod:
+      em.line(a + " *= " + x + ";");
+      break;
+    case ReduceKind::Max:
+      em.line(a + " = " + (vector ? "vmax(" : "smax(") + a + ", " + x + ");");
+      break;
+    case ReduceKind::Min:
+      em.line(a + " = " + (vector ? "vmin(" : "smin(") + a + ", " + x + ");");
+      break;
+    case ReduceKind::ArgMax:
+    case ReduceKind::ArgMin: {
+      const char* cmp = *n_.reduce == ReduceKind::ArgMax ? " > " : " < ";
+      const std::string flat_index = sym::to_c(ir::ravel(k_.inner_vars, k_.inner));
+      em.line("if (!(" + a + " != " + a + ") && (" + x + cmp + a + " || " + x + " != " + x +
+              ")) { " + a + " = " + x + "; " + a + "_index = " + flat_index + "; }");
+      break;
+    }
+    case ReduceKind::WelfordM2:
+      em.line(std::string(vector ? "vwelford_update(" : "welford_update(") + a + ", " + x + ");");
+      break;
+    case ReduceKind::Any:
+      em.line(a + (vector ? " |= " : " = " + a + " || ") + x + ";");
+      break;
+    case ReduceKind::All:
+      em.line(a + (vector ? " &= " : " = " + a + " && ") + x + ";");
+      break;
+  }
+}
+
+std::string Accumulator::merge_parts(const std::string& indent, int parts) const {
+  std::string a = name(true), out;
+  for (int p = 1; p < parts; ++p) {
+    std::string b = name(true, p);
+    switch (*n_.reduce) {
+      case ReduceKind::Sum:
+        out += indent + a + " += " + b + ";\n";
+        break;
+      case ReduceKind::Prod:
+        out += indent + a + " *= " + b + ";\n";
+        break;
+      default:
+        out += indent + a + " = " + (*n_.reduce == ReduceKind::Max ? "vmax(" : "vmin(") + a + ", " +
+               b + ");\n";
+    }
+  }
+  return out;
+}
+
+std::string Accumulator::final_value() const {
+  std::string a = name(false), va = name(true);
+  switch (*n_.reduce) {
+    case ReduceKind::Sum:
+      return vector_ ? a + " + hsum(" + va + ")" : a;
+    case ReduceKind::Prod:
+      return vector_ ? a + " * hprod(" + va + ")" : a;
+    case ReduceKind::Max:
+      return vector_ ? "smax(" + a + ", hmax(" + va + "))" : a;
+    case ReduceKind::Min:
+      return vector_ ? "smin(" + a + ", hmin(" + va + "))" : a;
+    case ReduceKind::ArgMax:
+    case ReduceKind::ArgMin:
+      return a + "_index";
+    case ReduceKind::WelfordM2:
+      return vector_ ? "welford_combine(vwelford_reduce(" + va + "), " + a + ").m2" : a + ".m2";
+    case ReduceKind::Any:
+      return vector_ ? "(" + a + " || hany(" + va + "))" : a;
+    case ReduceKind::All:
+      return vector_ ? "(" + a + " && hall(" + va + "))" : a;
+  }
+  return a;
+}
+
+}  // namespace coil::cpu

@@ -1,0 +1,388 @@
+// The untyped core of coil::compile: check guards, capture on a miss, compile, cache, run;
+// fall back to segmented execution after a graph break and to eager past the cache limit.
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+
+#include <coil/compile.h>
+
+#include "aot/aot_autograd.h"
+#include "capture/counters.h"
+#include "capture/guards.h"
+#include "capture/tracer.h"
+#include "compile/compile_backends.h"
+#include "compile/compile_fx.h"
+#include "debug/log.h"
+#include "graph/printer.h"
+
+namespace coil::detail {
+
+using capture::bump;
+using capture::Counter;
+
+namespace {
+
+const char* const kModes[] = {"default", "reduce-overhead", "max-autotune",
+                              "max-autotune-no-cudagraphs"};
+const char* const kOptions[] = {"trace.enabled", "trace.graph_diagram", "async_compile"};
+
+template <size_t N>
+std::string join(const char* const (&names)[N]) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) out += (i ? ", " : "") + std::string(names[i]);
+  return out;
+}
+template <size_t N>
+bool contains(const char* const (&names)[N], const std::string& s) {
+  return std::find(std::begin(names), std::end(names), s) != std::end(names);
+}
+
+void validate(const CompileOptions& o) {
+  compile_backend(o.backend);  // throws for an unknown one, naming the known ones
+  COIL_CHECK(contains(kModes, o.mode), "coil::compile: unknown mode '", o.mode,
+             "'; known modes: ", join(kModes));
+  COIL_CHECK(o.mode == "default", "coil::compile: mode '", o.mode,
+             "' is not implemented yet; use mode \"default\"");
+  COIL_CHECK(!o.dynamic, "coil::compile: dynamic=true (dynamic shapes) is not supported yet; ",
+             "coil specialises on sizes and recompiles when they change");
+  COIL_CHECK(o.cache_size_limit >= 1, "coil::compile: cache_size_limit must be at least 1, got ",
+             o.cache_size_limit);
+  for (const auto& [key, value] : o.options) {
+    COIL_CHECK(contains(kOptions, key), "coil::compile: unknown option '", key,
+               "'; known options: ", join(kOptions));
+    COIL_CHECK(std::holds_alternative<bool>(value), "coil::compile: option '", key,
+               "' takes true or false");
+  }
+}
+
+bool disabled_by_env() {
+  const char* v = std::getenv("COIL_DISABLE");
+  return v && *v && std::string(v) != "0";
+}
+std::atomic<int> g_disabled{-1};  // -1: not read yet
+bool disabled() {
+  int d = g_disabled.load(std::memory_order_relaxed);
+  if (d < 0) {
+    d = disabled_by_env();
+    g_disabled = d;
+  }
+  return d;
+}
+
+// Where each flattened result comes from: graph output slots, or a number fixed at capture.
+struct ResultSlot {
+  enum class Kind : uint8_t { Tensor, TensorList, Number } kind;
+  std::vector<size_t> outputs;
+  Value number;
+};
+
+}  // namespace
+
+struct CacheEntry {
+  capture::Guards guards;
+  bool segmented = false;  // a graph break: every call replays through the segment cache
+  capture::CompiledGraph compiled;
+  std::vector<capture::Mutation> mutations;
+  std::vector<ResultSlot> results;
+  size_t num_outputs = 0;
+};
+
+class CompiledFunctionImpl {
+ public:
+  explicit CompiledFunctionImpl(CompileOptions o) : options(std::move(o)) {
+    static std::atomic<int> next_id{0};
+    id = next_id++;
+  }
+
+  ValueList call(const ValueList& inputs, const std::function<ValueList(const ValueList&)>& run);
+  void reset() {
+    std::unique_lock lock(mutex);
+    entries.clear();
+    segments.clear();
+    warned_limit = false;
+  }
+
+  CompileOptions options;
+  int id;
+
+ private:
+  std::string prefix(size_t entry) const {
+    return options.name + "[" + std::to_string(id) + "/" + std::to_string(entry) + "]";
+  }
+  ValueList run_entry(const CacheEntry& e, const ValueList& inputs);
+  // The graph's name in debug folders: "fn_0_1".
+  std::string folder(const std::string& graph) const {
+    return options.name + "_" + std::to_string(id) + "_" + graph;
+  }
+  ValueList trace(const ValueList& inputs, const std::function<ValueList(const ValueList&)>& run,
+                  CacheEntry* capture_into, debug::CompileTrace* compile_trace = nullptr);
+  capture::CompiledGraph compile_segment(std::shared_ptr<const Graph> g);
+
+  std::shared_mutex mutex;
+  std::vector<std::unique_ptr<CacheEntry>> entries;
+  bool warned_limit = false;
+  std::mutex segments_mutex;
+  std::unordered_map<std::string, capture::CompiledGraph> segments;
+};
+
+namespace {
+std::mutex g_registry_mutex;
+std::vector<std::weak_ptr<CompiledFunctionImpl>>& registry() {
+  static std::vector<std::weak_ptr<CompiledFunctionImpl>> r;
+  return r;
+}
+
+std::vector<Tensor> tensors_of(const ValueList& values) {
+  std::vector<Tensor> out;
+  for (const auto& v : values) {
+    if (auto* t = std::get_if<Tensor>(&v)) out.push_back(*t);
+    if (auto* l = std::get_if<std::vector<Tensor>>(&v)) out.insert(out.end(), l->begin(), l->end());
+  }
+  return out;
+}
+
+// A key that is equal for graphs that compute the same thing on the same captured tensors.
+std::string structural_key(const Graph& g) {
+  std::ostringstream os;
+  os << print_graph(g);
+  for (const Node* n : g.nodes())
+    if (n->kind() == NodeKind::Parameter) os << "|" << n->value().impl();
+  return os.str();
+}
+}  // namespace
+
+capture::CompiledGraph CompiledFunctionImpl::compile_segment(std::shared_ptr<const Graph> g) {
+  std::string key = structural_key(*g);
+  std::lock_guard<std::mutex> lock(segments_mutex);
+  if (auto it = segments.find(key); it != segments.end()) {
+    bump(Counter::cache_hits);
+    return it->second;
+  }
+  bump(Counter::cache_misses);
+  std::string n = "segment" + std::to_string(segments.size());
+  debug::CompileTrace trace(options.name + "[" + std::to_string(id) + "/" + n + "]", folder(n),
+                            options,
+                            {{"function", options.name},
+                             {"graph", std::to_string(id) + "/" + n},
+                             {"trigger", "a graph break: the segment before it runs compiled"}});
+  capture::CompiledGraph cg = compile_fx(g, options, trace);
+  // While gradients are needed, a segment runs op by op so that eager autograd records it.
+  auto compiled = cg.run;
+  cg.run = [compiled, g](const std::vector<Tensor>& in) {
+    return aot::needs_joint_graph(*g, in) ? aot::eager_autograd_graph(g).run(in) : compiled(in);
+  };
+  segments.emplace(std::move(key), cg);
+  return cg;
+}
+
+// Runs `run` on proxies (or, after a break, in segments). With `capture_into`, a graph
+// without breaks is compiled into that entry (its compile recorded in `compile_trace`) and
+// run; the results are always real.
+ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
+                                      const std::function<ValueList(const ValueList&)>& run,
+                                      CacheEntry* capture_into,
+                                      debug::CompileTrace* compile_trace) {
+  auto capture_start = debug::Clock::now();
+  capture::Tracer tracer(
+      options, [this](std::shared_ptr<const Graph> g) { return compile_segment(std::move(g)); });
+  ValueList proxies;
+  size_t k = 0;
+  auto name = [&](size_t i) {
+    return i < options.arg_names.size() ? options.arg_names[i] : "arg" + std::to_string(i);
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (auto* t = std::get_if<Tensor>(&inputs[i])) {
+      proxies.push_back(tracer.input(*t, name(i)));
+      ++k;
+    } else if (auto* l = std::get_if<std::vector<Tensor>>(&inputs[i])) {
+      std::vector<Tensor> ps;
+      for (size_t j = 0; j < l->size(); ++j)
+        ps.push_back(tracer.input((*l)[j], name(i) + "_" + std::to_string(j)));
+      proxies.push_back(std::move(ps));
+    } else {
+      proxies.push_back(inputs[i]);
+    }
+  }
+  ValueList results;
+  {
+    DispatchHookScope tracing(&tracer);
+    results = run(proxies);
+  }
+
+  std::vector<Tensor> result_tensors = tensors_of(results);
+  std::vector<capture::Mutation> mutations;
+  std::shared_ptr<Graph> graph = tracer.finish(result_tensors, mutations);
+  if (compile_trace)
+    compile_trace->timeline().add("capture", "capture", capture_start,
+                                  debug::Clock::now() - capture_start);
+  if (!graph) {  // a break happened: the results have their data already
+    if (capture_into) capture_into->segmented = true;
+    if (compile_trace) compile_trace->finish("graph break: runs in compiled segments");
+    return results;
+  }
+  std::vector<Tensor> real_inputs = tensors_of(inputs);
+  if (!capture_into) {  // a replay that happened to run without a break
+    capture::CompiledGraph cg = compile_segment(graph);
+    auto outs = capture::run_with_mutations(cg, real_inputs, mutations, result_tensors.size());
+    size_t next = 0;
+    for (auto& v : results) {
+      if (auto* t = std::get_if<Tensor>(&v)) *t = outs[next++];
+      if (auto* l = std::get_if<std::vector<Tensor>>(&v))
+        for (auto& t : *l) t = outs[next++];
+    }
+    return results;
+  }
+  // A whole graph: compile it once for this entry.
+  CacheEntry& e = *capture_into;
+  COIL_ASSERT(compile_trace, "a captured graph is compiled with its compile trace");
+  e.guards.guard_captured(*graph);
+  if (std::string captured = e.guards.captured_str(); !captured.empty()) {
+    debug::log("guards", prefix(entries.size()), "guards on captured tensors:\n" + captured);
+    compile_trace->write("guards.txt", [&] { return e.guards.str(options.arg_names); });
+  }
+  size_t next = 0;
+  for (const auto& v : results) {
+    ResultSlot slot;
+    if (std::holds_alternative<Tensor>(v)) {
+      slot.kind = ResultSlot::Kind::Tensor;
+      slot.outputs.push_back(next++);
+    } else if (auto* l = std::get_if<std::vector<Tensor>>(&v)) {
+      slot.kind = ResultSlot::Kind::TensorList;
+      for (size_t j = 0; j < l->size(); ++j) slot.outputs.push_back(next++);
+    } else {
+      slot.kind = ResultSlot::Kind::Number;
+      slot.number = v;
+    }
+    e.results.push_back(std::move(slot));
+  }
+  e.num_outputs = next;
+  e.mutations = std::move(mutations);
+  e.compiled =
+      aot::needs_joint_graph(*graph, real_inputs)
+          ? compile_fx_training(graph, options, *compile_trace, real_inputs, result_tensors.size())
+          : compile_fx(graph, options, *compile_trace);
+  return run_entry(e, inputs);
+}
+
+ValueList CompiledFunctionImpl::run_entry(const CacheEntry& e, const ValueList& inputs) {
+  std::vector<Tensor> outs =
+      capture::run_with_mutations(e.compiled, tensors_of(inputs), e.mutations, e.num_outputs);
+  ValueList results;
+  results.reserve(e.results.size());
+  for (const ResultSlot& s : e.results) {
+    switch (s.kind) {
+      case ResultSlot::Kind::Tensor:
+        results.emplace_back(outs[s.outputs[0]]);
+        break;
+      case ResultSlot::Kind::TensorList: {
+        std::vector<Tensor> l;
+        for (size_t i : s.outputs) l.push_back(outs[i]);
+        results.emplace_back(std::move(l));
+        break;
+      }
+      case ResultSlot::Kind::Number:
+        results.push_back(s.number);
+        break;
+    }
+  }
+  return results;
+}
+
+ValueList CompiledFunctionImpl::call(const ValueList& inputs,
+                                     const std::function<ValueList(const ValueList&)>& run) {
+  // Inside another function's capture, this one is inlined into that graph.
+  if (disabled() || current_dispatch_hook()) return run(inputs);
+  CacheEntry* hit = nullptr;
+  {
+    std::shared_lock lock(mutex);
+    for (const auto& e : entries)
+      if (e->guards.check(inputs)) {
+        hit = e.get();
+        break;
+      }
+  }
+  if (hit) {
+    bump(Counter::guard_hits);
+    return hit->segmented ? trace(inputs, run, nullptr) : run_entry(*hit, inputs);
+  }
+
+  std::unique_lock lock(mutex);
+  for (const auto& e : entries)  // another thread may have compiled it meanwhile
+    if (e->guards.check(inputs)) {
+      hit = e.get();
+      break;
+    }
+  if (hit) {
+    lock.unlock();
+    bump(Counter::guard_hits);
+    return hit->segmented ? trace(inputs, run, nullptr) : run_entry(*hit, inputs);
+  }
+  if (static_cast<int64_t>(entries.size()) >= options.cache_size_limit) {
+    if (!warned_limit) {
+      warned_limit = true;
+      std::cerr << "coil: '" << options.name << "' reached cache_size_limit ("
+                << options.cache_size_limit
+                << " compiled variants); further new input shapes/values run eagerly\n";
+    }
+    lock.unlock();
+    bump(Counter::eager_fallbacks);
+    return run(inputs);
+  }
+  std::string trigger = "first call";
+  if (!entries.empty()) {
+    bump(Counter::recompiles);
+    auto why = entries.back()->guards.why_not(inputs, options.arg_names);
+    trigger = "recompile: " + why.value_or("no cached graph matched");
+    debug::log("recompiles", prefix(entries.size()),
+               "recompiling " + options.name + ": " + why.value_or("no cached graph matched"));
+  }
+  bump(Counter::captures);
+  auto entry = std::make_unique<CacheEntry>();
+  entry->guards = capture::Guards::from_inputs(inputs);
+  std::string guards = entry->guards.str(options.arg_names);
+  debug::log("guards", prefix(entries.size()), "guards:\n" + guards);
+  // The compile starts here, with capture: its timeline and debug folder.
+  std::string graph_id = std::to_string(id) + "/" + std::to_string(entries.size());
+  debug::CompileTrace compile_trace(
+      prefix(entries.size()), folder(std::to_string(entries.size())), options,
+      {{"function", options.name}, {"graph", graph_id}, {"trigger", trigger}, {"guards", guards}});
+  compile_trace.write("guards.txt", [&] { return guards; });
+  ValueList results = trace(inputs, run, entry.get(), &compile_trace);
+  entries.push_back(std::move(entry));
+  return results;
+}
+
+std::shared_ptr<CompiledFunctionImpl> make_compiled_function(CompileOptions options) {
+  validate(options);
+  auto impl = std::make_shared<CompiledFunctionImpl>(std::move(options));
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  auto& r = registry();
+  r.erase(std::remove_if(r.begin(), r.end(), [](const auto& w) { return w.expired(); }), r.end());
+  r.push_back(impl);
+  return impl;
+}
+
+ValueList call_compiled(CompiledFunctionImpl& impl, const ValueList& inputs,
+                        const std::function<ValueList(const ValueList&)>& run) {
+  return impl.call(inputs, run);
+}
+
+}  // namespace coil::detail
+
+namespace coil {
+
+void compiler_reset() {
+  {
+    std::lock_guard<std::mutex> lock(detail::g_registry_mutex);
+    for (const auto& w : detail::registry())
+      if (auto impl = w.lock()) impl->reset();
+  }
+  capture::reset_counters();
+  detail::g_disabled = -1;
+  debug::reload_log_settings();
+}
+
+}  // namespace coil

@@ -1,0 +1,121 @@
+#include "compile/stages.h"
+
+#include "compile/kernel_diagram.h"
+#include "debug/log.h"
+#include "decomp/decompose.h"
+#include "graph/printer.h"
+#include "lower/lower_graph.h"
+#include "passes/pass.h"
+#include "schedule/scheduler.h"
+
+namespace coil::stages {
+
+namespace {
+
+void pass_group(Graph& g, const char* group, const std::vector<Pass>& passes,
+                debug::CompileTrace& trace) {
+  debug::Timeline& t = trace.timeline();
+  t.stage(std::string(group) + " passes", "passes",
+          [&] { return run_pass_group(g, group, passes, trace.log_prefix(), &t); });
+}
+
+std::string lines(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += s + "\n";
+  return out;
+}
+
+std::string kernels_text(const schedule::Schedule& sched) {
+  std::string out;
+  for (const schedule::Kernel& k : sched.kernels) out += schedule::to_string(k) + "\n";
+  return out;
+}
+
+// The order the compiled graph runs its kernels and library calls in.
+std::string steps_text(const schedule::Schedule& sched, const ir::Program& program) {
+  std::string out = "run order:";
+  for (const schedule::Step& st : sched.steps) {
+    if (st.kernel >= 0) {
+      const schedule::Kernel& k = sched.kernels[static_cast<size_t>(st.kernel)];
+      out += "\n  " + k.name + " (" + std::to_string(k.nodes.size()) + " buffers)";
+    } else {
+      const ir::ExternCall& c = *program.buffer(st.buffer).call;
+      out += "\n  " + st.buffer + " = extern " + op_name(c.op) + " (" + c.reason + ")";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void pre_grad(Graph& g, debug::CompileTrace& trace) {
+  pass_group(g, "pre_grad", pre_grad_passes(), trace);
+  trace.write("pre_grad.txt", [&] { return print_graph(g); });
+}
+
+void decompositions(Graph& g, debug::CompileTrace& trace) {
+  trace.timeline().stage("decompositions", "decompose", [&] { return decompose(g); });
+  debug::log("decompositions", trace.log_prefix(), "after decompositions:\n" + print_graph(g));
+  trace.write("decomposed.txt", [&] { return print_graph(g); });
+}
+
+void joint_graph(Graph& g, debug::CompileTrace& trace) {
+  pass_group(g, "joint_graph", joint_graph_passes(), trace);
+  debug::log("aot_graphs", trace.log_prefix(), "joint graph after its passes:\n" + print_graph(g));
+  trace.write("joint_graph_passes.txt", [&] { return print_graph(g); });
+}
+
+void post_grad(Graph& g, debug::CompileTrace& trace) {
+  pass_group(g, "post_grad", post_grad_passes(), trace);
+  debug::log("post_grad_graphs", trace.log_prefix(), "after post-grad passes:\n" + print_graph(g));
+  trace.write("post_grad.txt", [&] { return print_graph(g); });
+}
+
+ir::Program lowering(const Graph& g, const backends::DeviceBackend& backend,
+                     debug::CompileTrace& trace) {
+  ir::Program program = trace.timeline().stage("lowering", "lower", [&] {
+    return lower::lower_graph(g, [&](const Node& n) { return backend.library_call(n); });
+  });
+  debug::log("ir_pre_fusion", trace.log_prefix(), "loop IR:\n" + ir::to_string(program));
+  trace.write("ir_pre_fusion.txt", [&] { return ir::to_string(program); });
+  return program;
+}
+
+schedule::Schedule scheduling(const ir::Program& program, debug::CompileTrace& trace) {
+  schedule::Schedule sched =
+      trace.timeline().stage("scheduling", "schedule", [&] { return schedule::schedule(program); });
+  for (const std::string& d : sched.decisions) debug::log("fusion", trace.log_prefix(), d);
+  debug::log("schedule", trace.log_prefix(), steps_text(sched, program));
+  trace.write("fusion.txt", [&] { return lines(sched.decisions); });
+  return sched;
+}
+
+std::vector<codegen::KernelSource> codegen(const Graph& g, const ir::Program& program,
+                                           const schedule::Schedule& sched,
+                                           const backends::DeviceBackend& backend,
+                                           debug::CompileTrace& trace) {
+  debug::Timeline& t = trace.timeline();
+  std::vector<codegen::KernelSource> kernels = t.stage("codegen", "codegen", [&] {
+    std::vector<codegen::KernelSource> ks;
+    for (const schedule::Kernel& k : sched.kernels) {
+      auto span = t.span(k.name);
+      ks.push_back(backend.generate_kernel(k, program));
+    }
+    return ks;
+  });
+  if (debug::log_enabled("ir_post_fusion"))
+    for (const schedule::Kernel& k : sched.kernels)
+      debug::log("ir_post_fusion", trace.log_prefix(), schedule::to_string(k));
+  trace.write("ir_post_fusion.txt", [&] { return kernels_text(sched); });
+  trace.write_diagram([&] { return kernel_diagram(g, program, sched); });
+  return kernels;
+}
+
+codegen::WrapperPlan wrapper(const ir::Program& program, const schedule::Schedule& sched,
+                             const std::vector<codegen::KernelSource>& kernels,
+                             debug::CompileTrace& trace) {
+  return trace.timeline().stage("wrapper", "wrapper",
+                                [&] { return codegen::plan_wrapper(program, sched, kernels); });
+}
+
+}  // namespace coil::stages
