@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds coil and runs everything that checks it: formatting, the test suite, an installed
+# Builds coil and runs everything that checks it: formatting, the layering rules, the test suite, an installed
 # consumer project (find_package(coil)), and the unit tests again under ASan+UBSan.
 # COIL_SKIP_SANITIZE=1 skips the sanitizer build.
 set -euo pipefail
@@ -11,6 +11,9 @@ jobs=$(nproc)
 echo "== format check (clang-format)"
 files=$(git ls-files '*.h' '*.cpp' 2>/dev/null || find include src tests examples tools bench -name '*.h' -o -name '*.cpp')
 clang-format --dry-run --Werror $files
+
+echo "== layering (scripts/check_layers.sh: the include rules of docs/architecture.md)"
+bash scripts/check_layers.sh
 
 echo "== build and test (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_WERROR=ON >/dev/null

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "coil/error.h"
+#include <coil/error.h>
 
 namespace coil::sym::detail {
 

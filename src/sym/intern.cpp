@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "coil/error.h"
+#include <coil/error.h>
 
 namespace coil::sym {
 namespace {

@@ -4,7 +4,7 @@
 // min(b, a) are one node.
 #include <algorithm>
 
-#include "coil/error.h"
+#include <coil/error.h>
 #include "sym/intern.h"
 
 namespace coil::sym {
