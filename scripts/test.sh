@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds coil and runs everything that checks it: formatting, the layering rules, the test suite, an installed
-# consumer project (find_package(coil)), and the unit tests again under ASan+UBSan.
+# Builds coil and runs everything that checks it: formatting, the layering rules, the test
+# suite, an installed consumer project (find_package(coil)), and the unit tests again under
+# ASan+UBSan.
 # COIL_SKIP_SANITIZE=1 skips the sanitizer build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
