@@ -215,29 +215,28 @@ TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
             "return (buf0 f32[3, 64][64, 1])\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
   codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
-  EXPECT_EQ(k.code,
-            "extern \"C\" void kernel0(void* const* args) {\n"
-            "  const i64* __restrict in1 = (const i64*)args[0];\n"
-            "  const float* __restrict in0 = (const float*)args[1];\n"
-            "  float* __restrict buf0 = (float*)args[2];\n"
-            "  i64* index_error = (i64*)args[3];\n"
-            "  for (i64 x0 = 0; x0 < 3; ++x0)\n"
-            "  {\n"
-            "    i64 x1 = 0;\n"
-            "    for (; x1 + COIL_VEC <= 64; x1 += COIL_VEC) {\n"
-            "      i64 t0 = in1[x0];\n"
-            "      i64 t1 = coil_checked_index(t0, 10LL, 0, index_error);\n"
-            "      vf32 t2 = vload(in0 + 64*t1 + x1);\n"
-            "      vstore(buf0 + 64*x0 + x1, t2);\n"
-            "    }\n"
-            "    for (; x1 < 64; ++x1) {\n"
-            "      i64 t3 = in1[x0];\n"
-            "      i64 t4 = coil_checked_index(t3, 10LL, 0, index_error);\n"
-            "      float t5 = in0[64*t4 + x1];\n"
-            "      buf0[64*x0 + x1] = (float)(t5);\n"
-            "    }\n"
-            "  }\n"
-            "}\n");
+  EXPECT_EQ(k.code, R"(extern "C" void kernel0(void* const* args) {
+  const i64* __restrict in1 = (const i64*)args[0];
+  const float* __restrict in0 = (const float*)args[1];
+  float* __restrict buf0 = (float*)args[2];
+  i64* index_error = (i64*)args[3];
+  for (i64 x0 = 0; x0 < 3; ++x0) {
+    i64 x1 = 0;
+    for (; x1 + COIL_VEC <= 64; x1 += COIL_VEC) {
+      i64 t0 = in1[x0];
+      i64 t1 = coil_checked_index(t0, 10LL, 0, index_error);
+      vf32 t2 = vload(in0 + 64*t1 + x1);
+      vstore(buf0 + 64*x0 + x1, t2);
+    }
+    for (; x1 < 64; ++x1) {
+      i64 t3 = in1[x0];
+      i64 t4 = coil_checked_index(t3, 10LL, 0, index_error);
+      float t5 = in0[64*t4 + x1];
+      buf0[64*x0 + x1] = (float)(t5);
+    }
+  }
+}
+)");
   ASSERT_EQ(k.index_checks.size(), 1u);
   EXPECT_EQ(k.index_checks[0].op, "embedding");
   EXPECT_EQ(k.index_checks[0].bound, 10);

@@ -39,44 +39,43 @@ std::string Accumulator::name(bool vector, int part) const {
                 : "acc_" + n_.buffer;
 }
 
-std::string Accumulator::declare(const std::string& indent, int parts) const {
+void Accumulator::declare(codegen::CodeWriter& w, int parts) const {
   DType t = n_.body->dtype();
-  std::string ct = compute_type(t), a = name(false), va = name(true), out;
+  std::string ct = compute_type(t), a = name(false), va = name(true);
   switch (*n_.reduce) {
     case ReduceKind::Sum:
-      out += indent + ct + " " + a + " = 0;\n";
-      if (vector_) out += indent + "vf32 " + va + " = {};\n";
+      w.line(ct + " " + a + " = 0;");
+      if (vector_) w.line("vf32 " + va + " = {};");
       break;
     case ReduceKind::Prod:
-      out += indent + ct + " " + a + " = 1;\n";
-      if (vector_) out += indent + "vf32 " + va + " = vsplat(1.0f);\n";
+      w.line(ct + " " + a + " = 1;");
+      if (vector_) w.line("vf32 " + va + " = vsplat(1.0f);");
       break;
     case ReduceKind::Max:
     case ReduceKind::Min: {
       std::string init = extreme(t, *n_.reduce == ReduceKind::Max);
-      out += indent + ct + " " + a + " = " + init + ";\n";
-      if (vector_) out += indent + "vf32 " + va + " = vsplat(" + init + ");\n";
+      w.line(ct + " " + a + " = " + init + ";");
+      if (vector_) w.line("vf32 " + va + " = vsplat(" + init + ");");
       break;
     }
     case ReduceKind::ArgMax:
     case ReduceKind::ArgMin:
-      out += indent + ct + " " + a + " = " + extreme(t, *n_.reduce == ReduceKind::ArgMax) + ";\n";
-      out += indent + "i64 " + a + "_index = 0;\n";
+      w.line(ct + " " + a + " = " + extreme(t, *n_.reduce == ReduceKind::ArgMax) + ";");
+      w.line("i64 " + a + "_index = 0;");
       break;
     case ReduceKind::WelfordM2:
-      out += indent + "welford<" + ct + "> " + a + ";\n";
-      if (vector_) out += indent + "vwelford " + va + ";\n";
+      w.line("welford<" + ct + "> " + a + ";");
+      if (vector_) w.line("vwelford " + va + ";");
       break;
     case ReduceKind::Any:
     case ReduceKind::All: {
       bool any = *n_.reduce == ReduceKind::Any;
-      out += indent + "bool " + a + " = " + (any ? "false" : "true") + ";\n";
-      if (vector_) out += indent + "vi32 " + va + " = vmask(" + (any ? "false" : "true") + ");\n";
+      w.line("bool " + a + " = " + (any ? "false" : "true") + ";");
+      if (vector_) w.line("vi32 " + va + " = vmask(" + (any ? "false" : "true") + ");");
       break;
     }
   }
-  for (int p = 1; p < parts; ++p) out += indent + "vf32 " + name(true, p) + " = " + va + ";\n";
-  return out;
+  for (int p = 1; p < parts; ++p) w.line("vf32 " + name(true, p) + " = " + va + ";");
 }
 
 void Accumulator::update(BodyEmitter& em, const Emitted& v, bool vector, int part) const {
@@ -115,23 +114,22 @@ void Accumulator::update(BodyEmitter& em, const Emitted& v, bool vector, int par
   }
 }
 
-std::string Accumulator::merge_parts(const std::string& indent, int parts) const {
-  std::string a = name(true), out;
+void Accumulator::merge_parts(codegen::CodeWriter& w, int parts) const {
+  std::string a = name(true);
   for (int p = 1; p < parts; ++p) {
     std::string b = name(true, p);
     switch (*n_.reduce) {
       case ReduceKind::Sum:
-        out += indent + a + " += " + b + ";\n";
+        w.line(a + " += " + b + ";");
         break;
       case ReduceKind::Prod:
-        out += indent + a + " *= " + b + ";\n";
+        w.line(a + " *= " + b + ";");
         break;
       default:
-        out += indent + a + " = " + (*n_.reduce == ReduceKind::Max ? "vmax(" : "vmin(") + a + ", " +
-               b + ");\n";
+        w.line(a + " = " + (*n_.reduce == ReduceKind::Max ? "vmax(" : "vmin(") + a + ", " + b +
+               ");");
     }
   }
-  return out;
 }
 
 std::string Accumulator::final_value() const {

@@ -100,8 +100,8 @@ bool vectorizable(const ir::Value& v, sym::Expr lane) {
   return ok;
 }
 
-BodyEmitter::BodyEmitter(std::string& out, std::string indent, sym::Expr lane, int& counter)
-    : out_(out), indent_(std::move(indent)), lane_(lane), counter_(counter) {}
+BodyEmitter::BodyEmitter(codegen::CodeWriter& w, sym::Expr lane, int& counter)
+    : w_(w), lane_(lane), counter_(counter) {}
 
 Emitted BodyEmitter::temp(const std::string& type, const std::string& expr, bool varying) {
   std::string key = type + "=" + expr;

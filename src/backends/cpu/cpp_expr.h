@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/code_writer.h"
 #include "codegen/kernel_source.h"
 #include "ir/value.h"
 
@@ -35,10 +36,9 @@ bool vectorizable(const ir::Value& v, sym::Expr lane);
 
 class BodyEmitter {
  public:
-  // `lane` is the vectorised loop variable, nullptr for scalar code. Statements are appended
-  // to `out`, each line prefixed with `indent`.
+  // `lane` is the vectorised loop variable, nullptr for scalar code. Statements go to `w`.
   // `counter` numbers the temporaries, shared by all bodies of one function.
-  BodyEmitter(std::string& out, std::string indent, sym::Expr lane, int& counter);
+  BodyEmitter(codegen::CodeWriter& w, sym::Expr lane, int& counter);
 
   Emitted emit(const ir::Value& v);
   // A value as a vector (splatting a uniform one); vector mode only.
@@ -57,7 +57,7 @@ class BodyEmitter {
   // Where indirect loads register their checks (shared by the bodies of one kernel).
   std::vector<IndexCheck>* checks = nullptr;
   // Appends a statement.
-  void line(const std::string& s) { out_ += indent_ + s + "\n"; }
+  void line(const std::string& s) { w_.line(s); }
 
  private:
   Emitted temp(const std::string& type, const std::string& expr, bool varying);
@@ -67,8 +67,7 @@ class BodyEmitter {
   Emitted emit_scalar_op(const ir::ValueNode& v, const std::vector<Emitted>& a);
   Emitted emit_vector_op(const ir::ValueNode& v, const std::vector<Emitted>& a);
 
-  std::string& out_;
-  std::string indent_;
+  codegen::CodeWriter& w_;
   sym::Expr lane_;
   struct Kept {
     std::string array, index;

@@ -1,0 +1,46 @@
+// The pointwise strategy: the kernel's loop nest with the innermost loop in vector steps, the
+// outer loops shared among the threads (one long loop is cut into chunks for them).
+#include "backends/cpu/cpp_kernel_common.h"
+
+namespace coil::cpu {
+
+namespace {
+
+class PointwiseKernel : public LoopEmitter {
+ public:
+  using LoopEmitter::LoopEmitter;
+
+  void body(CodeWriter& w) override {
+    lane_ = k_.outer_vars.back();
+    vector_ = vectorizable(k_, lane_);
+    parallel_ = in_region_ || (numel_of(k_.outer) >= kParallelMin && numel_of(k_.outer) > 1);
+    if (numel_of(k_.outer) == 0) return;
+    std::vector<const KernelNode*> nodes;
+    for (const KernelNode& n : k_.nodes) nodes.push_back(&n);
+    const size_t depth = k_.outer.size();
+    if (depth == 1 && parallel_) {
+      const std::string n = std::to_string(k_.outer[0]), c = std::to_string(kChunk);
+      w.line(omp_for(1));
+      auto chunks = w.block("for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ")");
+      w.line("i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";");
+      innermost(w, lane_, "chunk", "end", nodes);
+      return;
+    }
+    if (parallel_ && depth > 1) w.line(omp_for(static_cast<int>(depth) - 1));
+    auto loops = outer_loops(w, depth - 1);
+    innermost(w, lane_, "0", std::to_string(k_.outer.back()), nodes);
+  }
+
+  std::vector<std::pair<std::string, std::string>> inplace_pairs() const override {
+    return cpu::inplace_pairs(k_, p_, {});
+  }
+};
+
+}  // namespace
+
+Strategy pointwise_kernel(const Kernel& k, const ir::Program& p, bool in_region,
+                          std::vector<codegen::IndexCheck>* checks) {
+  return std::make_unique<PointwiseKernel>(k, p, in_region, checks);
+}
+
+}  // namespace coil::cpu
