@@ -35,21 +35,11 @@ std::vector<Tensor> dropout(const Args& a) {
 }
 
 // attention(q, k, v, mask, dropout_p, is_causal, scale) = dropout(softmax(q k^T * scale +
-// mask)) v, as torch's reference math path.
+// mask)) v, as torch's reference math path: with dropout only (without, the op has a rule of
+// its own, derivatives_nn.cpp, and keeps its fused kernel).
 std::vector<Tensor> attention(const Args& a) {
-  const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
-  Tensor mask = a.opt_tensor(3);
-  const double scale = a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
-  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
-  const double inf = std::numeric_limits<double>::infinity();
-  if (a.b(5)) {
-    Tensor causal = tril(ones({q.size(-2), k.size(-2)}, kBool));
-    scores = where(causal, scores, -inf);
-  }
-  if (mask.defined()) scores = mask.dtype() == kBool ? where(mask, scores, -inf) : scores + mask;
-  Tensor weights = softmax(scores, -1);
-  if (a.f64(4) > 0) weights = coil::dropout(weights, a.f64(4), true);
-  return one(matmul(weights, v));
+  Tensor weights = coil::dropout(attention_weights(a), a.f64(4), true);
+  return one(matmul(weights, a.tensor(2)));
 }
 
 // group_norm(x, G, w, b, eps): each group of channels normalised over its channels and
@@ -95,6 +85,20 @@ std::vector<Tensor> stack(const Args& a) {
 
 }  // namespace
 
+Tensor attention_weights(const Args& a) {
+  const Tensor &q = a.tensor(0), &k = a.tensor(1);
+  Tensor mask = a.opt_tensor(3);
+  const double scale = a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (a.b(5)) {
+    Tensor causal = tril(ones({q.size(-2), k.size(-2)}, kBool));
+    scores = where(causal, scores, -inf);
+  }
+  if (mask.defined()) scores = mask.dtype() == kBool ? where(mask, scores, -inf) : scores + mask;
+  return softmax(scores, -1);
+}
+
 CompositeFn find_autograd_composite(OpId op, const Args& args) {
   switch (op) {
     case OpId::linear:
@@ -102,7 +106,7 @@ CompositeFn find_autograd_composite(OpId op, const Args& args) {
     case OpId::dropout:
       return args.b(2) && args.f64(1) > 0 ? dropout : nullptr;
     case OpId::scaled_dot_product_attention:
-      return attention;
+      return args.f64(4) > 0 ? attention : nullptr;
     case OpId::group_norm:
       return group_norm;
     case OpId::rms_norm:

@@ -2,7 +2,10 @@
 // embedding.
 #include <coil/ops.h>
 
+#include <cmath>
+
 #include "autograd/derivatives.h"
+#include "autograd/record.h"
 #include "graph/dims.h"
 #include "runtime/loops.h"
 
@@ -178,6 +181,22 @@ void embedding_rule(C c) {
   c.set(0, scatter_add(zeros_like(weight), 0, idx, g.to(weight.dtype())));
 }
 
+// scaled_dot_product_attention without dropout, as flash attention's backward: the weights p
+// are recomputed from q and k (no sequence x sequence tensor is kept from the forward), then
+// dv = p^T g, ds = p * (dp - rowsum(dp * p)) with dp = g v^T (softmax's backward), dq = ds k
+// and dk = ds^T q, each times the scale; a float mask's gradient is ds.
+void attention_rule(C c) {
+  const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2), &g = c.grad();
+  const double scale = c.args.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+  Tensor p = attention_weights(c.args);
+  if (c.wants(2)) c.set(2, matmul(p.transpose(-2, -1), g));
+  Tensor dp = matmul(g, v.transpose(-2, -1));
+  Tensor ds = p * (dp - sum(dp * p, {-1}, true));
+  if (c.wants(0)) c.set(0, matmul(ds, k) * scale);
+  if (c.wants(1)) c.set(1, matmul(ds.transpose(-2, -1), q) * scale);
+  if (c.wants(3)) c.set(3, ds);
+}
+
 }  // namespace
 
 std::vector<RuleEntry> nn_rules() {
@@ -195,6 +214,7 @@ std::vector<RuleEntry> nn_rules() {
       {OpId::nll_loss, nll_loss_rule},
       {OpId::cross_entropy, cross_entropy_rule},
       {OpId::embedding, embedding_rule},
+      {OpId::scaled_dot_product_attention, attention_rule},
       // Dropout in training mode records its parts (autograd/composites.cpp); otherwise it is
       // the identity.
       {OpId::dropout, [](C c) { c.set(0, c.grad()); }},

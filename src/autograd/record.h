@@ -27,6 +27,10 @@ void rebase_history(const Tensor& self, const Tensor& value, const char* op);
 // floating-point input as a view of the input's base.
 void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>& outs);
 
+// scaled_dot_product_attention's weights, softmax(q k^T * scale + mask) with its causal and
+// boolean masks, written with coil ops (its composite form and its derivative rule share it).
+Tensor attention_weights(const Args& args);
+
 // An implicit composite: the op written with other ops, for autograd to record part by part.
 using CompositeFn = std::vector<Tensor> (*)(const Args& args);
 // The op's composite form under autograd, or nullptr (the op has a derivative rule of its own,

@@ -325,3 +325,56 @@ TEST(Timeline, SummaryTakesNestedLabelsOutOfTheirParent) {
   EXPECT_EQ(m[2], "30");
   EXPECT_GE(std::stod(m[1]), 100);
 }
+
+// Compiled training follows Inductor's order, and its folder shows each step: the pre-grad
+// passes run on the captured forward (written-out attention becomes one
+// scaled_dot_product_attention call, which keeps its library kernel in the forward and its own
+// derivative rule in the backward), then the joint graph is built (joint_graph.txt),
+// decomposed, cleaned by the joint-graph passes (joint_graph_passes.txt: CSE merges the two
+// equal products that y * y's rule makes), partitioned, and each half goes on alone.
+TEST_F(DebugDirTest, TrainingRunsPreGradThenJointGraphPasses) {
+  auto f = [](const Tensor& q, const Tensor& k, const Tensor& v) {
+    Tensor y = matmul(softmax(matmul(q, k.transpose(-2, -1)) * 0.125, -1), v);
+    return (y * y).sum();
+  };
+  manual_seed(3);
+  Tensor q = randn({2, 16, 8}), k = randn({2, 16, 8}), v = randn({2, 16, 8});
+  std::vector<Tensor> eager_in, compiled_in;
+  for (const Tensor& t : {q, k, v}) {
+    eager_in.push_back(t.clone().requires_grad_());
+    compiled_in.push_back(t.clone().requires_grad_());
+  }
+  Tensor expected = f(eager_in[0], eager_in[1], eager_in[2]);
+  expected.backward();
+  auto cf = compile(f, traced("attn", {"q", "k", "v"}));
+  Tensor loss = cf(compiled_in[0], compiled_in[1], compiled_in[2]);
+  loss.backward();
+  EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-4 * expected.item<double>());
+  for (size_t i = 0; i < 3; ++i)
+    coil::testing::expect_close(compiled_in[i].grad(), coil::testing::values(eager_in[i].grad()),
+                                eager_in[i].sizes(), 1e-4, 1e-5);
+
+  auto dirs = graph_dirs();
+  ASSERT_EQ(dirs.size(), 3u) << "the training step, its forward and its backward";
+  fs::path step, forward;
+  for (const auto& [name, dir] : dirs) {
+    if (name.find("forward") != std::string::npos) forward = dir;
+    if (fs::exists(dir / "joint_graph.txt")) step = dir;
+  }
+  ASSERT_FALSE(step.empty());
+  const std::string joint = read(step / "joint_graph.txt");
+  EXPECT_NE(joint.find("coil.scaled_dot_product_attention("), std::string::npos) << joint;
+  auto nodes = [](const std::string& graph) {
+    return std::count(graph.begin(), graph.end(), '\n');
+  };
+  const std::string decomposed = read(step / "decomposed.txt");
+  const std::string cleaned = read(step / "joint_graph_passes.txt");
+  EXPECT_LT(nodes(cleaned), nodes(decomposed)) << decomposed << "\n" << cleaned;
+  // The forward keeps the fused call; only the backward computes the weights again.
+  ASSERT_FALSE(forward.empty());
+  const std::string forward_graph = read(forward / "post_grad.txt");
+  EXPECT_NE(forward_graph.find("coil.scaled_dot_product_attention("), std::string::npos);
+  EXPECT_EQ(forward_graph.find("coil.exp("), std::string::npos) << forward_graph;
+  EXPECT_NE(read(forward / "output_code.cpp").find("extern scaled_dot_product_attention"),
+            std::string::npos);
+}
