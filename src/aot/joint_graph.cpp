@@ -3,53 +3,29 @@
 #include <coil/autograd.h>
 #include <coil/ops.h>
 
-#include <unordered_map>
-
 #include "capture/tracer.h"
+#include "graph/interpreter.h"
 
 namespace coil::aot {
 
 std::vector<Tensor> replay(const Graph& forward, const std::vector<Tensor>& primals,
                            std::vector<Tensor>* parameters_requiring_grad,
                            const ReplayHooks& hooks) {
-  std::unordered_map<const Node*, std::vector<Tensor>> env;
-  auto tensor_of = [&](const Node* n) { return env.at(n).at(0); };
-  size_t next = 0;
-  for (const Node* n : forward.nodes()) {
-    switch (n->kind()) {
-      case NodeKind::Placeholder:
-        env[n] = {primals[next++]};
-        break;
-      case NodeKind::Parameter:
-      case NodeKind::Constant:
-        env[n] = {n->value()};
-        if (n->kind() == NodeKind::Parameter && n->value().requires_grad()) {
-          if (parameters_requiring_grad) parameters_requiring_grad->push_back(n->value());
-          if (hooks.parameter) env[n] = {hooks.parameter(n->value())};
-        }
-        break;
-      case NodeKind::Call: {
-        std::vector<Arg> args;
-        for (const NodeArg& a : n->args()) args.push_back(to_arg(a, tensor_of));
-        // batch_norm(input, weight, bias, running_mean, running_var, training, ...): in training
-        // the result does not read the running statistics, which a replay must not update.
-        if (!hooks.update_state && n->op() == OpId::batch_norm && Args(args).b(5))
-          args[3] = args[4] = Arg{};
-        env[n] = call_op(n->op(), std::move(args));
-        break;
-      }
-      case NodeKind::GetItem:
-        env[n] = {env.at(n->source()).at(static_cast<size_t>(n->index()))};
-        break;
-      case NodeKind::Output: {
-        std::vector<Tensor> results;
-        for (const Node* r : n->results()) results.push_back(tensor_of(r));
-        return results;
-      }
-    }
-  }
-  COIL_ASSERT(false, "the forward graph has no output node");
-  return {};
+  InterpretHooks through_dispatcher;
+  through_dispatcher.check_inputs = false;
+  through_dispatcher.call = [&](const Node& n, std::vector<Arg> args) {
+    // batch_norm(input, weight, bias, running_mean, running_var, training, ...): in training
+    // the result does not read the running statistics, which a replay must not update.
+    if (!hooks.update_state && n.op() == OpId::batch_norm && Args(args).b(5))
+      args[3] = args[4] = Arg{};
+    return call_op(n.op(), std::move(args));
+  };
+  through_dispatcher.parameter = [&](const Node& n) {
+    if (!n.value().requires_grad()) return n.value();
+    if (parameters_requiring_grad) parameters_requiring_grad->push_back(n.value());
+    return hooks.parameter ? hooks.parameter(n.value()) : n.value();
+  };
+  return interpret(forward, primals, through_dispatcher);
 }
 
 bool needs_joint_graph(const Graph& forward, const std::vector<Tensor>& inputs) {

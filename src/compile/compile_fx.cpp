@@ -154,13 +154,12 @@ std::optional<capture::CompiledGraph> cached(std::shared_ptr<const Graph> graph,
   return finish(std::move(*hit), backend, module, graph, trace, ", from the graph cache");
 }
 
-// A decomposed graph's compile from the post-grad passes on (Inductor's compile_fx_inner):
-// lowering, scheduling, code generation, the JIT and the wrapper; stored in the graph cache
-// under `cache_key` (the graph it was compiled from) unless that is empty.
+// A graph's compile once its graph stages are done (Inductor's compile_fx_inner): lowering,
+// scheduling, code generation, the JIT and the wrapper; stored in the graph cache under
+// `cache_key` (the graph it was compiled from) unless that is empty. aot_eager stops before.
 capture::CompiledGraph compile_inner(std::shared_ptr<Graph> g, const Graph& keyed,
                                      const std::string& cache_key, const CompileOptions& options,
                                      debug::CompileTrace& trace) {
-  stages::post_grad(*g, trace);
   if (compile_backend(options.backend).depth == Depth::graph) {
     trace.finish("aot_eager: the graph runs on eager kernels");
     return interpreted(g);
@@ -206,8 +205,7 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> graph, const Comp
   std::string key;
   if (std::optional<capture::CompiledGraph> hit = cached(graph, options, trace, key)) return *hit;
   auto g = std::make_shared<Graph>(graph->clone());
-  stages::pre_grad(*g, trace);
-  stages::decompositions(*g, trace);
+  stages::graph_stages(*g, trace);
   return compile_inner(g, *graph, key, options, trace);
 }
 
@@ -250,7 +248,9 @@ capture::CompiledGraph compile_fx_training(std::shared_ptr<const Graph> graph,
     std::string key;
     if (std::optional<capture::CompiledGraph> hit = cached(h, options, half_trace, key))
       return *hit;
-    return compile_inner(std::make_shared<Graph>(h->clone()), *h, key, options, half_trace);
+    auto g = std::make_shared<Graph>(h->clone());
+    stages::post_grad(*g, half_trace);
+    return compile_inner(g, *h, key, options, half_trace);
   };
   capture::CompiledGraph forward = half(part.forward, "forward");
   capture::CompiledGraph backward = half(part.backward, "backward");

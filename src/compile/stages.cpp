@@ -71,6 +71,12 @@ void post_grad(Graph& g, debug::CompileTrace& trace) {
   trace.write("post_grad.txt", [&] { return print_graph(g); });
 }
 
+void graph_stages(Graph& g, debug::CompileTrace& trace) {
+  pre_grad(g, trace);
+  decompositions(g, trace);
+  post_grad(g, trace);
+}
+
 ir::Program lowering(const Graph& g, const backends::DeviceBackend& backend,
                      debug::CompileTrace& trace) {
   ir::Program program = trace.timeline().stage("lowering", "lower", [&] {

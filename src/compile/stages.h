@@ -26,6 +26,10 @@ void decompositions(Graph& g, debug::CompileTrace& trace);
 void joint_graph(Graph& g, debug::CompileTrace& trace);
 void post_grad(Graph& g, debug::CompileTrace& trace);
 
+// An inference graph's graph stages in order: pre_grad, decompositions, post_grad. (A training
+// step's order is compile_fx_training's: the joint graph comes between.)
+void graph_stages(Graph& g, debug::CompileTrace& trace);
+
 // Graph -> loop IR, with `backend` deciding which ops are library calls.
 ir::Program lowering(const Graph& g, const backends::DeviceBackend& backend,
                      debug::CompileTrace& trace);

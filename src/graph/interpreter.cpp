@@ -20,7 +20,8 @@ void check_input(const Node& p, const Tensor& t, size_t i) {
 
 }  // namespace
 
-std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs,
+                              const InterpretHooks& hooks) {
   std::vector<Node*> placeholders = g.placeholders();
   if (inputs.size() != placeholders.size()) {
     std::string names;
@@ -43,10 +44,14 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
   for (const Node* n : nodes) {
     switch (n->kind()) {
       case NodeKind::Placeholder:
-        check_input(*n, inputs[next_input], next_input);
+        if (hooks.check_inputs) check_input(*n, inputs[next_input], next_input);
         env[n] = {inputs[next_input++]};
         break;
       case NodeKind::Parameter:
+        if (hooks.parameter) {
+          env[n] = {hooks.parameter(*n)};
+          break;
+        }
         COIL_CHECK(n->value().has_storage(), "interpret: parameter '", n->name(), "' (\"",
                    n->target(), "\") has no data: the graph was parsed without a tensor for it; ",
                    "pass it in parse_graph's parameters map");
@@ -59,7 +64,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
         std::vector<Arg> args;
         args.reserve(n->args().size());
         for (const NodeArg& a : n->args()) args.push_back(to_arg(a, tensor_of));
-        env[n] = run_eager(n->op(), args);
+        env[n] = hooks.call ? hooks.call(*n, std::move(args)) : run_eager(n->op(), args);
         break;
       }
       case NodeKind::GetItem:

@@ -40,6 +40,20 @@ std::optional<OpId> find_op(const std::string& name) {
   return it == m.end() ? std::nullopt : std::optional<OpId>(it->second);
 }
 
+bool is_reshape_like(OpId op) {
+  switch (op) {
+    case OpId::view:
+    case OpId::reshape:
+    case OpId::flatten:
+    case OpId::unflatten:
+    case OpId::squeeze:
+    case OpId::unsqueeze:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void normalize_args(OpId op, std::vector<Arg>& args) {
   const OpInfo& info = op_info(op);
   const auto& params = info.schema.args;

@@ -43,6 +43,10 @@ const OpInfo& op_info(OpId op);
 std::optional<OpId> find_op(const std::string& name);
 inline const char* op_name(OpId op) { return op_info(op).name; }
 
+// Views that only regroup the same elements in the same order (view, reshape, flatten,
+// unflatten, squeeze, unsqueeze): a chain of them is one reshape.
+bool is_reshape_like(OpId op);
+
 // Completes `args` with the schema's defaults and checks every argument's type; a
 // coil::Error names the op and the argument.
 void normalize_args(OpId op, std::vector<Arg>& args);

@@ -62,14 +62,8 @@ Tensor scatter_view(const ViewStep& step, const Tensor& input, const Tensor& val
   const Args a(args);
   const char* name = op_name(step.op);
   auto dim = [&](size_t i) { return wrap_dim(a.i64(i), input.dim(), name); };
+  if (is_reshape_like(step.op)) return value.reshape(input.sizes());
   switch (step.op) {
-    case OpId::view:
-    case OpId::reshape:
-    case OpId::flatten:
-    case OpId::unflatten:
-    case OpId::squeeze:
-    case OpId::unsqueeze:
-      return value.reshape(input.sizes());
     case OpId::t:
       return value.t();
     case OpId::transpose:

@@ -60,18 +60,7 @@ Node* canonical_permute(Graph& g, Node* n) {
 }
 
 bool reshape_like(const Node* n) {
-  if (n == nullptr || n->kind() != NodeKind::Call) return false;
-  switch (n->op()) {
-    case OpId::view:
-    case OpId::reshape:
-    case OpId::flatten:
-    case OpId::unflatten:
-    case OpId::squeeze:
-    case OpId::unsqueeze:
-      return true;
-    default:
-      return false;
-  }
+  return n != nullptr && n->kind() == NodeKind::Call && is_reshape_like(n->op());
 }
 
 // A chain of two or more reshape-like views whose input is contiguous -> one reshape of that

@@ -9,11 +9,7 @@ Pipeline::Pipeline(const std::string& name)
       trace_("[" + name + "]", name, CompileOptions{}, {}),
       backend_(backends::backend_for(kCPU)) {}
 
-void Pipeline::graph_stages(Graph& g) {
-  stages::pre_grad(g, trace_);
-  stages::decompositions(g, trace_);
-  stages::post_grad(g, trace_);
-}
+void Pipeline::graph_stages(Graph& g) { stages::graph_stages(g, trace_); }
 
 Pipeline::Scheduled Pipeline::lower_and_schedule(const Graph& g) {
   auto program = std::make_shared<const ir::Program>(stages::lowering(g, backend_, trace_));
