@@ -1,9 +1,9 @@
-// Host memory for tensors. Large blocks are cached after they are freed and handed out again
-// for the next request of the same size, as PyTorch's CUDA caching allocator does on the GPU:
-// a compiled graph or a training step that runs again asks for the same sizes, and fresh
-// memory costs a page fault per 4 KiB page on first touch (measured: a compiled MLP on 2 cores
-// spent 40% of its time in page faults before this cache). Large blocks also ask the kernel
-// for transparent huge pages.
+// Host memory for tensors. Large blocks are cached after they are freed and handed out again for
+// the next request of the same size, as PyTorch's CUDA caching allocator does on the GPU: a
+// compiled graph or a training step that runs again asks for the same sizes, and fresh memory costs
+// a page fault per 4 KiB page on first touch (before this cache, page faults took a large share of
+// a compiled MLP's time; measured: docs/performance.md). Large blocks also ask the kernel for
+// transparent huge pages.
 #pragma once
 
 #include <cstddef>

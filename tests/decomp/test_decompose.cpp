@@ -60,11 +60,12 @@ TEST(Decompose, DeclinesWhatMustStay) {
 // A declined node stays while the rest of the graph decomposes around it.
 TEST(Decompose, RewritesAroundADeclinedNode) {
   Graph g = parse_graph(
-      "def forward(self, x: \"f32[4, 6][6, 1]cpu\"):\n"
-      "    dropout = coil.dropout(x, 0.5, True)\n"
-      "    softmax = coil.softmax(dropout, 1)\n"
-      "    mean = coil.mean(softmax)\n"
-      "    return (softmax, mean)\n");
+      R"(def forward(self, x: "f32[4, 6][6, 1]cpu"):
+    dropout = coil.dropout(x, 0.5, True)
+    softmax = coil.softmax(dropout, 1)
+    mean = coil.mean(softmax)
+    return (softmax, mean)
+)");
   EXPECT_TRUE(decompose(g));
   verify(g);
   std::multiset<OpId> ops;
@@ -77,12 +78,13 @@ TEST(Decompose, RewritesAroundADeclinedNode) {
 
 TEST(Decompose, LeavesPrimitivesAlone) {
   Graph g = parse_graph(
-      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: \"f32[6][1]cpu\"):\n"
-      "    add = coil.add(x, y)\n"
-      "    var = coil.var(add, [1])\n"
-      "    t = coil.t(x)\n"
-      "    mm = coil.mm(x, t)\n"
-      "    return (var, mm)\n");
+      R"(def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[6][1]cpu"):
+    add = coil.add(x, y)
+    var = coil.var(add, [1])
+    t = coil.t(x)
+    mm = coil.mm(x, t)
+    return (var, mm)
+)");
   const std::string before = print_graph(g);
   EXPECT_FALSE(decompose(g));
   EXPECT_EQ(print_graph(g), before);
@@ -91,10 +93,11 @@ TEST(Decompose, LeavesPrimitivesAlone) {
 // Every user of the replaced node, the output included, reads the replacement.
 TEST(Decompose, ReplacesEveryUse) {
   Graph g = parse_graph(
-      "def forward(self, x: \"f32[3, 5][5, 1]cpu\"):\n"
-      "    silu = coil.silu(x)\n"
-      "    add = coil.add(silu, silu)\n"
-      "    return (silu, add, silu)\n");
+      R"(def forward(self, x: "f32[3, 5][5, 1]cpu"):
+    silu = coil.silu(x)
+    add = coil.add(silu, silu)
+    return (silu, add, silu)
+)");
   EXPECT_TRUE(decompose(g));
   verify(g);
   Tensor x = rnd({3, 5});
@@ -108,20 +111,22 @@ TEST(Decompose, ReplacesEveryUse) {
 
 TEST(Decompose, SoftmaxAsText) {
   Graph g = parse_graph(
-      "def forward(self, x: \"f16[4, 6][6, 1]cpu\"):\n"
-      "    softmax = coil.softmax(x, 1)\n"
-      "    return (softmax,)\n");
+      R"(def forward(self, x: "f16[4, 6][6, 1]cpu"):
+    softmax = coil.softmax(x, 1)
+    return (softmax,)
+)");
   decompose(g);
   EXPECT_EQ(print_graph(g),
-            "def forward(self, x: \"f16[4, 6][6, 1]cpu\"):\n"
-            "    to_dtype: \"f32[4, 6][6, 1]cpu\" = coil.to_dtype(x, coil.float32)\n"
-            "    amax: \"f32[4, 1][1, 1]cpu\" = coil.amax(to_dtype, [1], True)\n"
-            "    sub: \"f32[4, 6][6, 1]cpu\" = coil.sub(to_dtype, amax)\n"
-            "    exp: \"f32[4, 6][6, 1]cpu\" = coil.exp(sub)\n"
-            "    sum_1: \"f32[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
-            "    div: \"f32[4, 6][6, 1]cpu\" = coil.div(exp, sum_1)\n"
-            "    to_dtype_1: \"f16[4, 6][6, 1]cpu\" = coil.to_dtype(div, coil.float16)\n"
-            "    return (to_dtype_1,)\n");
+            R"(def forward(self, x: "f16[4, 6][6, 1]cpu"):
+    to_dtype: "f32[4, 6][6, 1]cpu" = coil.to_dtype(x, coil.float32)
+    amax: "f32[4, 1][1, 1]cpu" = coil.amax(to_dtype, [1], True)
+    sub: "f32[4, 6][6, 1]cpu" = coil.sub(to_dtype, amax)
+    exp: "f32[4, 6][6, 1]cpu" = coil.exp(sub)
+    sum_1: "f32[4, 1][1, 1]cpu" = coil.sum(exp, [1], True)
+    div: "f32[4, 6][6, 1]cpu" = coil.div(exp, sum_1)
+    to_dtype_1: "f16[4, 6][6, 1]cpu" = coil.to_dtype(div, coil.float16)
+    return (to_dtype_1,)
+)");
 }
 
 }  // namespace

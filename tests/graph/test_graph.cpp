@@ -214,12 +214,13 @@ TEST(Graph, ReplaceAllUsesWithSparesTheReplacementAndReorders) {
   EXPECT_TRUE(r->is_before(s.b));
   verify(s.g);
   EXPECT_EQ(print_graph(s.g),
-            "def forward(self, x: \"f32[8, 16][16, 1]cpu\", y: \"f32[16][1]cpu\"):\n"
-            "    sin: \"f32[8, 16][16, 1]cpu\" = coil.sin(x)\n"
-            "    relu: \"f32[8, 16][16, 1]cpu\" = coil.relu(sin)\n"
-            "    add: \"f32[8, 16][16, 1]cpu\" = coil.add(relu, y)\n"
-            "    mul: \"f32[8, 16][16, 1]cpu\" = coil.mul(add, relu)\n"
-            "    return (mul,)\n");
+            R"(def forward(self, x: "f32[8, 16][16, 1]cpu", y: "f32[16][1]cpu"):
+    sin: "f32[8, 16][16, 1]cpu" = coil.sin(x)
+    relu: "f32[8, 16][16, 1]cpu" = coil.relu(sin)
+    add: "f32[8, 16][16, 1]cpu" = coil.add(relu, y)
+    mul: "f32[8, 16][16, 1]cpu" = coil.mul(add, relu)
+    return (mul,)
+)");
 }
 
 TEST(Graph, ReplaceAllUsesWithRejectsCyclesAndShapeChanges) {

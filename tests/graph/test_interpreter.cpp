@@ -73,16 +73,17 @@ TEST(Interpreter, EveryOpMatchesRunEager) {
 // A small program against a float64 reference written as plain loops.
 TEST(Interpreter, ComputesAProgram) {
   Graph g = parse_graph(
-      "def forward(self, x: \"f64[3, 5][5, 1]cpu\", y: \"f64[5][1]cpu\"):\n"
-      "    w: \"f64[5][1]cpu\" = coil.parameter(\"w\")\n"
-      "    c: \"f64[1][1]cpu\" = coil.constant([0.5])\n"
-      "    a = coil.mul(x, w)\n"
-      "    b = coil.add(a, y)\n"
-      "    s = coil.sin(b)\n"
-      "    parts = coil.split(s, 2, 1)\n"
-      "    p2 = parts[2]\n"
-      "    t = coil.sub(p2, c)\n"
-      "    return (s, t, w)\n",
+      R"(def forward(self, x: "f64[3, 5][5, 1]cpu", y: "f64[5][1]cpu"):
+    w: "f64[5][1]cpu" = coil.parameter("w")
+    c: "f64[1][1]cpu" = coil.constant([0.5])
+    a = coil.mul(x, w)
+    b = coil.add(a, y)
+    s = coil.sin(b)
+    parts = coil.split(s, 2, 1)
+    p2 = parts[2]
+    t = coil.sub(p2, c)
+    return (s, t, w)
+)",
       {{"w", random({5}, kFloat64)}});
   Tensor x = random({3, 5}, kFloat64), y = random({5}, kFloat64);
   Tensor w = g.find("w")->value();
@@ -118,9 +119,10 @@ TEST(Interpreter, ChecksItsInputs) {
 
 TEST(Interpreter, UnboundParametersAreAnError) {
   Graph g = parse_graph(
-      "def forward(self):\n"
-      "    w: \"f32[2][1]cpu\" = coil.parameter(\"fc.w\")\n"
-      "    return (w,)\n");
+      R"(def forward(self):
+    w: "f32[2][1]cpu" = coil.parameter("fc.w")
+    return (w,)
+)");
   EXPECT_COIL_ERROR(interpret(g, {}), "parameter 'w' (\"fc.w\") has no data");
 }
 

@@ -37,12 +37,13 @@ TEST(GraphPrinter, GoldenGraphCode) {
   Node* gelu = g.call(OpId::gelu, {t, std::string("tanh")});
   g.output({add, gelu});
   const char* expected =
-      "def forward(self, x: \"f32[8, 16][16, 1]cpu\", y: \"f32[16][1]cpu\"):\n"
-      "    sin: \"f32[8, 16][16, 1]cpu\" = coil.sin(x)\n"
-      "    add: \"f32[8, 16][16, 1]cpu\" = coil.add(sin, y)\n"
-      "    transpose: \"f32[16, 8][1, 16]cpu\" = coil.transpose(add, 0, 1)\n"
-      "    gelu: \"f32[16, 8][8, 1]cpu\" = coil.gelu(transpose, \"tanh\")\n"
-      "    return (add, gelu)\n";
+      R"(def forward(self, x: "f32[8, 16][16, 1]cpu", y: "f32[16][1]cpu"):
+    sin: "f32[8, 16][16, 1]cpu" = coil.sin(x)
+    add: "f32[8, 16][16, 1]cpu" = coil.add(sin, y)
+    transpose: "f32[16, 8][1, 16]cpu" = coil.transpose(add, 0, 1)
+    gelu: "f32[16, 8][8, 1]cpu" = coil.gelu(transpose, "tanh")
+    return (add, gelu)
+)";
   EXPECT_EQ(print_graph(g), expected);
   expect_round_trip(g);
 }
@@ -63,11 +64,12 @@ TEST(GraphPrinter, GoldenWithReduction) {
   }
   g.output({add, sum});
   EXPECT_EQ(print_graph(g),
-            "def forward(self, x: \"f32[8, 16][16, 1]cpu\", y: \"f32[16][1]cpu\"):\n"
-            "    sin: \"f32[8, 16][16, 1]cpu\" = coil.sin(x)\n"
-            "    add: \"f32[8, 16][16, 1]cpu\" = coil.add(sin, y)\n"
-            "    sum_1: \"f32[][]cpu\" = coil.sum(add, [0, 1])\n"
-            "    return (add, sum_1)\n");
+            R"(def forward(self, x: "f32[8, 16][16, 1]cpu", y: "f32[16][1]cpu"):
+    sin: "f32[8, 16][16, 1]cpu" = coil.sin(x)
+    add: "f32[8, 16][16, 1]cpu" = coil.add(sin, y)
+    sum_1: "f32[][]cpu" = coil.sum(add, [0, 1])
+    return (add, sum_1)
+)");
   expect_round_trip(g);
 }
 
@@ -87,17 +89,18 @@ TEST(GraphPrinter, GoldenEveryNodeKind) {
   Node* add = g.call(OpId::add, {g0, Scalar(2)});
   g.output({cl, add, c});
   EXPECT_EQ(print_graph(g),
-            "def forward(self, x: \"f32[4, 6][6, 1]cpu\"):\n"
-            "    fc_weight: \"f32[6][1]cpu\" = coil.parameter(\"fc.weight\")\n"
-            "    constant: \"f32[2][1]cpu\" = coil.constant([0.1, 0.1])\n"
-            "    mul: \"f32[4, 6][6, 1]cpu\" = coil.mul(x, fc_weight)\n"
-            "    split = coil.split(mul, 2)\n"
-            "    getitem: \"f32[2, 6][6, 1]cpu\" = split[0]\n"
-            "    getitem_1: \"f32[2, 6][6, 1]cpu+12\" = split[1]\n"
-            "    slice_1: \"f32[2, 3][6, 2]cpu+12\" = coil.slice(getitem_1, 1, step=2)\n"
-            "    clamp: \"f32[2, 3][3, 1]cpu\" = coil.clamp(slice_1, max=0.5)\n"
-            "    add: \"f32[2, 6][6, 1]cpu\" = coil.add(getitem, 2)\n"
-            "    return (clamp, add, constant)\n");
+            R"(def forward(self, x: "f32[4, 6][6, 1]cpu"):
+    fc_weight: "f32[6][1]cpu" = coil.parameter("fc.weight")
+    constant: "f32[2][1]cpu" = coil.constant([0.1, 0.1])
+    mul: "f32[4, 6][6, 1]cpu" = coil.mul(x, fc_weight)
+    split = coil.split(mul, 2)
+    getitem: "f32[2, 6][6, 1]cpu" = split[0]
+    getitem_1: "f32[2, 6][6, 1]cpu+12" = split[1]
+    slice_1: "f32[2, 3][6, 2]cpu+12" = coil.slice(getitem_1, 1, step=2)
+    clamp: "f32[2, 3][3, 1]cpu" = coil.clamp(slice_1, max=0.5)
+    add: "f32[2, 6][6, 1]cpu" = coil.add(getitem, 2)
+    return (clamp, add, constant)
+)");
   expect_round_trip(g, {{"fc.weight", w->value()}});
   expect_round_trip(g);  // unbound: the parameter becomes a proxy with the same meta
 }
@@ -105,11 +108,15 @@ TEST(GraphPrinter, GoldenEveryNodeKind) {
 TEST(GraphPrinter, EmptyAndSingleResults) {
   Graph g;
   g.output({});
-  EXPECT_EQ(print_graph(g), "def forward(self):\n    return ()\n");
+  EXPECT_EQ(print_graph(g), R"(def forward(self):
+    return ()
+)");
   expect_round_trip(g);
   Graph h;
   h.output({h.placeholder("x", ops::contiguous_meta(kInt64, {}))});
-  EXPECT_EQ(print_graph(h), "def forward(self, x: \"i64[][]cpu\"):\n    return (x,)\n");
+  EXPECT_EQ(print_graph(h), R"(def forward(self, x: "i64[][]cpu"):
+    return (x,)
+)");
   expect_round_trip(h);
 }
 
@@ -201,30 +208,33 @@ TEST(GraphPrinter, ConstantsOfEveryDtypeRoundTripExactly) {
 TEST(GraphParser, ReadsHandWrittenText) {
   // No annotations on calls, comments, blank lines, spaced keywords, a trailing comma.
   Graph g = parse_graph(
-      "# a hand-written graph\n"
-      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: \"f32[6][1]cpu\",):\n"
-      "\n"
-      "    a = coil.add(x, y)   # broadcast\n"
-      "    b = coil.gelu(a, approximate = \"tanh\")\n"
-      "    c = coil.slice(b, dim=1, end=4)\n"
-      "    return (c, a,)\n");
+      R"(# a hand-written graph
+def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[6][1]cpu",):
+
+    a = coil.add(x, y)   # broadcast
+    b = coil.gelu(a, approximate = "tanh")
+    c = coil.slice(b, dim=1, end=4)
+    return (c, a,)
+)");
   verify(g);
   EXPECT_EQ(print_graph(g),
-            "def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: \"f32[6][1]cpu\"):\n"
-            "    a: \"f32[4, 6][6, 1]cpu\" = coil.add(x, y)\n"
-            "    b: \"f32[4, 6][6, 1]cpu\" = coil.gelu(a, \"tanh\")\n"
-            "    c: \"f32[4, 4][6, 1]cpu\" = coil.slice(b, 1, end=4)\n"
-            "    return (c, a)\n");
+            R"(def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[6][1]cpu"):
+    a: "f32[4, 6][6, 1]cpu" = coil.add(x, y)
+    b: "f32[4, 6][6, 1]cpu" = coil.gelu(a, "tanh")
+    c: "f32[4, 4][6, 1]cpu" = coil.slice(b, 1, end=4)
+    return (c, a)
+)");
   // New nodes get fresh names that do not clash with the parsed ones.
   EXPECT_EQ(g.call(OpId::sin, {g.find("a")})->name(), "sin");
 }
 
 TEST(GraphParser, BindsParametersByTarget) {
   const char* text =
-      "def forward(self, x: \"f32[2, 3][3, 1]cpu\"):\n"
-      "    w: \"f32[3][1]cpu\" = coil.parameter(\"layer.w\")\n"
-      "    m = coil.mul(x, w)\n"
-      "    return (m,)\n";
+      R"(def forward(self, x: "f32[2, 3][3, 1]cpu"):
+    w: "f32[3][1]cpu" = coil.parameter("layer.w")
+    m = coil.mul(x, w)
+    return (m,)
+)";
   Tensor w = arange(3, kFloat32);
   Graph g = parse_graph(text, {{"layer.w", w}});
   EXPECT_TRUE(g.find("w")->value().is_same(w));
@@ -292,19 +302,33 @@ TEST(GraphParser, ErrorsNameLineAndColumn) {
 }
 
 TEST(GraphParser, ErrorsOnAnnotations) {
-  EXPECT_PARSE_ERROR("def forward(self, x: \"f33[4][1]cpu\"):\n    return (x,)\n",
+  EXPECT_PARSE_ERROR(R"(def forward(self, x: "f33[4][1]cpu"):
+    return (x,)
+)",
                      "line 1:23: bad annotation \"f33[4][1]cpu\": unknown dtype 'f33'");
-  EXPECT_PARSE_ERROR("def forward(self, x: \"f32[4]cpu\"):\n    return (x,)\n",
+  EXPECT_PARSE_ERROR(R"(def forward(self, x: "f32[4]cpu"):
+    return (x,)
+)",
                      "line 1:29: bad annotation \"f32[4]cpu\": no strides");
-  EXPECT_PARSE_ERROR("def forward(self, x: \"f32[4][1, 1]cpu\"):\n    return (x,)\n",
+  EXPECT_PARSE_ERROR(R"(def forward(self, x: "f32[4][1, 1]cpu"):
+    return (x,)
+)",
                      "sizes and strides differ in length");
-  EXPECT_PARSE_ERROR("def forward(self, x: \"f32[4][1]gpu\"):\n    return (x,)\n",
+  EXPECT_PARSE_ERROR(R"(def forward(self, x: "f32[4][1]gpu"):
+    return (x,)
+)",
                      "line 1:32: bad annotation \"f32[4][1]gpu\": unknown device 'gpu'");
-  EXPECT_PARSE_ERROR("def forward(self, x: \"f32[a][1]cpu\"):\n    return (x,)\n",
+  EXPECT_PARSE_ERROR(R"(def forward(self, x: "f32[a][1]cpu"):
+    return (x,)
+)",
                      "cannot read '[a]' as a value of type int[]");
-  EXPECT_PARSE_ERROR("def forward(self, x):\n    return (x,)\n",
+  EXPECT_PARSE_ERROR(R"(def forward(self, x):
+    return (x,)
+)",
                      "line 1:20: expected ':' and an annotation after input 'x'");
-  EXPECT_PARSE_ERROR("def forward(self, x: \"f32[4][1]cpu):\n    return (x,)\n",
+  EXPECT_PARSE_ERROR(R"(def forward(self, x: "f32[4][1]cpu):
+    return (x,)
+)",
                      "line 1:22: unterminated string");
 }
 
@@ -334,9 +358,10 @@ TEST(GraphParser, ErrorsOnMultiOutputUse) {
 
 TEST(GraphParser, ErrorsFromMetaFunctionsAndConstants) {
   EXPECT_PARSE_ERROR(
-      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", z: \"f32[5][1]cpu\"):\n"
-      "    a = coil.add(x, z)\n"
-      "    return (a,)\n",
+      R"(def forward(self, x: "f32[4, 6][6, 1]cpu", z: "f32[5][1]cpu"):
+    a = coil.add(x, z)
+    return (a,)
+)",
       "line 2:14: add: shapes [4, 6] and [5] cannot be broadcast");
   EXPECT_PARSE_ERROR(with("    c: \"f32[3][1]cpu\" = coil.constant([1.0, 2.0])\n"),
                      "line 2:39: the annotation's shape [3] holds 3 values but the list has 2");

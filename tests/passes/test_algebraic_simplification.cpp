@@ -22,13 +22,15 @@ TEST(AlgebraicSimplification, RewritesPowers) {
                   "    reciprocal = coil.reciprocal(y)\n"
                   "    return (mul, sqrt, reciprocal)\n");
   expect_pass(run_algebraic_simplification,
-              "def forward(self, i: \"i64[5][1]cpu\"):\n"
-              "    two: \"i64[1][1]cpu\" = coil.constant([2])\n"
-              "    a = coil.pow(i, two)\n"
-              "    return (a,)\n",
-              "def forward(self, i: \"i64[5][1]cpu\"):\n"
-              "    mul = coil.mul(i, i)\n"
-              "    return (mul,)\n");
+              R"(def forward(self, i: "i64[5][1]cpu"):
+    two: "i64[1][1]cpu" = coil.constant([2])
+    a = coil.pow(i, two)
+    return (a,)
+)",
+              R"(def forward(self, i: "i64[5][1]cpu"):
+    mul = coil.mul(i, i)
+    return (mul,)
+)");
 }
 
 TEST(AlgebraicSimplification, RewritesNegations) {
@@ -49,11 +51,10 @@ TEST(AlgebraicSimplification, RewritesNegations) {
 
 TEST(AlgebraicSimplification, KeepsRewritesThatWouldChangeDtypeOrSizes) {
   expect_no_change(run_algebraic_simplification,
-                   "def forward(self, i: \"i64[3][1]cpu\", b: \"b8[3][1]cpu\", y: "
-                   "\"f32[6][1]cpu\"):\n"
-                   "    twos: \"f32[2, 6][6, 1]cpu\" = coil.constant([2.0, 2.0, 2.0, 2.0, 2.0, "
-                   "2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])\n"
-                   "    a = coil.pow(i, 2.0)\n"   // a float exponent makes it float32
+                   R"(def forward(self, i: "i64[3][1]cpu", b: "b8[3][1]cpu", y: "f32[6][1]cpu"):
+    twos: "f32[2, 6][6, 1]cpu" = coil.constant([2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+    a = coil.pow(i, 2.0)
+)"                                                // a float exponent makes it float32
                    "    c = coil.pow(i, 0.5)\n"   // likewise
                    "    d = coil.mul(b, -1)\n"    // bool * int is int64
                    "    e = coil.pow(y, twos)\n"  // the exponent broadcasts y to [2, 6]
@@ -73,14 +74,15 @@ TEST(AlgebraicSimplification, NeverMakesAResultAliasAnInput) {
 // follows PyTorch, which computes it as sqrt: those two are left out here.)
 TEST(AlgebraicSimplification, PreservesSpecialValues) {
   const char* text =
-      "def forward(self, x: \"f64[8][1]cpu\"):\n"
-      "    a = coil.pow(x, 2)\n"
-      "    b = coil.pow(x, -1)\n"
-      "    n = coil.neg(x)\n"
-      "    c = coil.neg(n)\n"
-      "    d = coil.mul(x, -1)\n"
-      "    e = coil.mul(c, 1)\n"
-      "    return (a, b, d, e)\n";
+      R"(def forward(self, x: "f64[8][1]cpu"):
+    a = coil.pow(x, 2)
+    b = coil.pow(x, -1)
+    n = coil.neg(x)
+    c = coil.neg(n)
+    d = coil.mul(x, -1)
+    e = coil.mul(c, 1)
+    return (a, b, d, e)
+)";
   Graph before = parse_graph(text), after = parse_graph(text);
   EXPECT_TRUE(run_algebraic_simplification(after));
   Tensor x = tensor(std::vector<double>{NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-310, -3.5, 1e200});

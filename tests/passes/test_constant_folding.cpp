@@ -116,11 +116,12 @@ TEST(ConstantFolding, LeavesInputsOfAsStrided) {
 // Integer division by zero fails when the program runs, not when it compiles.
 TEST(ConstantFolding, LeavesCallsWhoseKernelFails) {
   expect_no_change(run_constant_folding,
-                   "def forward(self, x: \"i64[2][1]cpu\"):\n"
-                   "    c: \"i64[2][1]cpu\" = coil.constant([1, 0])\n"
-                   "    d = coil.remainder(c, c)\n"
-                   "    a = coil.add(x, d)\n"
-                   "    return (a,)\n");
+                   R"(def forward(self, x: "i64[2][1]cpu"):
+    c: "i64[2][1]cpu" = coil.constant([1, 0])
+    d = coil.remainder(c, c)
+    a = coil.add(x, d)
+    return (a,)
+)");
 }
 
 }  // namespace

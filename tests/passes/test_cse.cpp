@@ -134,11 +134,11 @@ TEST(Cse, KeepsDistinctResultsDistinct) {
 TEST(Cse, NeverMergesSideEffects) {
   expect_no_change(
       run_cse,
-      "def forward(self, x: \"f32[2, 3, 4, 4][48, 16, 4, 1]cpu\", rm: \"f32[3][1]cpu\", "
-      "rv: \"f32[3][1]cpu\"):\n"
-      "    a = coil.batch_norm(x, None, None, rm, rv, True)\n"
-      "    b = coil.batch_norm(x, None, None, rm, rv, True)\n"
-      "    return (a, b)\n");
+      R"(def forward(self, x: "f32[2, 3, 4, 4][48, 16, 4, 1]cpu", rm: "f32[3][1]cpu", rv: "f32[3][1]cpu"):
+    a = coil.batch_norm(x, None, None, rm, rv, True)
+    b = coil.batch_norm(x, None, None, rm, rv, True)
+    return (a, b)
+)");
 }
 
 }  // namespace

@@ -9,10 +9,10 @@ using namespace coil::testing;
 namespace {
 
 const char* kHead =
-    "def forward(self, q: \"f32[2, 6, 4][24, 4, 1]cpu\", k: \"f32[2, 5, 4][20, 4, 1]cpu\", "
-    "v: \"f32[2, 5, 3][15, 3, 1]cpu\"):\n"
-    "    kt = coil.permute(k, [0, 2, 1])\n"
-    "    s = coil.matmul(q, kt)\n";
+    R"(def forward(self, q: "f32[2, 6, 4][24, 4, 1]cpu", k: "f32[2, 5, 4][20, 4, 1]cpu", v: "f32[2, 5, 3][15, 3, 1]cpu"):
+    kt = coil.permute(k, [0, 2, 1])
+    s = coil.matmul(q, kt)
+)";
 
 // kHead, then `lines`, then softmax(`input`, `dim`) @ v, returning `results`.
 std::string program(const std::string& lines, const std::string& input = "scaled",
@@ -53,22 +53,24 @@ TEST(FuseAttention, KeepsWhatItCannotFuse) {
   expect_no_change(run_fuse_attention, program("    scaled = coil.mul(s, s)\n"));
   expect_no_change(run_fuse_attention, program("    scaled = coil.div(s, 2.0, \"floor\")\n"));
   // The key is not transposed (q @ k with k already [.., E, S] could be anything).
-  expect_no_change(run_fuse_attention,
-                   "def forward(self, q: \"f32[6, 4][4, 1]cpu\", k: \"f32[4, 5][5, 1]cpu\", "
-                   "v: \"f32[5, 3][3, 1]cpu\"):\n"
-                   "    s = coil.matmul(q, k)\n"
-                   "    p = coil.softmax(s, -1)\n"
-                   "    out = coil.matmul(p, v)\n"
-                   "    return (out,)\n");
+  expect_no_change(
+      run_fuse_attention,
+      R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[4, 5][5, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
+    s = coil.matmul(q, k)
+    p = coil.softmax(s, -1)
+    out = coil.matmul(p, v)
+    return (out,)
+)");
   // float16 attention would round its scores differently from this graph.
-  expect_no_change(run_fuse_attention,
-                   "def forward(self, q: \"f16[6, 4][4, 1]cpu\", k: \"f16[5, 4][4, 1]cpu\", "
-                   "v: \"f16[5, 3][3, 1]cpu\"):\n"
-                   "    kt = coil.permute(k, [1, 0])\n"
-                   "    s = coil.matmul(q, kt)\n"
-                   "    p = coil.softmax(s, -1)\n"
-                   "    out = coil.matmul(p, v)\n"
-                   "    return (out,)\n");
+  expect_no_change(
+      run_fuse_attention,
+      R"(def forward(self, q: "f16[6, 4][4, 1]cpu", k: "f16[5, 4][4, 1]cpu", v: "f16[5, 3][3, 1]cpu"):
+    kt = coil.permute(k, [1, 0])
+    s = coil.matmul(q, kt)
+    p = coil.softmax(s, -1)
+    out = coil.matmul(p, v)
+    return (out,)
+)");
 }
 
 }  // namespace

@@ -108,95 +108,105 @@ TEST(PassManager, LogsEveryPassEveryRewriteAndTheChangedGraphs) {
 // The groups of the pipeline, end to end on one graph each.
 TEST(PassManager, PreGradGroup) {
   const char* before =
-      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: \"f32[6][1]cpu\"):\n"
-      "    c: \"f32[2][1]cpu\" = coil.constant([4.0, 9.0])\n"
-      "    r = coil.sqrt(c)\n"
-      "    t = coil.transpose(x, 0, 1)\n"
-      "    u = coil.t(t)\n"
-      "    a = coil.mul(u, 1)\n"
-      "    p = coil.pow(a, 2)\n"
-      "    q = coil.mul(x, x)\n"
-      "    n = coil.neg(q)\n"
-      "    s = coil.add(p, n)\n"
-      "    v = coil.view(s, [12, 2])\n"
-      "    w = coil.mul(v, r)\n"
-      "    unused = coil.exp(w)\n"
-      "    return (w,)\n";
+      R"(def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[6][1]cpu"):
+    c: "f32[2][1]cpu" = coil.constant([4.0, 9.0])
+    r = coil.sqrt(c)
+    t = coil.transpose(x, 0, 1)
+    u = coil.t(t)
+    a = coil.mul(u, 1)
+    p = coil.pow(a, 2)
+    q = coil.mul(x, x)
+    n = coil.neg(q)
+    s = coil.add(p, n)
+    v = coil.view(s, [12, 2])
+    w = coil.mul(v, r)
+    unused = coil.exp(w)
+    return (w,)
+)";
   Graph original = parse_graph(before), g = parse_graph(before);
   EXPECT_TRUE(run_pass_group(g, "pre_grad", pre_grad_passes(), ""));
-  EXPECT_EQ(print_graph(g), canonical("def forward(self, x: \"f32[4, 6][6, 1]cpu\", y: "
-                                      "\"f32[6][1]cpu\"):\n"
-                                      "    constant: \"f32[2][1]cpu\" = coil.constant([2.0, 3.0])\n"
-                                      "    mul = coil.mul(x, x)\n"
-                                      "    n = coil.neg(mul)\n"
-                                      "    s = coil.add(mul, n)\n"
-                                      "    v = coil.view(s, [12, 2])\n"
-                                      "    w = coil.mul(v, constant)\n"
-                                      "    return (w,)\n"));
+  EXPECT_EQ(print_graph(g),
+            canonical(R"(def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[6][1]cpu"):
+    constant: "f32[2][1]cpu" = coil.constant([2.0, 3.0])
+    mul = coil.mul(x, x)
+    n = coil.neg(mul)
+    s = coil.add(mul, n)
+    v = coil.view(s, [12, 2])
+    w = coil.mul(v, constant)
+    return (w,)
+)"));
   expect_same_results(original, g, random_inputs(original));
 }
 
 TEST(PassManager, JointGraphGroup) {
   const char* before =
-      "def forward(self, x: \"f32[4, 6][6, 1]cpu\", g: \"f32[4, 6][6, 1]cpu\"):\n"
-      "    s = coil.sin(x)\n"
-      "    c1 = coil.cos(x)\n"
-      "    c2 = coil.cos(x)\n"
-      "    gc = coil.mul(g, c1)\n"
-      "    d = coil.mul(gc, 1.0)\n"
-      "    unused = coil.mul(c2, 2)\n"
-      "    return (s, d)\n";
+      R"(def forward(self, x: "f32[4, 6][6, 1]cpu", g: "f32[4, 6][6, 1]cpu"):
+    s = coil.sin(x)
+    c1 = coil.cos(x)
+    c2 = coil.cos(x)
+    gc = coil.mul(g, c1)
+    d = coil.mul(gc, 1.0)
+    unused = coil.mul(c2, 2)
+    return (s, d)
+)";
   Graph original = parse_graph(before), g = parse_graph(before);
   EXPECT_TRUE(run_pass_group(g, "joint_graph", joint_graph_passes(), ""));
-  EXPECT_EQ(print_graph(g), canonical("def forward(self, x: \"f32[4, 6][6, 1]cpu\", g: "
-                                      "\"f32[4, 6][6, 1]cpu\"):\n"
-                                      "    s = coil.sin(x)\n"
-                                      "    c1 = coil.cos(x)\n"
-                                      "    gc = coil.mul(g, c1)\n"
-                                      "    return (s, gc)\n"));
+  EXPECT_EQ(print_graph(g),
+            canonical(R"(def forward(self, x: "f32[4, 6][6, 1]cpu", g: "f32[4, 6][6, 1]cpu"):
+    s = coil.sin(x)
+    c1 = coil.cos(x)
+    gc = coil.mul(g, c1)
+    return (s, gc)
+)"));
   expect_same_results(original, g, random_inputs(original));
 }
 
 // A linear layer as the decompositions leave it: the bias add and the relu end in the GEMM.
 TEST(PassManager, PostGradGroup) {
   const char* before =
-      "def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: \"f32[32, 16][16, 1]cpu\", "
-      "b: \"f32[32][1]cpu\"):\n"
-      "    wt = coil.transpose(w, 0, 1)\n"
-      "    m = coil.mm(x, wt)\n"
-      "    wt2 = coil.t(w)\n"
-      "    m2 = coil.mm(x, wt2)\n"
-      "    a = coil.add(b, m2)\n"
-      "    r = coil.relu(a)\n"
-      "    v = coil.view(r, [8, 32])\n"
-      "    return (v, m)\n";
+      R"(def forward(self, x: "f32[8, 16][16, 1]cpu", w: "f32[32, 16][16, 1]cpu", b: "f32[32][1]cpu"):
+    wt = coil.transpose(w, 0, 1)
+    m = coil.mm(x, wt)
+    wt2 = coil.t(w)
+    m2 = coil.mm(x, wt2)
+    a = coil.add(b, m2)
+    r = coil.relu(a)
+    v = coil.view(r, [8, 32])
+    return (v, m)
+)";
   Graph original = parse_graph(before), g = parse_graph(before);
   EXPECT_TRUE(run_pass_group(g, "post_grad", post_grad_passes(), ""));
   // After CSE the product has two users, so the bias add stays a pointwise kernel.
-  EXPECT_EQ(print_graph(g), canonical("def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: "
-                                      "\"f32[32, 16][16, 1]cpu\", b: \"f32[32][1]cpu\"):\n"
-                                      "    permute = coil.permute(w, [1, 0])\n"
-                                      "    m = coil.mm(x, permute)\n"
-                                      "    a = coil.add(b, m)\n"
-                                      "    r = coil.relu(a)\n"
-                                      "    return (r, m)\n"));
+  EXPECT_EQ(
+      print_graph(g),
+      canonical(
+          R"(def forward(self, x: "f32[8, 16][16, 1]cpu", w: "f32[32, 16][16, 1]cpu", b: "f32[32][1]cpu"):
+    permute = coil.permute(w, [1, 0])
+    m = coil.mm(x, permute)
+    a = coil.add(b, m)
+    r = coil.relu(a)
+    return (r, m)
+)"));
   expect_same_results(original, g, random_inputs(original));
 
   const char* single =
-      "def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: \"f32[32, 16][16, 1]cpu\", "
-      "b: \"f32[32][1]cpu\"):\n"
-      "    wt = coil.transpose(w, 0, 1)\n"
-      "    m = coil.mm(x, wt)\n"
-      "    a = coil.add(b, m)\n"
-      "    r = coil.relu(a)\n"
-      "    return (r,)\n";
+      R"(def forward(self, x: "f32[8, 16][16, 1]cpu", w: "f32[32, 16][16, 1]cpu", b: "f32[32][1]cpu"):
+    wt = coil.transpose(w, 0, 1)
+    m = coil.mm(x, wt)
+    a = coil.add(b, m)
+    r = coil.relu(a)
+    return (r,)
+)";
   Graph original2 = parse_graph(single), g2 = parse_graph(single);
   EXPECT_TRUE(run_pass_group(g2, "post_grad", post_grad_passes(), ""));
-  EXPECT_EQ(print_graph(g2), canonical("def forward(self, x: \"f32[8, 16][16, 1]cpu\", w: "
-                                       "\"f32[32, 16][16, 1]cpu\", b: \"f32[32][1]cpu\"):\n"
-                                       "    permute = coil.permute(w, [1, 0])\n"
-                                       "    addmm_relu = coil.addmm_relu(b, x, permute)\n"
-                                       "    return (addmm_relu,)\n"));
+  EXPECT_EQ(
+      print_graph(g2),
+      canonical(
+          R"(def forward(self, x: "f32[8, 16][16, 1]cpu", w: "f32[32, 16][16, 1]cpu", b: "f32[32][1]cpu"):
+    permute = coil.permute(w, [1, 0])
+    addmm_relu = coil.addmm_relu(b, x, permute)
+    return (addmm_relu,)
+)"));
   expect_same_results(original2, g2, random_inputs(original2));
 }
 

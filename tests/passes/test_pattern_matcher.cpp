@@ -191,10 +191,10 @@ TEST(PostGradPatterns, PredicateRejectionTriesTheOtherOperand) {
 TEST(PostGradPatterns, KeepAddsThatDoNotFitAddmm) {
   expect_no_change(
       run_post_grad_patterns,
-      "def forward(self, a: \"f32[4, 6][6, 1]cpu\", b: \"f32[6, 5][5, 1]cpu\", "
-      "b3: \"f32[2, 4, 5][20, 5, 1]cpu\", b64: \"f64[5][1]cpu\", bias: \"f32[5][1]cpu\"):\n"
-      "    m1 = coil.mm(a, b)\n"
-      "    s1 = coil.add(m1, b3)\n"  // grows the product to [2, 4, 5]
+      R"(def forward(self, a: "f32[4, 6][6, 1]cpu", b: "f32[6, 5][5, 1]cpu", b3: "f32[2, 4, 5][20, 5, 1]cpu", b64: "f64[5][1]cpu", bias: "f32[5][1]cpu"):
+    m1 = coil.mm(a, b)
+    s1 = coil.add(m1, b3)
+)"  // grows the product to [2, 4, 5]
       "    m2 = coil.mm(a, b)\n"
       "    s2 = coil.add(m2, b64)\n"  // promotes it to float64
       "    m3 = coil.mm(a, b)\n"

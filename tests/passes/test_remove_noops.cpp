@@ -57,9 +57,10 @@ TEST(RemoveNoops, KeepsIdentitiesThatBroadcastOrPromote) {
                        "    a = coil.add(y, z)\n"  // [6] + [3, 1, 1] zeros is [3, 1, 6]
                        "    return (a,)\n");
   expect_no_change(run_remove_noops,
-                   "def forward(self, i: \"i64[3][1]cpu\", h: \"f16[3][1]cpu\"):\n"
-                   "    a = coil.add(i, 0.0)\n"  // int + float number is float32
-                   "    b = coil.div(i, 1)\n"    // true division is float32
+                   R"(def forward(self, i: "i64[3][1]cpu", h: "f16[3][1]cpu"):
+    a = coil.add(i, 0.0)
+)"                                             // int + float number is float32
+                   "    b = coil.div(i, 1)\n"  // true division is float32
                    "    z: \"f32[1][1]cpu\" = coil.constant([0.0])\n"
                    "    d = coil.add(h, z)\n"  // a float32 tensor promotes f16
                    "    e = coil.to_dtype(h, coil.float32)\n"

@@ -152,9 +152,10 @@ TEST(CoilTool, CodegenAndRunCompileOnce) {
 
 TEST(CoilTool, MalformedFilesNameLineAndColumn) {
   std::string bad = scratch_file("bad.graph",
-                                 "def forward(self, x: \"f32[4][1]cpu\"):\n"
-                                 "    y = coil.sinn(x)\n"
-                                 "    return (y,)\n");
+                                 R"(def forward(self, x: "f32[4][1]cpu"):
+    y = coil.sinn(x)
+    return (y,)
+)");
   for (const char* cmd : {"print", "passes --group all", "lower", "codegen", "run", "explain"}) {
     SCOPED_TRACE(cmd);
     ShellResult r = run_shell(std::string("coil ") + cmd + " " + bad);
@@ -163,9 +164,10 @@ TEST(CoilTool, MalformedFilesNameLineAndColumn) {
     EXPECT_CONTAINS(r.err, "\n      y = coil.sinn(x)\n               ^\n");
   }
   std::string mismatch = scratch_file("mismatch.graph",
-                                      "def forward(self, x: \"f32[4][1]cpu\"):\n"
-                                      "    y: \"f32[5][1]cpu\" = coil.sin(x)\n"
-                                      "    return (y,)\n");
+                                      R"(def forward(self, x: "f32[4][1]cpu"):
+    y: "f32[5][1]cpu" = coil.sin(x)
+    return (y,)
+)");
   ShellResult r = run_shell("coil print " + mismatch);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_CONTAINS(r.err, mismatch +

@@ -104,10 +104,10 @@ template <typename T> static inline T coil_remainder_float(T x, T y) {
   if (m != T(0) && ((m < T(0)) != (y < T(0)))) m += y;
   return m;
 }
-// exp in float32 to 2 ulp, inline (no call: about 3x SLEEF's throughput here): x = n ln2 + r
+// exp in float32 to 2 ulp, inline (no call: several times SLEEF's throughput here): x = n ln2 + r
 // with |r| <= ln2/2, e^r = 1 + r + r^2 Q(r) (a Chebyshev fit made with mpmath for coil), and
 // 2^n applied exactly, subnormal results included: AVX-512's scalef in one instruction (a
-// softmax row's exp pass 10-15% faster), elsewhere as two power-of-two factors.
+// shorter softmax exp pass), elsewhere as two power-of-two factors.
 static inline vf32 vexp_parts(vf32 c, vf32& nf) {  // e^c = result * 2^nf
   nf = (c * 1.44269502f + 12582912.0f) - 12582912.0f;
   vf32 r = (c - nf * 0.693359375f) - nf * -2.12194442e-04f;
@@ -173,13 +173,13 @@ static inline float coil_softmax_exp(float s) {
   return (float)__builtin_ldexp(__builtin_exp((double)smax(s, -104.5f)), 64);
 }
 static inline float coil_softmax_div(float e, float sum) { return (float)((double)e / sum); }
-// erf in float32 within 4.3e-7 relative (7 ulps near 1, where the fit's rounding shows; 2x the
-// piecewise form's speed): x * P(x^2) / Q(x^2) on [-4, 4], a rational fit of erf(x) / x
+// erf in float32 within 4.3e-7 relative (7 ulps near 1, where the fit's rounding shows; faster
+// than a piecewise form): x * P(x^2) / Q(x^2) on [-4, 4], a rational fit of erf(x) / x
 // (degrees 6 and 4 in x^2, weighted least squares for relative error, made with numpy for
 // coil); beyond 4, float32's erf is +-1. Twelve multiply-adds and a reciprocal, against two
 // polynomials and an exp for a piecewise form: gelu's kernels are bound by this. With
 // AVX-512 the quotient is P times the 14-bit reciprocal estimate of Q, then corrected by its
-// residual (four instructions where a 512-bit division holds its port for 10 cycles; the
+// residual (four instructions where a 512-bit division holds its port for many cycles; the
 // worst error stays 4.3e-7; Q >= 1, so no special values).
 static inline vf32 verf(vf32 x) {
   vf32 c = vfloor_at(vceil_at(x, 4.0f), -4.0f);
@@ -199,8 +199,8 @@ static inline vf32 verf(vf32 x) {
   return vfloor_at(vceil_at(y, 1.0f), -1.0f);  // NaN stays NaN through each clamp
 }
 // sin and cos of x together, inline, within 2.8 ulp (sampled against float64 over [-8192,
-// 8192], the floats nearest multiples of pi/2 included; SLEEF's u35 promises 3.5) at about
-// 3x SLEEF's throughput: x = q pi/2 + r, pi/2 in four parts, the first three of 11 bits so
+// 8192], the floats nearest multiples of pi/2 included; SLEEF's u35 promises 3.5) at several
+// times SLEEF's throughput: x = q pi/2 + r, pi/2 in four parts, the first three of 11 bits so
 // that their products with |q| < 2^13 are exact; sin and cos of |r| <= pi/4 as polynomials
 // (scripts/fit_sincos.py); then the quadrant q mod 4 swaps them and sets their signs. A NaN
 // stays NaN; a vector with a lane beyond 8192 (or infinite) goes to SLEEF.

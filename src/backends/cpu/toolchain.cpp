@@ -65,10 +65,10 @@ std::string resolve_compiler() {
       "to a compiler's path");
 }
 
-// The compiler's identity without running it (starting `g++ --version` costs 2 ms, paid by
-// every process's warm-cache first call): the file the path resolves to (g++ -> g++-12 -> ...),
-// its size and its modification time, as ccache's default compiler check. Installing another
-// compiler version replaces that file, and so changes every cache key.
+// The compiler's identity without running it (starting `g++ --version` is a process start, paid by
+// every process's warm-cache first call): the file the path resolves to (g++ -> g++-12 -> ...), its
+// size and its modification time, as ccache's default compiler check. Installing another compiler
+// version replaces that file, and so changes every cache key.
 std::string compiler_identity(const std::string& compiler) {
   std::string id = jit::file_identity(compiler);
   COIL_CHECK(!id.empty(), "jit: cannot read the C++ compiler '", compiler,
@@ -95,9 +95,10 @@ const std::string& machine_id() {
 
 std::vector<std::string> flags_from_env() {
   std::vector<std::string> flags = kFlags;
-  // gold links a small library in a third of the time of the default linker (which spends
-  // 0.1-0.2 s reading the C++ runtime's symbols): a kernel's cold compile on 2 cores, 0.27 ->
-  // 0.15 s. Binutils ships it beside ld; where it is missing, the default linker does the job.
+  // gold links a small library much faster than the default linker (which spends most of that time
+  // reading the C++ runtime's symbols), shortening every kernel's cold compile (measured:
+  // docs/performance.md). Binutils ships it beside ld; where it is missing, the default linker does
+  // the job.
   if (!find_program("ld.gold").empty()) flags.push_back("-fuse-ld=gold");
   if (const char* extra = std::getenv("COIL_CXXFLAGS")) {
     std::istringstream words(extra);

@@ -37,10 +37,9 @@ int64_t padded(int64_t n) { return (n + kTile - 1) / kTile * kTile; }
 // number of 128-byte line pairs (512 bytes for 128 queries), and a column of rows that far
 // apart falls in a fraction of L1's sets (an eighth at 128 queries), too few to keep the 64
 // rows of qt that each scores tile reads, or the 256 rows of st that each output tile reads,
-// from one tile to the next. On the device, one thread's block went from 77-113 to 76-80 us,
-// and 16 threads' call from 0.156-0.165 to 0.155-0.162 ms in turns
-// (bench/results/device_attention_block_padded_2026-11-25.txt); on the 2-core EPYC, 92-94 to
-// 89-91 us a block.
+// from one tile to the next. The extra line spreads them over all the sets: a block's time
+// became steadier and slightly shorter (bench/probes/attention_block_ab.cpp measures it;
+// measured: docs/performance.md).
 int64_t row_stride(int64_t np) { return np + 16; }
 
 #define COIL_AVX512 __attribute__((target("avx512f"), always_inline)) inline
@@ -95,7 +94,8 @@ COIL_AVX512 void transpose16(__m512 r[16]) {
 COIL_AVX512 void pack_queries(const AttentionBlock& b, int64_t np, int64_t ld, float* qt) {
   const __m512 scale = _mm512_set1_ps(b.scale);
   // Rows of unit stride: squares of 16 rows by 16 features, loaded along the rows and
-  // transposed in registers (a gather per vector took 7 % of a block on the EPYC).
+  // transposed in registers (a gather per vector cost a visible share of a block's time;
+  // measured: docs/performance.md).
   if (b.q_col == 1) {
     __m512 r[16];
     for (int64_t i0 = 0; i0 < np; i0 += 16)
@@ -170,9 +170,8 @@ COIL_AVX512 void scores_tile(const AttentionBlock& b, const float* qt, int64_t l
 
 // st rows j0 .. j0+MR for every query, and the columns' running maxima mx: the band's rows of k
 // come from memory once, then from L1 for each tile of queries (qt stays in L1 throughout).
-// With the queries' tiles outside, each tile read all of k again: on the device, 16 threads'
-// call took 0.139 against 0.148 ms, the median of six rounds in turns (0.137-0.151 against
-// 0.141-0.176; bench/results/device_attention_block_ab_2026-11-25b.txt).
+// With the queries' tiles outside, each tile read all of k again, and the whole call was
+// slower (bench/probes/attention_block_ab.cpp measures it; measured: docs/performance.md).
 template <int MR>
 COIL_AVX512 void scores_band(const AttentionBlock& b, const float* qt, int64_t np, int64_t ld,
                              float* st, float* mx, int64_t j0) {
@@ -265,9 +264,10 @@ COIL_AVX512 void output_tile(const AttentionBlock& b, const float* st, int64_t l
 
 // Every output row for columns c0 .. c0 + 16*C, a chunk of kKeyChunk keys at a time: tiles of
 // MR rows, then single rows. A chunk's rows of v (16 KB at most) stay in L1 for every tile,
-// where a tile over all the keys read all of v from L2 again (1.4 MB a block of 128 rows). On
-// one core of the device this product took 6-10 % fewer cycles (against the scores' in the
-// same runs; bench/results/device_attention_block_ab_2026-11-25d.txt), on the EPYC 3 % more.
+// where a tile over all the keys read all of v from L2 again (1.4 MB a block of 128 rows). The
+// trade-off depends on the CPU: of the two measured, chunking made this product take fewer
+// cycles on one and slightly more on the other (bench/probes/attention_block_ab.cpp measures
+// it; measured: docs/performance.md).
 // MR * C accumulators stay within the 32 registers with the C values and a weight.
 constexpr int64_t kKeyChunk = 64;
 template <int C>

@@ -1,12 +1,10 @@
 // Flash-style float32 attention for one block of query rows on one thread, in one AVX-512
 // kernel: the scores, their softmax and the output rows, with the scores in the thread's
-// cache throughout. On the 16-core device machine, attention's CPU shape (8 x 256 x 64, a block
-// of 128 rows per thread) took 0.133-0.142 ms this way, against 0.170-0.174 ms for blocks whose
-// products are the library's and 0.158-0.179 ms for the library's batched products around a
-// row softmax; the library's products alone took 0.135-0.146 ms
-// (bench/probes/attention_kernel.cpp, bench/results/device_attention_kernel_2026-11-25.txt).
-// With later changes (docs/performance.md, session 11), coil-bench's attention took 0.149 ms
-// against 0.145 ms for the library's two batched products, timed in turns.
+// cache throughout. At attention's CPU shape (8 x 256 x 64, a block of 128 rows per thread)
+// this is faster than blocks whose products are the library's and than the library's batched
+// products around a row softmax, and close to the library's two batched products alone, which
+// leave the softmax out (bench/probes/attention_kernel.cpp measures it; measured:
+// docs/performance.md).
 #pragma once
 
 #include <cstdint>

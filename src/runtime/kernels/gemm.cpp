@@ -26,11 +26,10 @@ constexpr int64_t kParallelWork = int64_t{1} << 16;
 // below, calling a library costs more than the product.
 constexpr int64_t kOnednnWork = int64_t{1} << 15;
 
-// Which library takes a single float32 product: oneDNN (its brgemm kernels, generated per
-// shape in under a millisecond) unless COIL_MATMUL_LIBRARY=openblas. On the 16-core device
-// machine oneDNN is the faster of the two at every workload shape (docs/performance.md); the
-// switch is there to compare them. A batch of products always goes to oneDNN, which spreads
-// one batch over every core.
+// Which library takes a single float32 product: oneDNN (its brgemm kernels, generated once per
+// shape at small cost) unless COIL_MATMUL_LIBRARY=openblas. oneDNN is the faster of the two at
+// every workload shape (measured: docs/performance.md); the switch is there to compare them. A
+// batch of products always goes to oneDNN, which spreads one batch over every core.
 bool onednn_for_single_products() {
   static const bool onednn = [] {
     const char* v = std::getenv("COIL_MATMUL_LIBRARY");

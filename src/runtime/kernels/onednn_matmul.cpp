@@ -49,8 +49,8 @@ Cache& cache() {
 
 // A batch of `batch` rows x cols matrices. A batch of one still needs a batch stride that
 // oneDNN can match to a plain layout: with stride 1 it reads the matrices as "bca", which its
-// brgemm kernels decline, and the generic jit gemm it falls back to spends about 20 ms
-// generating its kernels on a process's first product.
+// brgemm kernels decline, and the generic jit gemm it falls back to spends a long time
+// generating its kernels on a process's first product (measured: docs/performance.md).
 dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, int64_t batch_stride,
                         int64_t row_stride, int64_t col_stride) {
   if (batch == 1) batch_stride = std::max(rows * row_stride, cols * col_stride);

@@ -1,7 +1,6 @@
 // float32 matrix products through oneDNN, whose just-in-time kernels pick the CPU's best
 // instructions at run time and, unlike OpenBLAS here, keep a batch of mid-sized products
-// (attention's 8 x 256x256x64) busy on every core. Measured on the 16-core device machine:
-// see docs/performance.md.
+// (attention's 8 x 256x256x64) busy on every core (measured: docs/performance.md).
 #pragma once
 
 #include <cstdint>

@@ -12,10 +12,10 @@ namespace coil {
 // x[0, n) = softmax(x[0, n) * scale), except that a row of -inf alone gives zeros (attention's
 // "safe" softmax: nothing to attend to) rather than NaN, and that results below FLT_MIN are 0.
 // Those are attention weights that go on into a product with the values, where each subnormal
-// operand costs the multiply-add a microcode assist (on the 16-core device machine, attention
-// with scores of deviation 20 took 0.77 ms, against 0.18-0.19 ms with them 0), and where such a
-// weight moves an output, a weighted mean of the values, by less than 2^-126 times their
-// largest magnitude. A NaN or +inf makes the row NaN, as in softmax.
+// operand costs the multiply-add a microcode assist (attention with widely spread scores ran
+// several times slower than with scores 0; bench/probes/softmax_denormals.c measures the cost), and
+// where such a weight moves an output, a weighted mean of the values, by less than 2^-126 times
+// their largest magnitude. A NaN or +inf makes the row NaN, as in softmax.
 void softmax_row(float* x, int64_t n, float scale);
 
 // Each implementation this CPU can run (AVX-512, AVX2, one lane), by name, so that tests

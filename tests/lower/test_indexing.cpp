@@ -2,7 +2,7 @@
 // extern call): they match eager exactly for every dtype, index dtype and layout, fuse with
 // their producers and consumers, and an out-of-range index fails the call as eager does.
 #include "backends/cpu/cpp_kernel.h"
-#include "inductor/stages.h"
+#include "testing_stages.h"
 #include "testing.h"
 
 namespace coil::testing {
@@ -204,9 +204,10 @@ using testing_stages::lowered_and_scheduled;
 // along the vectorised loop, so it is loaded and checked once per step, not per lane.
 TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
   Compiled c = lowered_and_scheduled(
-      "def forward(self, w: \"f32[10, 64][64, 1]cpu\", i: \"i64[3][1]cpu\"):\n"
-      "    embedding: \"f32[3, 64][64, 1]cpu\" = coil.embedding(w, i, -1)\n"
-      "    return (embedding,)\n");
+      R"(def forward(self, w: "f32[10, 64][64, 1]cpu", i: "i64[3][1]cpu"):
+    embedding: "f32[3, 64][64, 1]cpu" = coil.embedding(w, i, -1)
+    return (embedding,)
+)");
   EXPECT_EQ(ir::to_string(c.program),
             "in0: f32[10, 64][64, 1] = input 0\n"
             "in1: i64[3][1] = input 1\n"
@@ -246,9 +247,10 @@ TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
 // holds no integer lanes), each element checked on its own.
 TEST(IndexingGolden, GatherAlongTheLastDimIsScalar) {
   Compiled c = lowered_and_scheduled(
-      "def forward(self, x: \"f32[4, 64][64, 1]cpu\", i: \"i64[4, 32][32, 1]cpu\"):\n"
-      "    gather: \"f32[4, 32][32, 1]cpu\" = coil.gather(x, 1, i)\n"
-      "    return (gather,)\n");
+      R"(def forward(self, x: "f32[4, 64][64, 1]cpu", i: "i64[4, 32][32, 1]cpu"):
+    gather: "f32[4, 32][32, 1]cpu" = coil.gather(x, 1, i)
+    return (gather,)
+)");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
   codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
   EXPECT_FALSE(k.vectorized);
@@ -260,10 +262,11 @@ TEST(IndexingGolden, GatherAlongTheLastDimIsScalar) {
 // the reader needs elements computed at other points. The refusal says so.
 TEST(IndexingGolden, ATableProducerDoesNotFuseIntoTheLookup) {
   Compiled c = lowered_and_scheduled(
-      "def forward(self, w: \"f32[3, 64][64, 1]cpu\", i: \"i64[3][1]cpu\"):\n"
-      "    exp: \"f32[3, 64][64, 1]cpu\" = coil.exp(w)\n"
-      "    embedding: \"f32[3, 64][64, 1]cpu\" = coil.embedding(exp, i, -1)\n"
-      "    return (embedding,)\n");
+      R"(def forward(self, w: "f32[3, 64][64, 1]cpu", i: "i64[3][1]cpu"):
+    exp: "f32[3, 64][64, 1]cpu" = coil.exp(w)
+    embedding: "f32[3, 64][64, 1]cpu" = coil.embedding(exp, i, -1)
+    return (embedding,)
+)");
   EXPECT_EQ(c.schedule.kernels.size(), 2u);
   bool found = false;
   for (const std::string& d : c.schedule.decisions)

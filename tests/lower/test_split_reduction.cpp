@@ -4,7 +4,7 @@
 
 #include <coil/coil.h>
 
-#include "inductor/stages.h"
+#include "testing_stages.h"
 #include "ops/meta_util.h"
 #include "testing.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "inductor/stages.h"
+#include "testing_stages.h"
 #include "testing.h"
 
 using namespace coil;
@@ -105,12 +105,13 @@ TEST_F(SoftmaxSubnormals, OnlyWhereNothingElseReadsTheScaledValues) {
 
   using testing_stages::lowered_and_scheduled;
   const std::string head =
-      "def forward(self, x: \"f32[4, 8][8, 1]cpu\"):\n"
-      "    amax: \"f32[4, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
-      "    sub: \"f32[4, 8][8, 1]cpu\" = coil.sub(x, amax)\n"
-      "    exp: \"f32[4, 8][8, 1]cpu\" = coil.exp(sub)\n"
-      "    sum_1: \"f32[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
-      "    div: \"f32[4, 8][8, 1]cpu\" = coil.div(exp, sum_1)\n";
+      R"(def forward(self, x: "f32[4, 8][8, 1]cpu"):
+    amax: "f32[4, 1][1, 1]cpu" = coil.amax(x, [1], True)
+    sub: "f32[4, 8][8, 1]cpu" = coil.sub(x, amax)
+    exp: "f32[4, 8][8, 1]cpu" = coil.exp(sub)
+    sum_1: "f32[4, 1][1, 1]cpu" = coil.sum(exp, [1], True)
+    div: "f32[4, 8][8, 1]cpu" = coil.div(exp, sum_1)
+)";
   std::string idiom = ir::to_string(lowered_and_scheduled(head + "    return (div,)\n").program);
   std::string exp_too =
       ir::to_string(lowered_and_scheduled(head + "    return (div, exp)\n").program);
@@ -126,13 +127,14 @@ TEST_F(SoftmaxSubnormals, OnlyWhereNothingElseReadsTheScaledValues) {
 // float64 keeps exp and div: its subnormals start at 2^-1022, far below any row's reach.
 TEST_F(SoftmaxSubnormals, Float64KeepsExpAndDiv) {
   std::string p = ir::to_string(testing_stages::lowered_and_scheduled(
-                                    "def forward(self, x: \"f64[4, 8][8, 1]cpu\"):\n"
-                                    "    amax: \"f64[4, 1][1, 1]cpu\" = coil.amax(x, [1], True)\n"
-                                    "    sub: \"f64[4, 8][8, 1]cpu\" = coil.sub(x, amax)\n"
-                                    "    exp: \"f64[4, 8][8, 1]cpu\" = coil.exp(sub)\n"
-                                    "    sum_1: \"f64[4, 1][1, 1]cpu\" = coil.sum(exp, [1], True)\n"
-                                    "    div: \"f64[4, 8][8, 1]cpu\" = coil.div(exp, sum_1)\n"
-                                    "    return (div,)\n")
+                                    R"(def forward(self, x: "f64[4, 8][8, 1]cpu"):
+    amax: "f64[4, 1][1, 1]cpu" = coil.amax(x, [1], True)
+    sub: "f64[4, 8][8, 1]cpu" = coil.sub(x, amax)
+    exp: "f64[4, 8][8, 1]cpu" = coil.exp(sub)
+    sum_1: "f64[4, 1][1, 1]cpu" = coil.sum(exp, [1], True)
+    div: "f64[4, 8][8, 1]cpu" = coil.div(exp, sum_1)
+    return (div,)
+)")
                                     .program);
   EXPECT_EQ(p.find("softmax"), std::string::npos) << p;
 }
