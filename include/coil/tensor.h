@@ -108,7 +108,9 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
-  Tensor to(Device device) const;
+  Tensor to(Device device) const;  // a copy on `device` (itself when already there)
+  Tensor cuda(int index = 0) const;
+  Tensor cpu() const;
   Tensor detach() const;
 
   // --- math as methods ------------------------------------------------------------------

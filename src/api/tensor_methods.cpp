@@ -46,11 +46,10 @@ Tensor Tensor::to(DType dtype) const {
   return dtype == this->dtype() ? *this : call_op1(OpId::to_dtype, {*this, dtype});
 }
 Tensor Tensor::to(Device device) const {
-  if (device == this->device()) return *this;
-  check_cpu(device, "to");
-  check_cpu(this->device(), "to");
-  return *this;
+  return device == this->device() ? *this : call_op1(OpId::to_device, {*this, device});
 }
+Tensor Tensor::cuda(int index) const { return to(Device(DeviceType::CUDA, index)); }
+Tensor Tensor::cpu() const { return to(kCPU); }
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = impl_->storage;

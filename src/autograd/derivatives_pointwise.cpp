@@ -127,6 +127,7 @@ std::vector<RuleEntry> pointwise_rules() {
     {O::to_dtype, [](C c) { c.set(0, c.grad()); }},
     {O::clone, [](C c) { c.set(0, c.grad()); }},
     {O::contiguous, [](C c) { c.set(0, c.grad()); }},
+    {O::to_device, [](C c) { c.set(0, c.grad().to(c.in(0).device())); }},
     {O::add, [](C c) { c.set(0, c.grad()); c.set(1, c.grad()); }},
     {O::sub, [](C c) { c.set(0, c.grad()); if (c.wants(1)) c.set(1, -c.grad()); }},
     {O::mul, [](C c) {

@@ -70,8 +70,9 @@ const std::string& Args::str(size_t i) const { return get<std::string>(v_, i, "a
 std::optional<std::string> Args::opt_str(size_t i) const {
   return is_none(i) ? std::nullopt : std::optional<std::string>(str(i));
 }
+Device Args::device(size_t i) const { return get<Device>(v_, i, "a device"); }
 std::optional<Device> Args::opt_device(size_t i) const {
-  return is_none(i) ? std::nullopt : std::optional<Device>(get<Device>(v_, i, "a device"));
+  return is_none(i) ? std::nullopt : std::optional<Device>(device(i));
 }
 
 }  // namespace coil

@@ -43,6 +43,7 @@ class Args {
   std::optional<DType> opt_dtype(size_t i) const;
   const std::string& str(size_t i) const;
   std::optional<std::string> opt_str(size_t i) const;
+  Device device(size_t i) const;
   std::optional<Device> opt_device(size_t i) const;
 
  private:

@@ -4,6 +4,7 @@
 
 #include "ops/meta_util.h"
 #include "runtime/convert.h"
+#include "runtime/cuda_runtime.h"
 
 namespace coil::ops {
 
@@ -184,6 +185,24 @@ std::vector<TensorMeta> meta_contiguous(const Args& a) {
 std::vector<Tensor> eager_contiguous(const Args& a, const std::vector<TensorMeta>&) {
   const Tensor& x = a.tensor(0);
   return one(x.is_contiguous() ? x : contiguous_copy(x));
+}
+
+// A copy to another device (host <-> GPU, or between GPUs): contiguous on the target.
+std::vector<TensorMeta> meta_to_device(const Args& a) {
+  const Tensor& x = a.tensor(0);
+  const Device d = a.device(1);
+  if (d.is_cuda()) cuda::check_device(d, "to");
+  return one(contiguous_meta(x.dtype(), x.sizes(), d));
+}
+std::vector<Tensor> eager_to_device(const Args& a, const std::vector<TensorMeta>& out) {
+  // The source made contiguous on its own device first (a kernel there), then one copy.
+  Tensor x = a.tensor(0);
+  if (x.device() == out[0].device) return one(contiguous_copy(x));
+  if (!x.is_contiguous()) x = run_eager(OpId::contiguous, {x}).at(0);
+  Tensor y = empty_from_meta(out[0]);
+  cuda::copy(y.impl()->data(), y.device(), x.impl()->data(), x.device(),
+             static_cast<size_t>(x.numel()) * itemsize(x.dtype()));
+  return one(y);
 }
 
 // ---- binary -----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include "runtime/tensor_impl.h"
 
 #include "runtime/allocator.h"
+#include "runtime/cuda_runtime.h"
 
 #include <cstdlib>
 #include <sstream>
@@ -40,13 +41,12 @@ bool TensorMeta::is_contiguous() const {
 }
 
 void check_cpu(const Device& device, const char* op) {
-  COIL_CHECK(device.is_cpu(), op, ": tensors on ", device.str(),
-             " cannot run yet (coil's eager kernels are CPU-only; the CUDA backend runs compiled "
-             "graphs); move the tensor with .to(coil::kCPU)");
+  COIL_CHECK(device.is_cpu(), op, ": this kernel runs on the CPU, but a tensor is on ",
+             device.str(), "; move it with .cpu()");
 }
 
 Tensor empty_from_meta(const TensorMeta& meta) {
-  check_cpu(meta.device, "empty");
+  if (meta.device.is_cuda()) cuda::check_device(meta.device, "empty");
   for (int64_t s : meta.sizes)
     COIL_CHECK(s >= 0, "empty: negative size in ", shape_str(meta.sizes));
   COIL_CHECK(meta.sizes.size() == meta.strides.size(), "empty_strided: sizes ",
@@ -63,8 +63,13 @@ Tensor empty_from_meta(const TensorMeta& meta) {
   }
   auto storage = std::make_shared<Storage>();
   storage->nbytes = static_cast<size_t>(meta.offset + extent) * itemsize(meta.dtype);
-  storage->data = allocate_host(storage->nbytes);
-  storage->deleter = [n = storage->nbytes](void* p) { free_host(p, n); };
+  if (meta.device.is_cuda()) {
+    storage->data = cuda::allocate(storage->nbytes, meta.device.index);
+    storage->deleter = [d = meta.device.index](void* p) { cuda::free(p, d); };
+  } else {
+    storage->data = allocate_host(storage->nbytes);
+    storage->deleter = [n = storage->nbytes](void* p) { free_host(p, n); };
+  }
   storage->device = meta.device;
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);

@@ -69,6 +69,7 @@ inline Arg B(bool v) { return v; }
 inline Arg L(Shape v) { return v; }
 inline Arg Str(const char* v) { return std::string(v); }
 inline Arg D(DType v) { return v; }
+inline Arg Dev(const char* v) { return Device(v); }
 inline Arg None() { return {}; }
 
 inline const std::vector<OpExample>& op_examples() {
@@ -106,6 +107,7 @@ inline const std::vector<OpExample>& op_examples() {
       {"to_dtype", {In{"x"}, D(kFloat64)}},
       {"clone", {In{"x"}}},
       {"contiguous", {In{"x"}}},
+      {"to_device", {In{"x"}, Dev("cpu")}},  // the GPU's copies: tests/cuda/
       // binary and ternary pointwise
       {"add", {In{"x"}, In{"y"}}},
       {"add", {In{"x"}, S(2)}},

@@ -235,10 +235,12 @@ Emitted BodyEmitter::emit_load(const ir::ValueNode& v, const std::vector<Emitted
   // A gather: each lane computes its own index.
   sym::Expr k = sym::var("k_", sym::Range{0, 15});
   sym::Expr at = sym::substitute(index, {{lane_, lane_ + k}});
+  const std::string gathered = buf + "[" + sym::to_c(at) + "]";
+  if (auto it = cse_.find(gathered); it != cse_.end()) return it->second;  // gathered once
   Emitted e{"t" + std::to_string(counter_++), true};
   line("vf32 " + e.text + ";");
-  line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " + e.text + "[k_] = " + buf + "[" + sym::to_c(at) +
-       "];");
+  line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " + e.text + "[k_] = " + gathered + ";");
+  cse_.emplace(gathered, e);
   return e;
 }
 

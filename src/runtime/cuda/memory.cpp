@@ -1,0 +1,109 @@
+// The caching allocator of each device over cudaMalloc, and the memory statistics of
+// include/coil/cuda.h.
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <coil/cuda.h>
+#include <coil/error.h>
+
+#include "runtime/caching_allocator.h"
+#include "runtime/cuda_runtime.h"
+
+namespace coil::cuda {
+
+namespace {
+
+class CudaMemory : public DeviceMemory {
+ public:
+  explicit CudaMemory(int device) : device_(device) {}
+  void* allocate(size_t bytes) override {
+    set_device(device_);
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    check(e, "cudaMalloc");
+    return p;
+  }
+  void release(void* ptr) override {
+    set_device(device_);
+    check(cudaFree(ptr), "cudaFree");
+  }
+  void* record_event(void* stream) override {
+    set_device(device_);
+    cudaEvent_t e;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventRecord(e, static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+    return e;
+  }
+  bool event_done(void* event) override {
+    cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (e == cudaErrorNotReady) {
+      cudaGetLastError();
+      return false;
+    }
+    check(e, "cudaEventQuery");
+    return true;
+  }
+  void destroy_event(void* event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+  void synchronize() override {
+    set_device(device_);
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+  std::string capacity() override {
+    size_t free = 0, total = 0;
+    set_device(device_);
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return "the device's capacity is unknown";
+    return "GPU " + std::to_string(device_) + " has a total capacity of " +
+           format_bytes(static_cast<int64_t>(total)) + " of which " +
+           format_bytes(static_cast<int64_t>(free)) + " is free";
+  }
+
+ private:
+  int device_;
+};
+
+// Never destroyed (the driver may be gone by the time static destructors run).
+CachingAllocator& allocator(int device) {
+  static auto* all = [] {
+    auto* v = new std::vector<std::unique_ptr<CachingAllocator>>();
+    for (int d = 0; d < device_count(); ++d)
+      v->push_back(std::make_unique<CachingAllocator>(std::make_unique<CudaMemory>(d),
+                                                      Device(DeviceType::CUDA, d).str()));
+    return v;
+  }();
+  COIL_CHECK(device >= 0 && device < static_cast<int>(all->size()), "cuda: device ", device,
+             " does not exist");
+  return *(*all)[static_cast<size_t>(device)];
+}
+
+}  // namespace
+
+void* allocate(size_t nbytes, int device) {
+  return allocator(device).allocate(nbytes, stream(device));
+}
+
+void free(void* ptr, int device) { allocator(device).free(ptr); }
+
+int64_t memory_allocated(int device) {
+  return available() ? allocator(device).stats().allocated : 0;
+}
+int64_t max_memory_allocated(int device) {
+  return available() ? allocator(device).stats().peak_allocated : 0;
+}
+int64_t memory_reserved(int device) {
+  return available() ? allocator(device).stats().reserved : 0;
+}
+void reset_peak_memory_stats(int device) {
+  if (available()) allocator(device).reset_peak_stats();
+}
+void empty_cache() {
+  for (int d = 0; d < device_count(); ++d) allocator(d).empty_cache();
+}
+
+}  // namespace coil::cuda

@@ -1,0 +1,54 @@
+// What coil's runtime and its CUDA backend need of the GPU: devices, coil's stream on each,
+// memory (through the caching allocator, runtime/caching_allocator.h) and copies. Implemented
+// over the CUDA runtime in runtime/cuda/ when coil is built with a CUDA toolkit; without one,
+// runtime/no_cuda.cpp says so in a coil::Error ("coil was built without CUDA").
+//
+// Every kernel, library call and copy coil makes on a device goes to that device's stream, so
+// work is ordered without synchronising; the host waits only where it reads device memory
+// (copies to the host, item(), printing) or asks to (coil::cuda::synchronize).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <coil/device.h>
+
+namespace coil::cuda {
+
+// Built with CUDA, with a driver and at least one device.
+bool available();
+int device_count();
+// coil::Error unless `device` is a CUDA device that exists ("what" names the caller).
+void check_device(const Device& device, const char* what);
+// Makes `device` current on this thread (its context is created on first use).
+void set_device(int device);
+// coil's stream on `device` (a cudaStream_t).
+void* stream(int device);
+void synchronize(int device);
+
+// Device memory from the caching allocator, for work on coil's stream.
+void* allocate(size_t nbytes, int device);
+void free(void* ptr, int device);
+
+// Copies `nbytes` between any two devices (host included). The host waits when the
+// destination is host memory; otherwise the copy is queued on the device's stream.
+void copy(void* dst, const Device& dst_device, const void* src, const Device& src_device,
+          size_t nbytes);
+// Sets `nbytes` of device memory to zero, queued on the device's stream.
+void zero(void* ptr, size_t nbytes, int device);
+
+struct DeviceInfo {
+  std::string name;
+  int major = 0, minor = 0;  // compute capability
+  int multiprocessors = 0;
+  int max_threads_per_multiprocessor = 0;
+  size_t shared_memory_per_block_optin = 0;
+};
+const DeviceInfo& device_info(int device);
+
+// Throws coil::Error for a failed CUDA call: CUDA's name and message, and `what` (the op or
+// the call that failed).
+void check(int status, const char* what);
+
+}  // namespace coil::cuda

@@ -1,0 +1,41 @@
+// The CUDA runtime of a build without a CUDA toolkit: no device is available, and anything that
+// would touch one says why.
+#include <coil/cuda.h>
+#include <coil/error.h>
+
+#include "runtime/cuda_runtime.h"
+
+namespace coil::cuda {
+
+namespace {
+[[noreturn]] void unavailable(const char* what) {
+  throw Error(std::string(what) +
+              ": coil was built without CUDA (no CUDA toolkit was found when it was configured); "
+              "rebuild it where a CUDA toolkit is installed (/usr/local/cuda), or use the CPU");
+}
+}  // namespace
+
+bool available() { return false; }
+int device_count() { return 0; }
+void check_device(const Device& device, const char* what) { unavailable(what); }
+void set_device(int) { unavailable("cuda"); }
+void* stream(int) { unavailable("cuda"); }
+void synchronize(int) { unavailable("cuda::synchronize"); }
+void* allocate(size_t, int) { unavailable("cuda"); }
+void free(void*, int) {}
+void copy(void*, const Device&, const void*, const Device&, size_t) { unavailable("to"); }
+void zero(void*, size_t, int) { unavailable("cuda"); }
+const DeviceInfo& device_info(int) { unavailable("cuda"); }
+void check(int, const char* what) { unavailable(what); }
+
+// The public API (include/coil/cuda.h).
+bool is_built() { return false; }
+bool is_available() { return false; }
+void synchronize() { unavailable("coil::cuda::synchronize"); }
+int64_t memory_allocated(int) { return 0; }
+int64_t max_memory_allocated(int) { return 0; }
+int64_t memory_reserved(int) { return 0; }
+void reset_peak_memory_stats(int) {}
+void empty_cache() {}
+
+}  // namespace coil::cuda
