@@ -9,8 +9,10 @@ namespace coil::backends {
 const DeviceBackend& backend_for(Device device) {
   static const cpu::CpuBackend cpu;
   if (device.is_cpu()) return cpu;
-  throw Error("coil::compile: no compiler backend for device " + device.str() +
-              "; compile graphs whose tensors are on the CPU");
+  const DeviceBackend* gpu = cuda_backend(device.index);
+  COIL_CHECK(gpu, "coil::compile: a graph on ", device.str(),
+             ": coil was built without CUDA (no CUDA toolkit was found when it was configured)");
+  return *gpu;
 }
 
 }  // namespace coil::backends

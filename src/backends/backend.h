@@ -43,11 +43,16 @@ class DeviceBackend {
   virtual std::string module_source(const std::vector<codegen::KernelSource>& kernels) const = 0;
   // The part of module_source() every compile unit shares (what output_code leaves out).
   virtual std::string_view prelude() const = 0;
+  // The extension of its source files in the code cache (".cpp", ".cu").
+  virtual const char* source_extension() const = 0;
 
-  // The JIT: the compile unit as a loaded module, compiled now or found in the code cache.
-  virtual std::shared_ptr<const jit::Module> load(const std::string& source,
-                                                  const std::string& name_hint,
-                                                  jit::LoadInfo* info = nullptr) const = 0;
+  // The JIT: the compiler of compile units (for the code cache), and a compile unit as a
+  // loaded module, compiled now or found in the code cache.
+  virtual std::unique_ptr<jit::Compiler> compiler() const = 0;
+  std::shared_ptr<const jit::Module> load(const std::string& source, const std::string& name_hint,
+                                          jit::LoadInfo* info = nullptr) const {
+    return jit::load(source, *compiler(), name_hint, info);
+  }
   // The wrapper: the kernel of `step` in `module`, as the wrapper calls it with a pointer per
   // argument (and the index error record, when the step has checks).
   virtual codegen::KernelCall bind(const jit::Module& module,
@@ -56,5 +61,8 @@ class DeviceBackend {
 
 // The backend that compiles for `device` (coil::Error naming the device when coil has none).
 const DeviceBackend& backend_for(Device device);
+// The CUDA backend for GPU `device` (-1: compile only, where there is no GPU), or nullptr when
+// coil was built without CUDA.
+const DeviceBackend* cuda_backend(int device);
 
 }  // namespace coil::backends

@@ -20,6 +20,15 @@ struct IndexCheck {
   bool operator==(const IndexCheck&) const = default;
 };
 
+// How a GPU kernel is launched: `grid` blocks of `block` threads, with `shared` bytes of dynamic
+// shared memory (all 0 for CPU kernels).
+struct Launch {
+  int64_t grid = 0;
+  int64_t block = 0;
+  int64_t shared = 0;
+  bool operator==(const Launch&) const = default;
+};
+
 struct KernelSource {
   std::string name;
   std::string code;               // the kernel's function, in the backend's language
@@ -32,6 +41,7 @@ struct KernelSource {
   std::vector<std::pair<std::string, std::string>> inplace;
   // The bounds its indirect loads check; when any, the kernel takes the error record too.
   std::vector<IndexCheck> index_checks;
+  Launch launch;
 };
 
 // A kernel bound for the wrapper to call (backends/backend.h): a function pointer on the CPU, a

@@ -66,9 +66,9 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
       if (a.reuse >= 0) {
         // In place, the kernel still reads the old slot: both name the same memory.
         slots[a.slot] = a.in_place ? slots[a.reuse] : std::move(slots[a.reuse]);
-        slots[a.slot].impl()->meta = TensorMeta{l.dtype, l.sizes, l.strides, 0, kCPU};
+        slots[a.slot].impl()->meta = TensorMeta{l.dtype, l.sizes, l.strides, 0, plan_.device};
       } else {
-        slots[a.slot] = empty_from_meta(TensorMeta{l.dtype, l.sizes, l.strides, 0, kCPU});
+        slots[a.slot] = empty_from_meta(TensorMeta{l.dtype, l.sizes, l.strides, 0, plan_.device});
       }
     }
     if (!st.kernel.empty()) {

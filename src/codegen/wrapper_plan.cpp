@@ -24,6 +24,7 @@ size_t WrapperPlan::kernel_count() const {
 WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& schedule,
                          const std::vector<KernelSource>& kernels) {
   WrapperPlan plan;
+  plan.device = program.device;
   std::map<std::string, int> slot_of;
   for (const ir::Buffer& b : program.buffers) {
     slot_of[b.name] = static_cast<int>(plan.slots.size());
@@ -83,6 +84,7 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       const KernelSource& k = kernels[st.kernel];
       step.kernel = k.name;
       step.index_checks = k.index_checks;
+      step.launch = k.launch;
       for (const std::string& a : k.args) step.args.push_back(slot_of.at(a));
     } else {
       step.extern_slot = slot_of.at(st.buffer);

@@ -35,6 +35,7 @@ struct WrapperPlan {
     std::string kernel;                    // a kernel's symbol, or empty for an extern call
     std::vector<int> args;                 // slots, for a kernel
     std::vector<IndexCheck> index_checks;  // when any, the kernel takes an error record
+    Launch launch;                         // a GPU kernel's grid and block
     int extern_slot = -1;                  // the extern call's result
     std::vector<Alloc> allocs;             // before the step
     std::vector<int> releases;             // after it: slots whose memory is dropped
@@ -45,6 +46,7 @@ struct WrapperPlan {
     ir::Layout view;
   };
 
+  Device device;  // where the buffers live and the kernels run
   std::vector<Slot> slots;
   std::vector<Step> steps;
   std::vector<Output> outputs;

@@ -115,7 +115,7 @@ capture::CompiledGraph finish(CachedGraph compiled, const backends::DeviceBacken
         compiled.source.substr(std::min(compiled.source.size(), backend.prelude().size()));
     std::string path = module.valid() ? module.get()->path() : "";
     if (const size_t dot = path.rfind('.'); dot != std::string::npos)
-      path = path.substr(0, dot) + ".cpp";
+      path = path.substr(0, dot) + backend.source_extension();
     debug::log(
         "output_code", trace.log_prefix(),
         (path.empty() ? "" : "// " + path + " (after its prelude):\n") + code + wrapper->text());

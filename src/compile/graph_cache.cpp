@@ -34,7 +34,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the entries' layout or the meaning of a key changes.
-constexpr const char* kFormat = "coil-graph-2";
+constexpr const char* kFormat = "coil-graph-3";
 constexpr const char* kArea = "graphs";
 
 // Thrown while writing an entry down: what the cache cannot keep.
@@ -191,12 +191,13 @@ json plan_json(const codegen::WrapperPlan& plan, const Graph& graph) {
                      {"extern", st.extern_slot},
                      {"allocs", allocs},
                      {"releases", st.releases},
-                     {"dead", st.dead}});
+                     {"dead", st.dead},
+                     {"launch", {st.launch.grid, st.launch.block, st.launch.shared}}});
   }
   json outputs = json::array();
   for (const codegen::WrapperPlan::Output& o : plan.outputs)
     outputs.push_back({o.slot, layout_json(o.view)});
-  return {{"slots", slots}, {"steps", steps}, {"outputs", outputs}};
+  return {{"device", plan.device.str()}, {"slots", slots}, {"steps", steps}, {"outputs", outputs}};
 }
 
 // ---- reading back (nlohmann throws on anything malformed: the caller counts it a miss)
@@ -277,6 +278,7 @@ Tensor constant_of(const json& j, const std::vector<const Node*>& params) {
 codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
   std::vector<const Node*> params = parameters(graph);
   codegen::WrapperPlan plan;
+  plan.device = Device(j.at("device").get<std::string>());
   for (const json& s : j.at("slots")) {
     codegen::WrapperPlan::Slot slot;
     slot.name = s.at("name").get<std::string>();
@@ -316,6 +318,9 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
       st.allocs.push_back({slot_index(a.at(0)), slot_index(a.at(1), true), a.at(2).get<bool>()});
     for (const json& r : s.at("releases")) st.releases.push_back(slot_index(r));
     for (const json& d : s.at("dead")) st.dead.push_back(slot_index(d));
+    const json& launch = s.at("launch");
+    st.launch = {launch.at(0).get<int64_t>(), launch.at(1).get<int64_t>(),
+                 launch.at(2).get<int64_t>()};
     plan.steps.push_back(std::move(st));
   }
   for (const json& o : j.at("outputs"))
@@ -351,7 +356,7 @@ std::optional<CachedGraph> load_cached_graph(const std::string& key, const Graph
     if (j.at("format").get<std::string>() != kFormat) throw std::runtime_error("an old format");
     CachedGraph entry{"", plan_of(j.at("plan"), graph)};
     if (j.at("kernels").get<bool>()) {
-      std::optional<std::string> source = read_file(place.path(".cpp"));
+      std::optional<std::string> source = read_file(place.path(".src"));
       if (!source) throw std::runtime_error("its source is missing");
       entry.source = std::move(*source);
     }
@@ -376,7 +381,7 @@ std::string store_cached_graph(const std::string& key, const Graph& graph,
   }
   CacheEntry place = open_cache_entry(key, kArea);
   // The source first: an entry is complete once its .json is in place.
-  if (!entry.source.empty()) write_file_atomically(place.path(".cpp"), entry.source);
+  if (!entry.source.empty()) write_file_atomically(place.path(".src"), entry.source);
   write_file_atomically(place.path(".json"), j.dump());
   log_cache("stored " + key + " (" + place.path(".json") + ")");
   return "";

@@ -10,7 +10,7 @@
 // layout but not by value, since no stage reads a parameter's elements: an entry stores which
 // parameter each constant buffer is, and loading binds the graph's parameters of that call.
 //
-// Entries: <cache root>/graphs/<first 2 hex of key>/<key>.json, the plan, and <key>.cpp beside it,
+// Entries: <cache root>/graphs/<first 2 hex of key>/<key>.json, the plan, and <key>.src beside it,
 // the source (disk_cache.h). COIL_GRAPH_CACHE=0 turns the cache off.
 #pragma once
 

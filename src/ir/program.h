@@ -99,6 +99,7 @@ struct Buffer {
 // A lowered graph: its buffers in execution order (inputs and constants first) and its
 // results, each a view of a buffer.
 struct Program {
+  Device device;  // where the graph's tensors live: the device its kernels are generated for
   std::vector<Buffer> buffers;
   std::vector<TensorRef> outputs;
 

@@ -13,8 +13,8 @@ namespace {
 // than arithmetic) until its body grows past this many IR nodes; then it is written once.
 constexpr size_t kMaxInlineSize = 96;
 
-TensorMeta meta_of_ref(const ir::TensorRef& r) {
-  return TensorMeta{r.view.dtype, r.view.sizes, r.view.strides, r.view.offset, kCPU};
+TensorMeta meta_of_ref(const ir::TensorRef& r, Device device) {
+  return TensorMeta{r.view.dtype, r.view.sizes, r.view.strides, r.view.offset, device};
 }
 
 TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t index) {
@@ -42,14 +42,14 @@ std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reas
   for (const NodeArg& a : n.args()) {
     if (auto* p = std::get_if<Node*>(&a)) {
       ir::TensorRef r = storage_of(cx, *p);
-      meta_args.emplace_back(meta_tensor(meta_of_ref(r)));
+      meta_args.emplace_back(meta_tensor(meta_of_ref(r, cx.program().device)));
       call.args.emplace_back(std::move(r));
     } else if (auto* ps = std::get_if<std::vector<Node*>>(&a)) {
       std::vector<ir::TensorRef> refs;
       std::vector<Tensor> metas;
       for (Node* m : *ps) {
         refs.push_back(storage_of(cx, m));
-        metas.push_back(meta_tensor(meta_of_ref(refs.back())));
+        metas.push_back(meta_tensor(meta_of_ref(refs.back(), cx.program().device)));
       }
       meta_args.emplace_back(std::move(metas));
       call.args.emplace_back(std::move(refs));
@@ -95,6 +95,11 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
 
 ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
   Context cx;
+  for (Node* n : g.nodes())
+    if (n->kind() == NodeKind::Placeholder || n->kind() == NodeKind::Parameter) {
+      cx.program().device = n->tensor_meta().device;
+      break;
+    }
   int64_t input_index = 0;
   for (Node* n : g.nodes()) {
     cx.begin_node(n->kind() == NodeKind::Output ? nullptr : n);

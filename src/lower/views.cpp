@@ -48,7 +48,7 @@ Result lower_view(Context& cx, const Node& n, std::string*) {
   std::vector<TensorMeta> strided;
   if (in.storage) {
     const ir::Layout& v = in.storage->view;
-    strided = view_metas(n, TensorMeta{v.dtype, v.sizes, v.strides, v.offset, kCPU});
+    strided = view_metas(n, TensorMeta{v.dtype, v.sizes, v.strides, v.offset, cx.program().device});
   }
   if (in.storage && is_view_of(n, in.storage->view, strided[0])) {
     std::vector<TensorBox> out;
@@ -57,7 +57,7 @@ Result lower_view(Context& cx, const Node& n, std::string*) {
           ir::TensorRef{in.storage->buffer, ir::Layout{m.dtype, m.sizes, m.strides, m.offset}}));
     return out;
   }
-  TensorMeta dense{in.dtype, in.sizes, contiguous_strides(in.sizes), 0, kCPU};
+  TensorMeta dense{in.dtype, in.sizes, contiguous_strides(in.sizes), 0, cx.program().device};
   std::vector<TensorBox> out;
   for (const TensorMeta& m : view_metas(n, dense)) {
     out.push_back(Context::memoized(m.dtype, m.sizes, [in, m](const Index& idx) {

@@ -6,9 +6,13 @@
 // way: every output of a chunk has seen the same number of steps, so its update runs across
 // outputs with one shared 1/n, the running means in a chunk-sized array beside the outputs.
 #include "backends/cpu/cpp_kernel_common.h"
-#include "backends/cpu/kernel_rewrites.h"
+#include "codegen/kernel_rewrites.h"
 
 namespace coil::cpu {
+
+using codegen::column_fold;
+using codegen::column_foldable;
+using codegen::ColumnFold;
 
 namespace {
 

@@ -13,26 +13,9 @@ namespace coil::cpu {
 
 using ir::Op;
 
-const char* compute_type(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return "bool";
-    case DType::UInt8:
-      return "unsigned char";
-    case DType::Int8:
-      return "signed char";
-    case DType::Int32:
-      return "int";
-    case DType::Int64:
-      return "i64";
-    case DType::Float16:
-    case DType::BFloat16:
-    case DType::Float32:
-      return "float";
-    case DType::Float64:
-      return "double";
-  }
-  return "?";
+codegen::CDialect cpp_dialect() {
+  return {"__builtin_", "__builtin_nanf(\"\")", "__builtin_inff()", "__builtin_nan(\"\")",
+          "__builtin_inf()"};
 }
 
 const char* memory_type(DType t) {
@@ -42,20 +25,8 @@ const char* memory_type(DType t) {
 }
 
 std::string c_literal(const Scalar& s, DType dtype) {
-  if (dtype == kBool) return s.to_bool() ? "true" : "false";
-  if (!is_floating(dtype))
-    return "(" + std::string(compute_type(dtype)) + ")" + std::to_string(s.to_int()) + "LL";
-  double v = s.to_double();
-  bool f = dtype != kFloat64;
-  if (std::isnan(v)) return f ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
-  if (std::isinf(v))
-    return std::string(v < 0 ? "-" : "") + (f ? "__builtin_inff()" : "__builtin_inf()");
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f ? "%.9g" : "%.17g",
-                f ? static_cast<double>(static_cast<float>(v)) : v);
-  std::string text = buf;
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return f ? text + "f" : text;
+  static const codegen::CDialect cpp = cpp_dialect();
+  return codegen::c_literal(s, dtype, cpp);
 }
 
 namespace {
@@ -262,112 +233,63 @@ Emitted BodyEmitter::emit_node(const ir::ValueNode& v, const std::vector<Emitted
 
 namespace {
 
-// How each op prints, as a template over its operands $a, $b, $c. Scalar forms use libm
-// builtins, where $f is the suffix of the compute type ("f" for float, "" for double);
-// vector forms use operators on GCC vector types, coil's inline exp/erf and SLEEF. An empty
-// vector form means the op never runs in vector mode (vectorizable() keeps it out).
-struct Forms {
-  const char* scalar;
-  const char* vector;
-};
-
-const std::map<Op, Forms>& forms() {
-  static const std::map<Op, Forms> m = {
-      {Op::Where, {"($a ? $b : $c)", "vselect($a, $b, $c)"}},
-      {Op::Neg, {"(-$a)", "(-$a)"}},
-      {Op::Abs, {"__builtin_fabs$f($a)", "vabs($a)"}},
-      {Op::Sign, {"coil_sign($a)", "(vfrommask($a > 0) - vfrommask($a < 0))"}},
-      {Op::Exp, {"__builtin_exp$f($a)", "vexp($a)"}},
-      {Op::Exp2, {"__builtin_exp2$f($a)", "COIL_SLEEF(exp2, _u10)($a)"}},
-      {Op::Expm1, {"__builtin_expm1$f($a)", "COIL_SLEEF(expm1, _u10)($a)"}},
-      {Op::Log, {"__builtin_log$f($a)", "COIL_SLEEF(log, _u10)($a)"}},
-      {Op::Log2, {"__builtin_log2$f($a)", "COIL_SLEEF(log2, _u10)($a)"}},
-      {Op::Log1p, {"__builtin_log1p$f($a)", "COIL_SLEEF(log1p, _u10)($a)"}},
-      {Op::Sqrt, {"__builtin_sqrt$f($a)", "COIL_SLEEF(sqrt, _u05)($a)"}},
-      {Op::Rsqrt, {"($1 / __builtin_sqrt$f($a))", "(1.0f / COIL_SLEEF(sqrt, _u05)($a))"}},
-      {Op::Reciprocal, {"($1 / $a)", "(1.0f / $a)"}},
-      // One sincos gives both (sin^2 + cos^2 needs one): coil's inline one (prelude's
-      // vsincos, 2.8 ulp), SLEEF's for vectors with large arguments.
-      {Op::Sin, {"__builtin_sin$f($a)", "$sincos.x"}},
-      {Op::Cos, {"__builtin_cos$f($a)", "$sincos.y"}},
-      {Op::Tan, {"__builtin_tan$f($a)", "COIL_SLEEF(tan, _u10)($a)"}},
-      {Op::Tanh, {"__builtin_tanh$f($a)", "COIL_SLEEF(tanh, _u10)($a)"}},
-      {Op::Sigmoid, {"($1 / ($1 + __builtin_exp$f(-$a)))", "(1.0f / (1.0f + vexp(-$a)))"}},
-      {Op::Relu, {"($a < $0 ? $0 : $a)", "vselect($a < 0, vsplat(0.0f), $a)"}},
-      {Op::Erf, {"__builtin_erf$f($a)", "verf($a)"}},
-      {Op::Floor, {"__builtin_floor$f($a)", "COIL_SLEEF(floor, )($a)"}},
-      {Op::Ceil, {"__builtin_ceil$f($a)", "COIL_SLEEF(ceil, )($a)"}},
-      {Op::Round, {"__builtin_nearbyint$f($a)", "COIL_SLEEF(rint, )($a)"}},
-      {Op::Trunc, {"__builtin_trunc$f($a)", "COIL_SLEEF(trunc, )($a)"}},
-      {Op::LogicalNot, {"(!$a)", "(~$a)"}},
-      {Op::IsNan, {"($a != $a)", "($a != $a)"}},
-      {Op::IsInf, {"__builtin_isinf($a)", "(vabs($a) == __builtin_inff())"}},
-      {Op::SoftmaxExp, {"coil_softmax_exp($a)", "vsoftmax_exp($a)"}},
-      {Op::Add, {"($a + $b)", "($a + $b)"}},
-      {Op::Sub, {"($a - $b)", "($a - $b)"}},
-      {Op::Mul, {"($a * $b)", "($a * $b)"}},
-      {Op::Div, {"($a / $b)", "($a / $b)"}},
-      {Op::FloorDiv, {"coil_floordiv_float($a, $b)", ""}},
-      {Op::Remainder, {"coil_remainder_float($a, $b)", ""}},
-      {Op::Pow, {"__builtin_pow$f($a, $b)", "COIL_SLEEF(pow, _u10)($a, $b)"}},
-      {Op::Maximum, {"smax($a, $b)", "vmax($a, $b)"}},
-      {Op::Minimum, {"smin($a, $b)", "vmin($a, $b)"}},
-      {Op::Atan2, {"__builtin_atan2$f($a, $b)", "COIL_SLEEF(atan2, _u10)($a, $b)"}},
-      {Op::Eq, {"($a == $b)", "($a == $b)"}},
-      {Op::Ne, {"($a != $b)", "($a != $b)"}},
-      {Op::Lt, {"($a < $b)", "($a < $b)"}},
-      {Op::Le, {"($a <= $b)", "($a <= $b)"}},
-      {Op::Gt, {"($a > $b)", "($a > $b)"}},
-      {Op::Ge, {"($a >= $b)", "($a >= $b)"}},
-      {Op::LogicalAnd, {"($a && $b)", "($a & $b)"}},
-      {Op::LogicalOr, {"($a || $b)", "($a | $b)"}},
-      {Op::SoftmaxDiv, {"coil_softmax_div($a, $b)", "vsoftmax_div($a, 1.0f / $b, $b)"}},
+// How each op prints in vector mode, as a template over its operands $a, $b, $c: operators on
+// GCC vector types, coil's inline exp/erf and SLEEF. An op without one never runs in vector
+// mode (vectorizable() keeps it out).
+const std::map<Op, const char*>& vector_forms() {
+  static const std::map<Op, const char*> m = {
+      {Op::Where, "vselect($a, $b, $c)"},
+      {Op::Neg, "(-$a)"},
+      {Op::Abs, "vabs($a)"},
+      {Op::Sign, "(vfrommask($a > 0) - vfrommask($a < 0))"},
+      {Op::Exp, "vexp($a)"},
+      {Op::Exp2, "COIL_SLEEF(exp2, _u10)($a)"},
+      {Op::Expm1, "COIL_SLEEF(expm1, _u10)($a)"},
+      {Op::Log, "COIL_SLEEF(log, _u10)($a)"},
+      {Op::Log2, "COIL_SLEEF(log2, _u10)($a)"},
+      {Op::Log1p, "COIL_SLEEF(log1p, _u10)($a)"},
+      {Op::Sqrt, "COIL_SLEEF(sqrt, _u05)($a)"},
+      {Op::Rsqrt, "(1.0f / COIL_SLEEF(sqrt, _u05)($a))"},
+      {Op::Reciprocal, "(1.0f / $a)"},
+      {Op::Sin, "$sincos.x"},
+      {Op::Cos, "$sincos.y"},
+      {Op::Tan, "COIL_SLEEF(tan, _u10)($a)"},
+      {Op::Tanh, "COIL_SLEEF(tanh, _u10)($a)"},
+      {Op::Sigmoid, "(1.0f / (1.0f + vexp(-$a)))"},
+      {Op::Relu, "vselect($a < 0, vsplat(0.0f), $a)"},
+      {Op::Erf, "verf($a)"},
+      {Op::Floor, "COIL_SLEEF(floor, )($a)"},
+      {Op::Ceil, "COIL_SLEEF(ceil, )($a)"},
+      {Op::Round, "COIL_SLEEF(rint, )($a)"},
+      {Op::Trunc, "COIL_SLEEF(trunc, )($a)"},
+      {Op::LogicalNot, "(~$a)"},
+      {Op::IsNan, "($a != $a)"},
+      {Op::IsInf, "(vabs($a) == __builtin_inff())"},
+      {Op::SoftmaxExp, "vsoftmax_exp($a)"},
+      {Op::Add, "($a + $b)"},
+      {Op::Sub, "($a - $b)"},
+      {Op::Mul, "($a * $b)"},
+      {Op::Div, "($a / $b)"},
+      {Op::Pow, "COIL_SLEEF(pow, _u10)($a, $b)"},
+      {Op::Maximum, "vmax($a, $b)"},
+      {Op::Minimum, "vmin($a, $b)"},
+      {Op::Atan2, "COIL_SLEEF(atan2, _u10)($a, $b)"},
+      {Op::Eq, "($a == $b)"},
+      {Op::Ne, "($a != $b)"},
+      {Op::Lt, "($a < $b)"},
+      {Op::Le, "($a <= $b)"},
+      {Op::Gt, "($a > $b)"},
+      {Op::Ge, "($a >= $b)"},
+      {Op::LogicalAnd, "($a & $b)"},
+      {Op::LogicalOr, "($a | $b)"},
+      {Op::SoftmaxDiv, "vsoftmax_div($a, 1.0f / $b, $b)"},
   };
   return m;
-}
-
-// The forms integers and bools need instead (their ops have no libm builtin, bool arithmetic
-// is logical); nullptr where the table's form serves.
-const char* integral_form(Op op, DType t) {
-  bool b = t == kBool;
-  switch (op) {
-    case Op::Abs:
-      return "($a < 0 ? -$a : $a)";
-    case Op::Add:
-      return b ? "($a | $b)" : nullptr;
-    case Op::Mul:
-      return b ? "($a & $b)" : nullptr;
-    case Op::FloorDiv:
-      return b ? "$a" : "coil_floordiv_int($a, $b)";
-    case Op::Remainder:
-      return b ? "false" : "coil_mod_int($a, $b)";
-    default:
-      return nullptr;
-  }
-}
-
-std::string expand(const char* form, const std::vector<std::string>& x,
-                   const std::map<char, std::string>& extra) {
-  std::string out;
-  for (const char* p = form; *p; ++p) {
-    if (*p != '$') {
-      out += *p;
-    } else if (p[1] >= 'a' && p[1] <= 'c') {
-      out += x.at(static_cast<size_t>(p[1] - 'a'));
-      ++p;
-    } else {
-      std::string key;
-      while (p[1] && std::isalnum(static_cast<unsigned char>(p[1]))) key += *++p;
-      out += extra.at(key.size() == 1 ? key[0] : 's');  // "$sincos" -> 's'
-    }
-  }
-  return out;
 }
 
 }  // namespace
 
 Emitted BodyEmitter::emit_scalar_op(const ir::ValueNode& v, const std::vector<Emitted>& args) {
-  DType t = v.args()[0]->dtype();  // the operands' dtype
   std::string ct = compute_type(v.dtype());
   std::vector<std::string> x;
   for (const Emitted& e : args) x.push_back(e.text);
@@ -378,12 +300,8 @@ Emitted BodyEmitter::emit_scalar_op(const ir::ValueNode& v, const std::vector<Em
     if (v.dtype() == kBFloat16) return temp(ct, "bf2f(f2bf((float)(" + a + ")))", false);
     return temp(ct, "(" + ct + ")(" + a + ")", false);
   }
-  auto it = forms().find(v.op());
-  COIL_ASSERT(it != forms().end(), "codegen: no form of ", ir::op_name(v.op()));
-  const char* form = is_floating(t) ? nullptr : integral_form(v.op(), t);
-  std::map<char, std::string> extra = {
-      {'f', t == kFloat64 ? "" : "f"}, {'0', c_literal(0, t)}, {'1', c_literal(1, t)}};
-  return temp(ct, expand(form ? form : it->second.scalar, x, extra), false);
+  static const codegen::CDialect cpp = cpp_dialect();
+  return temp(ct, codegen::scalar_op(v, x, cpp), false);
 }
 
 Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Emitted>& args) {
@@ -400,16 +318,15 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
     e = "vsoftmax_div(" + x[0] + ", vsplat(1.0f / " + args[1].text + "), vsplat(" + args[1].text +
         "))";
   } else {
-    auto it = forms().find(v.op());
-    COIL_ASSERT(it != forms().end() && *it->second.vector, "codegen: no vector form of ",
-                ir::op_name(v.op()));
+    auto it = vector_forms().find(v.op());
+    COIL_ASSERT(it != vector_forms().end(), "codegen: no vector form of ", ir::op_name(v.op()));
     const char* form = mask && (v.op() == Op::Add || v.op() == Op::Mul)
                            ? (v.op() == Op::Add ? "($a | $b)" : "($a & $b)")
-                           : it->second.vector;
+                           : it->second;
     std::map<char, std::string> extra;
     if (v.op() == Op::Sin || v.op() == Op::Cos)
       extra['s'] = temp("vf32x2", "vsincos(" + x[0] + ")", true).text;
-    e = expand(form, x, extra);
+    e = codegen::expand_form(form, x, extra);
   }
   return temp(mask ? "vi32" : "vf32", e, true);
 }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/c_expr.h"
 #include "codegen/code_writer.h"
 #include "codegen/kernel_source.h"
 #include "ir/value.h"
@@ -20,10 +21,11 @@ namespace coil::cpu {
 
 using codegen::IndexCheck;
 
-// The C type a value of `t` is computed in (16-bit floats compute in float) and the type
-// its buffers hold.
-const char* compute_type(DType t);
+using codegen::compute_type;
+// The type buffers of `t` hold (_Float16 and the prelude's bf16 for the 16-bit floats).
 const char* memory_type(DType t);
+// The spellings of the header-free C++ source: GCC's builtins.
+codegen::CDialect cpp_dialect();
 
 struct Emitted {
   std::string text;      // a temporary's name or a literal

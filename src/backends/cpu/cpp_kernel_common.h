@@ -12,14 +12,18 @@
 
 #include "backends/cpu/cpp_expr.h"
 #include "codegen/code_writer.h"
+#include "codegen/kernel_args.h"
 #include "codegen/kernel_source.h"
 #include "ir/program.h"
 #include "schedule/kernel.h"
 
 namespace coil::cpu {
 
+using codegen::arguments;
 using codegen::CodeWriter;
+using codegen::inplace_pairs;
 using codegen::KernelSource;
+using codegen::written;
 using schedule::Kernel;
 using schedule::KernelNode;
 
@@ -39,16 +43,9 @@ bool computes_transcendentals(const std::vector<const KernelNode*>& nodes);
 std::string loop_head(sym::Expr var, const std::string& lo, const std::string& hi);
 std::string store_stmt(const KernelNode& n, const std::string& index, const std::string& value);
 
-// Buffers the kernel stores to, and those it reads from memory or writes, in first-use order.
-std::set<std::string> written(const Kernel& k);
-std::vector<std::string> arguments(const Kernel& k);
-
 // Whether every value of the kernel's innermost loop (a reduction's inner loop) can run in
 // vector steps along `lane`.
 bool vectorizable(const Kernel& k, sym::Expr lane);
-
-// A buffer whose memory is the compiled graph's own and holds exactly its elements.
-bool owned_dense(const ir::Buffer& b);
 
 // The kernel function's head: each argument's pointer, const unless the kernel stores to it,
 // and __restrict unless it may share memory with another (an in-place pair).
@@ -56,16 +53,6 @@ std::string function_head(const std::string& name, const std::vector<std::string
                           const std::set<std::string>& written, const ir::Program& p,
                           const std::vector<codegen::IndexCheck>& checks,
                           const std::vector<std::pair<std::string, std::string>>& inplace = {});
-
-// Stored buffers that may take over the memory of a buffer the kernel reads: every read of it
-// is at the element the stored node writes, and none comes after that node (later nodes would
-// see the new values). In a row kernel the node is one of the inner loops' stores: the row's
-// earlier passes, which read the same elements, are done before its pass starts, and each row
-// is one thread's (softmax writes over its input, so no fresh buffer is fetched into the cache
-// to be overwritten). Not where a Welford variance of the same pass reads it. `pass_of`: each
-// node's pass over the row (row kernels).
-std::vector<std::pair<std::string, std::string>> inplace_pairs(
-    const Kernel& k, const ir::Program& p, const std::map<const KernelNode*, size_t>& pass_of);
 
 // The printer of one kernel's loop nest; each strategy derives from it.
 class LoopEmitter {

@@ -26,10 +26,8 @@ std::string CpuBackend::module_source(const std::vector<codegen::KernelSource>& 
 
 std::string_view CpuBackend::prelude() const { return cpp_prelude(); }
 
-std::shared_ptr<const jit::Module> CpuBackend::load(const std::string& source,
-                                                    const std::string& name_hint,
-                                                    jit::LoadInfo* info) const {
-  return load_cpp(source, name_hint, info);
+std::unique_ptr<jit::Compiler> CpuBackend::compiler() const {
+  return std::make_unique<CppCompiler>(current_toolchain());
 }
 
 codegen::KernelCall CpuBackend::bind(const jit::Module& module,

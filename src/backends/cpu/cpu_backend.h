@@ -17,8 +17,8 @@ class CpuBackend : public backends::DeviceBackend {
                                         const ir::Program& program) const override;
   std::string module_source(const std::vector<codegen::KernelSource>& kernels) const override;
   std::string_view prelude() const override;
-  std::shared_ptr<const jit::Module> load(const std::string& source, const std::string& name_hint,
-                                          jit::LoadInfo* info) const override;
+  const char* source_extension() const override { return ".cpp"; }
+  std::unique_ptr<jit::Compiler> compiler() const override;
   codegen::KernelCall bind(const jit::Module& module,
                            const codegen::WrapperPlan::Step& step) const override;
 };

@@ -32,7 +32,7 @@ class PointwiseKernel : public LoopEmitter {
   }
 
   std::vector<std::pair<std::string, std::string>> inplace_pairs() const override {
-    return cpu::inplace_pairs(k_, p_, {});
+    return codegen::inplace_pairs(k_, p_, {});
   }
 };
 

@@ -4,9 +4,13 @@
 // layer norm two or three (sums, then the output; a variance's squared deviations between).
 #include "backends/cpu/cpp_accumulator.h"
 #include "backends/cpu/cpp_kernel_common.h"
-#include "backends/cpu/kernel_rewrites.h"
+#include "codegen/kernel_rewrites.h"
 
 namespace coil::cpu {
+
+using codegen::row_blocks;
+using codegen::RowBlock;
+using codegen::two_pass_variances;
 
 namespace {
 
@@ -65,7 +69,7 @@ class RowKernel : public LoopEmitter {
     std::vector<RowBlock> bs = row_blocks(k_);
     for (size_t b = 0; b < bs.size(); ++b)
       for (const KernelNode* n : bs[b].section) pass_of[n] = b;
-    return cpu::inplace_pairs(k_, p_, pass_of);
+    return codegen::inplace_pairs(k_, p_, pass_of);
   }
 
  private:

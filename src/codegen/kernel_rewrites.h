@@ -1,4 +1,4 @@
-// The CPU backend's rewrites of a scheduled kernel before it is printed: each turns a node the
+// Rewrites of a scheduled kernel before a backend prints it: each turns a node the
 // chosen loop strategy cannot compute as it stands into plain nodes that it can, so the printers
 // only print. Both act on copies; the schedule is not changed.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "schedule/kernel.h"
 
-namespace coil::cpu {
+namespace coil::codegen {
 
 // A row kernel's statements in order: passes of the inner loops ("sections", each ending where
 // a node needs a reduction computed in it) and, between them, nodes run once per outer point.
@@ -42,4 +42,4 @@ ColumnFold column_fold(const schedule::Kernel& k, sym::Expr chunk_start);
 // variance by its running means.
 bool column_foldable(ir::ReduceKind k);
 
-}  // namespace coil::cpu
+}  // namespace coil::codegen

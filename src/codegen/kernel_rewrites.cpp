@@ -1,10 +1,10 @@
-#include "backends/cpu/kernel_rewrites.h"
+#include "codegen/kernel_rewrites.h"
 
 #include <cmath>
 #include <optional>
 #include <set>
 
-namespace coil::cpu {
+namespace coil::codegen {
 
 using ir::ReduceKind;
 using schedule::Kernel;
@@ -144,4 +144,4 @@ ColumnFold column_fold(const Kernel& k, sym::Expr chunk_start) {
   return out;
 }
 
-}  // namespace coil::cpu
+}  // namespace coil::codegen

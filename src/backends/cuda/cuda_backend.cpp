@@ -1,0 +1,86 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <array>
+#include <mutex>
+
+#include <coil/error.h>
+
+#include "backends/cuda/cuda_compiler.h"
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/cuda_prelude.h"
+#include "backends/cuda/driver.h"
+#include "runtime/cuda_runtime.h"
+
+namespace coil {
+
+namespace cuda {
+
+std::optional<std::string> CudaBackend::library_call(const Node& n) const {
+  if (op_info(n.op()).kind == OpKind::Extern) return "library kernel";
+  return std::nullopt;
+}
+
+codegen::KernelSource CudaBackend::generate_kernel(const schedule::Kernel& k,
+                                                   const ir::Program& program) const {
+  return cuda::generate_kernel(k, program);
+}
+
+std::string CudaBackend::module_source(const std::vector<codegen::KernelSource>& kernels) const {
+  std::string s = cuda_prelude();
+  for (const codegen::KernelSource& k : kernels) s += "\n" + k.code;
+  return s;
+}
+
+std::string_view CudaBackend::prelude() const { return cuda_prelude(); }
+
+std::unique_ptr<jit::Compiler> CudaBackend::compiler() const {
+  return std::make_unique<NvrtcCompiler>(device_);
+}
+
+// The launch with the step's grid and block on coil's stream. The wrapper passes one pointer
+// per buffer; a kernel with index checks gets a device-side error record after them, copied
+// back to the wrapper's host record when the kernel is done (the host waits for it).
+codegen::KernelCall CudaBackend::bind(const jit::Module& module,
+                                      const codegen::WrapperPlan::Step& step) const {
+  const auto& m = static_cast<const CudaModule&>(module);
+  void* f = m.function(step.kernel);
+  const int device = m.device();
+  const codegen::Launch l = step.launch;
+  const size_t nargs = step.args.size();
+  const bool checks = !step.index_checks.empty();
+  return [f, device, l, nargs, checks, name = step.kernel](void* const* args) {
+    std::vector<void*> params(nargs + 1);
+    for (size_t i = 0; i < nargs; ++i) params[i] = const_cast<void**>(args) + i;
+    void* record = nullptr;
+    if (checks) {
+      record = cuda::allocate(2 * sizeof(int64_t), device);
+      cuda::zero(record, 2 * sizeof(int64_t), device);
+      params[nargs] = &record;
+    }
+    launch(f, name, device, static_cast<unsigned>(l.grid), static_cast<unsigned>(l.block),
+           static_cast<unsigned>(l.shared), params.data());
+    if (checks) {
+      cuda::copy(args[nargs], kCPU, record, Device(DeviceType::CUDA, device), 2 * sizeof(int64_t));
+      cuda::free(record, device);
+    }
+  };
+}
+
+}  // namespace cuda
+
+namespace backends {
+
+const DeviceBackend* cuda_backend(int device) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<cuda::CudaBackend>>* all = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!all) all = new std::vector<std::unique_ptr<cuda::CudaBackend>>();
+  const size_t slot = static_cast<size_t>(device + 1);  // -1: compile only
+  if (all->size() <= slot) all->resize(slot + 1);
+  if (!(*all)[slot]) (*all)[slot] = std::make_unique<cuda::CudaBackend>(device);
+  return (*all)[slot].get();
+}
+
+}  // namespace backends
+
+}  // namespace coil

@@ -1,0 +1,31 @@
+// The CUDA backend: CUDA C++ kernels (cuda_kernel.h) over the prelude's helpers, compiled by
+// NVRTC for the GPU's architecture and loaded by the driver (cuda_compiler.h); the wrapper
+// launches each kernel on coil's stream of the graph's device. Matrix products, convolutions
+// and attention are library calls, as on the CPU.
+#pragma once
+
+#include "backends/backend.h"
+
+namespace coil::cuda {
+
+class CudaBackend : public backends::DeviceBackend {
+ public:
+  // For device `device` (-1: no GPU, compile only).
+  explicit CudaBackend(int device) : device_(device) {}
+  DeviceType device() const override { return DeviceType::CUDA; }
+  const char* name() const override { return "cuda"; }
+  std::optional<std::string> library_call(const Node& n) const override;
+  codegen::KernelSource generate_kernel(const schedule::Kernel& k,
+                                        const ir::Program& program) const override;
+  std::string module_source(const std::vector<codegen::KernelSource>& kernels) const override;
+  std::string_view prelude() const override;
+  const char* source_extension() const override { return ".cu"; }
+  std::unique_ptr<jit::Compiler> compiler() const override;
+  codegen::KernelCall bind(const jit::Module& module,
+                           const codegen::WrapperPlan::Step& step) const override;
+
+ private:
+  int device_;
+};
+
+}  // namespace coil::cuda

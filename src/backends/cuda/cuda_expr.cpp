@@ -1,0 +1,102 @@
+#include "backends/cuda/cuda_expr.h"
+
+#include <algorithm>
+
+#include <coil/error.h>
+
+namespace coil::cuda {
+
+using codegen::compute_type;
+using ir::Op;
+
+const char* memory_type(DType t) {
+  if (t == kFloat16 || t == kBFloat16) return "unsigned short";
+  return compute_type(t);
+}
+
+codegen::CDialect cuda_dialect() {
+  return {"", "coil_nan_f()", "coil_inf_f()", "coil_nan_d()", "coil_inf_d()"};
+}
+
+std::string cuda_literal(const Scalar& s, DType dtype) {
+  static const codegen::CDialect d = cuda_dialect();
+  return codegen::c_literal(s, dtype, d);
+}
+
+std::string to_memory(DType dtype, const std::string& value) {
+  if (dtype == kFloat16) return "coil_f2h(" + value + ")";
+  if (dtype == kBFloat16) return "coil_f2bf(" + value + ")";
+  return "(" + std::string(memory_type(dtype)) + ")(" + value + ")";
+}
+
+std::string CudaEmitter::temp(const std::string& type, const std::string& expr) {
+  std::string key = type + "=" + expr;
+  if (auto it = cse_.find(key); it != cse_.end()) return it->second;
+  std::string name = "t" + std::to_string(counter_++);
+  line(type + " " + name + " = " + expr + ";");
+  cse_.emplace(std::move(key), name);
+  return name;
+}
+
+std::string CudaEmitter::emit(const ir::Value& v) {
+  if (auto it = memo_.find(v.get()); it != memo_.end()) return it->second;
+  std::vector<std::string> args;
+  for (const ir::Value& a : v->args()) args.push_back(emit(a));
+  std::string e = emit_node(*v, args);
+  memo_.emplace(v.get(), e);
+  return e;
+}
+
+std::string CudaEmitter::emit_load(const ir::ValueNode& v, const std::vector<std::string>& args) {
+  // An indirect load reads its buffer at another point than the one computed here.
+  if (!v.is_indirect()) {
+    if (auto it = forwarded_.find(v.buffer()); it != forwarded_.end()) return it->second;
+    if (recompute)
+      if (std::optional<ir::Value> body = recompute(v.buffer())) return emit(*body);
+  }
+  sym::Expr index = v.index();
+  if (v.is_indirect()) {
+    // Each index value's symbol replaced by a checked copy of the value: out of range, the
+    // copy is 0 (a valid address) and the error record is set.
+    COIL_ASSERT(checks, "codegen: an indirect load in a body with no error record");
+    sym::Bindings at;
+    for (size_t k = 0; k < args.size(); ++k) {
+      const codegen::IndexCheck check{v.bounds_op(), v.index_bounds()[k]};
+      auto it = std::find(checks->begin(), checks->end(), check);
+      if (it == checks->end()) it = checks->insert(it, check);
+      std::string i =
+          temp("i64", "coil_checked_index(" + args[k] + ", " + std::to_string(check.bound) +
+                          "LL, " + std::to_string(it - checks->begin()) + ", index_error)");
+      at.emplace(ir::ValueNode::indirect_var(k, check.bound), sym::index_var(i, check.bound));
+    }
+    index = sym::substitute(index, at);
+  }
+  const std::string at = v.buffer() + "[" + sym::to_c(index) + "]";
+  const DType t = v.dtype();
+  if (t == kFloat16) return temp("float", "coil_h2f(" + at + ")");
+  if (t == kBFloat16) return temp("float", "coil_bf2f(" + at + ")");
+  return temp(compute_type(t), at);
+}
+
+std::string CudaEmitter::emit_node(const ir::ValueNode& v, const std::vector<std::string>& x) {
+  const std::string ct = compute_type(v.dtype());
+  switch (v.op()) {
+    case Op::Load:
+      return emit_load(v, x);
+    case Op::Constant:
+      return cuda_literal(v.constant(), v.dtype());
+    case Op::Index:
+      return temp("i64", sym::to_c(v.index()));
+    case Op::Cast:
+      if (v.dtype() == kBool) return temp(ct, "(" + x[0] + " != 0)");
+      if (v.dtype() == kFloat16) return temp(ct, "coil_h2f(coil_f2h((float)(" + x[0] + ")))");
+      if (v.dtype() == kBFloat16) return temp(ct, "coil_bf2f(coil_f2bf((float)(" + x[0] + ")))");
+      return temp(ct, "(" + ct + ")(" + x[0] + ")");
+    default: {
+      static const codegen::CDialect d = cuda_dialect();
+      return temp(ct, codegen::scalar_op(v, x, d));
+    }
+  }
+}
+
+}  // namespace coil::cuda

@@ -1,0 +1,57 @@
+// Loop-IR values as CUDA C++ expressions, one element per thread: the C forms every C-like
+// backend shares (codegen/c_expr.h) in CUDA's spelling, loads and stores of 16-bit floats
+// through the prelude's conversions, and indirect loads checked against their bounds. Each
+// distinct expression is computed once per body (CSE by its text).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/c_expr.h"
+#include "codegen/code_writer.h"
+#include "codegen/kernel_source.h"
+#include "ir/value.h"
+
+namespace coil::cuda {
+
+// The type buffers of `t` hold in device code (16-bit floats as their bits).
+const char* memory_type(DType t);
+codegen::CDialect cuda_dialect();
+std::string cuda_literal(const Scalar& s, DType dtype);
+// `value` (of compute type) as stored in a buffer of `dtype`.
+std::string to_memory(DType dtype, const std::string& value);
+
+class CudaEmitter {
+ public:
+  // Statements go to `w`; `counter` numbers the temporaries of one kernel.
+  CudaEmitter(codegen::CodeWriter& w, int& counter) : w_(w), counter_(counter) {}
+
+  // The value's text: a temporary's name or a literal.
+  std::string emit(const ir::Value& v);
+  // `buffer`'s value at this point is already in `text`.
+  void forward(const std::string& buffer, std::string text) {
+    forwarded_[buffer] = std::move(text);
+  }
+  // For buffers computed in this kernel but not stored: their body (recomputed).
+  std::function<std::optional<ir::Value>(const std::string&)> recompute;
+  // Where indirect loads register their checks (a kernel's list).
+  std::vector<codegen::IndexCheck>* checks = nullptr;
+  void line(const std::string& s) { w_.line(s); }
+
+ private:
+  std::string temp(const std::string& type, const std::string& expr);
+  std::string emit_node(const ir::ValueNode& v, const std::vector<std::string>& args);
+  std::string emit_load(const ir::ValueNode& v, const std::vector<std::string>& args);
+
+  codegen::CodeWriter& w_;
+  int& counter_;
+  std::map<std::string, std::string> forwarded_;
+  std::unordered_map<const ir::ValueNode*, std::string> memo_;
+  std::unordered_map<std::string, std::string> cse_;
+};
+
+}  // namespace coil::cuda

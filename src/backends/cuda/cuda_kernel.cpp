@@ -1,0 +1,298 @@
+#include "backends/cuda/cuda_kernel.h"
+
+#include <deque>
+#include <map>
+#include <set>
+
+#include <coil/error.h>
+
+#include "backends/cuda/cuda_expr.h"
+#include "codegen/code_writer.h"
+#include "codegen/kernel_args.h"
+#include "codegen/kernel_rewrites.h"
+
+namespace coil::cuda {
+
+namespace {
+
+using codegen::CodeWriter;
+using codegen::KernelSource;
+using ir::ReduceKind;
+using schedule::Kernel;
+using schedule::KernelNode;
+
+constexpr int64_t kPointwiseBlock = 256;
+constexpr int64_t kRowBlock = 256;
+
+// The kernel's nodes with its loop variables bound to expressions of the thread's indices.
+Kernel bound(const Kernel& k, const sym::Bindings& b) {
+  Kernel out = k;
+  for (KernelNode& n : out.nodes) {
+    n.body = ir::substitute(n.body, b);
+    n.store_index = sym::substitute(n.store_index, b);
+  }
+  return out;
+}
+
+// Each of `vars` (sizes `sizes`) as an expression of the flat index `flat`.
+void bind_flat(sym::Bindings& b, const std::vector<sym::Expr>& vars, const Shape& sizes,
+               sym::Expr flat) {
+  std::vector<sym::Expr> parts = ir::unravel(flat, sizes);
+  for (size_t d = 0; d < vars.size(); ++d) b.emplace(vars[d], parts[d]);
+}
+
+std::string head(const std::string& name, const std::vector<std::string>& args,
+                 const std::set<std::string>& written, const ir::Program& p,
+                 const std::set<std::string>& aliased, bool checks, int64_t block) {
+  std::string h =
+      "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " + name + "(";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool w = written.count(args[i]) > 0;
+    h += std::string(i ? ", " : "") + (w ? "" : "const ") +
+         memory_type(p.buffer(args[i]).layout.dtype) +
+         (aliased.count(args[i]) ? "* " : "* __restrict__ ") + args[i];
+  }
+  if (checks) h += std::string(args.empty() ? "" : ", ") + "i64* index_error";
+  return h + ")";
+}
+
+// The value a reduction starts from.
+std::string identity(ReduceKind k, DType t) {
+  const bool max = k == ReduceKind::Max || k == ReduceKind::ArgMax;
+  switch (k) {
+    case ReduceKind::Sum:
+      return cuda_literal(0, t);
+    case ReduceKind::Prod:
+      return cuda_literal(1, t);
+    case ReduceKind::Any:
+      return "false";
+    case ReduceKind::All:
+      return "true";
+    default:
+      break;
+  }
+  if (is_floating(t))
+    return std::string(max ? "-" : "") + (t == kFloat64 ? "coil_inf_d()" : "coil_inf_f()");
+  switch (t) {
+    case DType::Bool:
+      return max ? "false" : "true";
+    case DType::UInt8:
+      return max ? "0" : "255";
+    case DType::Int8:
+      return max ? "-128" : "127";
+    case DType::Int32:
+      return max ? "(-2147483647 - 1)" : "2147483647";
+    default:
+      return max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  }
+}
+
+const char* fold(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum:
+      return "coil_sum{}";
+    case ReduceKind::Prod:
+      return "coil_prod{}";
+    case ReduceKind::Max:
+      return "coil_max{}";
+    case ReduceKind::Min:
+      return "coil_min{}";
+    case ReduceKind::Any:
+      return "coil_or{}";
+    case ReduceKind::All:
+      return "coil_and{}";
+    default:
+      throw InternalError("codegen: no CUDA fold for this reduction");
+  }
+}
+
+class Printer {
+ public:
+  Printer(const Kernel& k, const ir::Program& p, KernelSource& src) : k_(k), p_(p), src_(src) {
+    for (const KernelNode& n : k.nodes) nodes_[n.buffer] = &n;
+  }
+
+  CudaEmitter emitter() {
+    CudaEmitter em(w_, counter_);
+    for (const auto& [buffer, text] : outer_) em.forward(buffer, text);
+    em.recompute = [this](const std::string& b) -> std::optional<ir::Value> {
+      auto it = nodes_.find(b);
+      if (it == nodes_.end() || it->second->store || it->second->reduce) return std::nullopt;
+      return it->second->body;
+    };
+    em.checks = &src_.index_checks;
+    return em;
+  }
+
+  // The statements of `nodes` at one point: pointwise values forwarded and stored.
+  void point(CudaEmitter& em, const std::vector<const KernelNode*>& nodes) {
+    for (const KernelNode* n : nodes) {
+      std::string v = em.emit(n->body);
+      em.forward(n->buffer, v);
+      if (n->store)
+        em.line(n->buffer + "[" + sym::to_c(n->store_index) + "] = " + to_memory(n->dtype, v) +
+                ";");
+    }
+  }
+
+  // A pointwise kernel's body at flat index `flat` (< numel), for threads of a block of kBlock.
+  void pointwise_body(const Kernel& k, const std::string& first_block) {
+    const int64_t numel = numel_of(k.outer);
+    sym::Expr i = sym::var("i", sym::Range{0, std::max<int64_t>(numel, 1) - 1});
+    sym::Bindings b;
+    bind_flat(b, k.outer_vars, k.outer, i);
+    bound_.push_back(bound(k, b));
+    const Kernel& bk = bound_.back();
+    for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
+    w_.line("const i64 i = ((i64)blockIdx.x - " + first_block + ") * " +
+            std::to_string(kPointwiseBlock) + " + threadIdx.x;");
+    auto guard = w_.block("if (i < " + std::to_string(numel) + ")");
+    CudaEmitter em = emitter();
+    std::vector<const KernelNode*> nodes;
+    for (const KernelNode& n : bk.nodes) nodes.push_back(&n);
+    point(em, nodes);
+  }
+
+  void row_body(const Kernel& k, int64_t threads) {
+    const int64_t rows = numel_of(k.outer), r_numel = numel_of(k.inner);
+    sym::Expr row = sym::var("row", sym::Range{0, std::max<int64_t>(rows, 1) - 1});
+    sym::Expr r = sym::var("r", sym::Range{0, std::max<int64_t>(r_numel, 1) - 1});
+    sym::Bindings b;
+    bind_flat(b, k.outer_vars, k.outer, row);
+    bind_flat(b, k.inner_vars, k.inner, r);
+    bound_.push_back(bound(k, b));
+    const Kernel& bk = bound_.back();
+    nodes_.clear();
+    for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
+    w_.line("__shared__ double coil_smem[66];");
+    w_.line("const i64 row = blockIdx.x;");
+    const std::string t = std::to_string(threads), rn = std::to_string(r_numel);
+    for (const codegen::RowBlock& blk : codegen::row_blocks(bk)) {
+      if (blk.outer) {
+        CudaEmitter em = emitter();
+        const KernelNode& n = *blk.outer;
+        std::string v = em.emit(n.body);
+        outer_[n.buffer] = v;
+        if (n.store)
+          em.line("if (threadIdx.x == 0) " + n.buffer + "[" + sym::to_c(n.store_index) +
+                  "] = " + to_memory(n.dtype, v) + ";");
+        continue;
+      }
+      for (const KernelNode* n : blk.section) {
+        if (!n->reduce) continue;
+        const DType dt = n->body->dtype();
+        w_.line(std::string(codegen::compute_type(dt)) + " acc_" + n->buffer + " = " +
+                identity(*n->reduce, dt) + ";");
+        if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin)
+          w_.line("i64 acc_" + n->buffer + "_i = 0;");
+      }
+      {
+        auto loop = w_.block("for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
+        CudaEmitter em = emitter();
+        for (const KernelNode* n : blk.section) {
+          if (!n->reduce) {
+            point(em, {n});
+            continue;
+          }
+          std::string v = em.emit(n->body);
+          const std::string a = "acc_" + n->buffer;
+          const DType dt = n->body->dtype();
+          if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin) {
+            const std::string kmax = n->reduce == ReduceKind::ArgMax ? "true" : "false";
+            em.line("if (coil_arg<" + kmax + ", " + codegen::compute_type(dt) + ">{}.better(" + v +
+                    ", r, " + a + ", " + a + "_i)) { " + a + " = " + v + "; " + a + "_i = r; }");
+          } else {
+            em.line(a + " = " + fold(*n->reduce) + "(" + a + ", " + v + ");");
+          }
+        }
+      }
+      for (const KernelNode* n : blk.section) {
+        if (!n->reduce) continue;
+        const DType dt = n->body->dtype();
+        const std::string a = "acc_" + n->buffer, red = "red_" + n->buffer;
+        std::string type = codegen::compute_type(dt);
+        if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin) {
+          w_.line(std::string("coil_block_arg<") +
+                  (n->reduce == ReduceKind::ArgMax ? "true" : "false") + ">(" + a + ", " + a +
+                  "_i, coil_smem);");
+          w_.line("const i64 " + red + " = " + a + "_i;");
+        } else {
+          w_.line("const " + type + " " + red + " = coil_block_reduce(" + a + ", " +
+                  fold(*n->reduce) + ", (" + type + ")" + identity(*n->reduce, dt) +
+                  ", coil_smem);");
+        }
+        outer_[n->buffer] = red;
+        if (n->store)
+          w_.line("if (threadIdx.x == 0) " + n->buffer + "[" + sym::to_c(n->store_index) +
+                  "] = " + to_memory(n->dtype, red) + ";");
+      }
+    }
+  }
+
+  CodeWriter& writer() { return w_; }
+
+ private:
+  const Kernel& k_;
+  const ir::Program& p_;
+  KernelSource& src_;
+  CodeWriter w_{1};
+  int counter_ = 0;
+  std::map<std::string, const KernelNode*> nodes_;
+  std::map<std::string, std::string> outer_;
+  std::deque<Kernel> bound_;  // the kernels nodes_ points into (a deque: they never move)
+};
+
+// Every variance a row's two passes (its mean, then the squared deviations): block reductions
+// of sums, no Welford state to combine across threads.
+bool always(const KernelNode& n, const Kernel&) { return n.reduce == ReduceKind::WelfordM2; }
+
+}  // namespace
+
+KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
+  KernelSource src;
+  src.name = k.name;
+  src.parallel = true;
+  std::vector<Kernel> parts = k.parts.empty() ? std::vector<Kernel>{k} : k.parts;
+  const bool rows = k.parts.empty() && k.is_reduction();
+  Kernel rewritten = rows ? codegen::two_pass_variances(k, always) : k;
+  Printer pr(rewritten, program, src);
+  int64_t block = kPointwiseBlock;
+  if (rows) {
+    const int64_t r_numel = numel_of(k.inner);
+    block = r_numel >= kRowBlock ? kRowBlock : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
+    pr.row_body(rewritten, block);
+    src.launch = {numel_of(k.outer), block, 0};
+    std::map<const KernelNode*, size_t> pass_of;
+    std::vector<codegen::RowBlock> bs = codegen::row_blocks(rewritten);
+    for (size_t b = 0; b < bs.size(); ++b)
+      for (const KernelNode* n : bs[b].section) pass_of[n] = b;
+    src.inplace = codegen::inplace_pairs(rewritten, program, pass_of);
+  } else {
+    int64_t blocks = 0;
+    for (const Kernel& part : parts) {
+      const int64_t n = (numel_of(part.outer) + kPointwiseBlock - 1) / kPointwiseBlock;
+      auto scope = pr.writer().block(
+          parts.size() == 1 ? std::string()
+                            : "if (blockIdx.x >= " + std::to_string(blocks) + " && blockIdx.x < " +
+                                  std::to_string(blocks + n) + ")");
+      pr.pointwise_body(part, std::to_string(blocks));
+      blocks += n;
+    }
+    src.launch = {blocks, block, 0};
+    if (k.parts.empty()) src.inplace = codegen::inplace_pairs(k, program, {});
+  }
+  std::set<std::string> written;
+  std::set<std::string> seen;
+  for (const Kernel& part : rows ? std::vector<Kernel>{rewritten} : parts) {
+    for (const std::string& a : codegen::arguments(part))
+      if (seen.insert(a).second) src.args.push_back(a);
+    for (const std::string& w : codegen::written(part)) written.insert(w);
+  }
+  std::set<std::string> aliased;
+  for (const auto& [w, r] : src.inplace) aliased.insert({w, r});
+  src.code = head(k.name, src.args, written, program, aliased, !src.index_checks.empty(), block) +
+             " {\n" + pr.writer().text() + "}\n";
+  return src;
+}
+
+}  // namespace coil::cuda

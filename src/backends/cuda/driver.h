@@ -1,0 +1,42 @@
+// The CUDA driver calls the backend needs to load generated code and launch it, found through
+// the CUDA runtime (which loads the driver itself), so coil links no driver library and loads
+// where there is none. A loaded cubin is a CudaModule: the CUDA backend's jit::Module.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "jit/module.h"
+
+namespace coil::cuda {
+
+class CudaModule : public jit::Module {
+ public:
+  // Loads the cubin at `path` on device `device`.
+  CudaModule(std::string path, int device);
+  ~CudaModule() override;
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
+
+  const std::string& path() const override { return path_; }
+  int device() const { return device_; }
+  // The kernel `name` (a CUfunction); coil::Error naming it and the file if absent.
+  void* function(const std::string& name) const;
+
+ private:
+  std::string path_;
+  int device_;
+  void* module_ = nullptr;  // CUmodule
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, void*> functions_;
+};
+
+// Launches `function` on device `device`'s coil stream: `grid` blocks of `block` threads, with
+// `shared` bytes of dynamic shared memory; `args[i]` points at the value of parameter i.
+// coil::Error naming `kernel` when the launch fails.
+void launch(void* function, const std::string& kernel, int device, unsigned grid, unsigned block,
+            unsigned shared, void** args);
+
+}  // namespace coil::cuda

@@ -1,0 +1,79 @@
+#include "codegen/kernel_args.h"
+
+#include "graph/registry.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::codegen {
+
+std::set<std::string> written(const schedule::Kernel& k) {
+  std::set<std::string> out;
+  for (const schedule::KernelNode& n : k.nodes)
+    if (n.store) out.insert(n.buffer);
+  return out;
+}
+
+std::vector<std::string> arguments(const schedule::Kernel& k) {
+  std::map<std::string, const schedule::KernelNode*> made;
+  for (const schedule::KernelNode& n : k.nodes) made[n.buffer] = &n;
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& b) {
+    if (seen.insert(b).second) out.push_back(b);
+  };
+  for (const schedule::KernelNode& n : k.nodes) {
+    ir::for_each_load(n.body, [&](const ir::ValueNode& l) {
+      auto it = made.find(l.buffer());
+      if (it == made.end() || it->second->store) add(l.buffer());
+    });
+    if (n.store) add(n.buffer);
+  }
+  return out;
+}
+
+// Computed buffers, and the fresh contiguous results of library calls (not inputs, constants,
+// or extern views that alias them).
+bool owned_dense(const ir::Buffer& b) {
+  if (b.kind == ir::BufferKind::Computed) return true;
+  return b.kind == ir::BufferKind::Extern && op_info(b.call->op).kind == OpKind::Extern &&
+         b.layout.offset == 0 && b.layout.strides == contiguous_strides(b.layout.sizes);
+}
+
+std::vector<std::pair<std::string, std::string>> inplace_pairs(
+    const schedule::Kernel& k, const ir::Program& p,
+    const std::map<const schedule::KernelNode*, size_t>& pass_of) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const bool rows = k.is_reduction();
+  std::set<std::string> made, taken;
+  for (const schedule::KernelNode& n : k.nodes) made.insert(n.buffer);
+  auto pass = [&](const schedule::KernelNode& n) {
+    auto it = pass_of.find(&n);
+    return it == pass_of.end() ? 0 : it->second;
+  };
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const schedule::KernelNode& n = k.nodes[i];
+    if (!n.store || (rows && (!n.inner || n.reduce))) continue;
+    const ir::Layout& wl = p.buffer(n.buffer).layout;
+    std::map<std::string, bool> same_element;  // read buffer -> every read fits so far
+    for (size_t j = 0; j < k.nodes.size(); ++j)
+      ir::for_each_load(k.nodes[j].body, [&](const ir::ValueNode& l) {
+        if (made.count(l.buffer())) return;
+        const schedule::KernelNode& m = k.nodes[j];
+        const bool fits = j <= i && l.index() == n.store_index &&
+                          !(m.reduce == ir::ReduceKind::WelfordM2 && pass(m) == pass(n));
+        auto [it, fresh] = same_element.emplace(l.buffer(), fits);
+        if (!fresh) it->second = it->second && fits;
+      });
+    for (const auto& [r, fits] : same_element) {
+      const ir::Buffer& rb = p.buffer(r);
+      if (fits && !taken.count(r) && owned_dense(rb) && rb.layout.dtype == wl.dtype &&
+          rb.layout.numel() == wl.numel()) {
+        out.push_back({n.buffer, r});
+        taken.insert(r);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace coil::codegen

@@ -1,0 +1,47 @@
+// Helpers for the CUDA backend's tests. Those that only need NVRTC (the generated source
+// compiles for sm_90) run wherever coil was built with CUDA, CI included; those that run
+// kernels skip, saying so, where there is no GPU.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <coil/cuda.h>
+
+#include <filesystem>
+#include <string>
+
+#include "backends/backend.h"
+#include "compile/stages.h"
+
+// Skips the test unless coil was built with CUDA and a GPU is present.
+#define COIL_REQUIRE_GPU()                                                      \
+  do {                                                                          \
+    if (!coil::cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA"; \
+    if (!coil::cuda::is_available()) GTEST_SKIP() << "no GPU";                  \
+  } while (0)
+
+namespace coil::testing {
+
+// The CUDA source of `graph`'s kernels after the inductor stages, compiled by NVRTC for the
+// default architecture without loading it: "" when it compiled (or has no kernels), else the
+// compiler's log and the source. Needs coil built with CUDA, not a GPU.
+inline std::string cuda_compile_errors(const Graph& graph) {
+  const backends::DeviceBackend* be = backends::cuda_backend(-1);
+  if (!be) return "coil was built without CUDA";
+  Graph g = graph.clone();
+  debug::CompileTrace trace("cuda_test", "cuda_test", CompileOptions{}, {});
+  stages::graph_stages(g, trace);
+  ir::Program program = stages::lowering(g, *be, trace);
+  schedule::Schedule sched = stages::scheduling(program, trace);
+  std::vector<codegen::KernelSource> kernels = stages::codegen(g, program, sched, *be, trace);
+  if (kernels.empty()) return "";
+  const std::string source = be->module_source(kernels);
+  std::string dir = ::testing::TempDir() + "coil-nvrtc-XXXXXX";
+  if (!mkdtemp(dir.data())) return "cannot make a temporary folder";
+  jit::Compiler::Outcome out = be->compiler()->compile(source, dir + "/k.cu", dir + "/k.cubin");
+  std::filesystem::remove_all(dir);
+  return out.ok ? "" : out.log + "\n" + source;
+}
+
+}  // namespace coil::testing
