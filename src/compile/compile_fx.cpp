@@ -27,11 +27,14 @@ capture::CompiledGraph interpreted(std::shared_ptr<const Graph> g) {
   return cg;
 }
 
-// The device a graph's tensors live on: its inputs' (the CPU for a graph without any).
+// The device a graph's tensors live on: its inputs', or its first result's for a graph without
+// any (a factory's).
 Device device_of(const Graph& g) {
   for (const Node* n : g.nodes())
     if (n->kind() == NodeKind::Placeholder || n->kind() == NodeKind::Parameter)
       return n->tensor_meta().device;
+  for (const Node* n : g.nodes())
+    if (n->kind() == NodeKind::Call && !n->meta().empty()) return n->meta()[0].device;
   return kCPU;
 }
 

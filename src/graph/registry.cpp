@@ -76,10 +76,25 @@ std::vector<TensorMeta> run_meta(OpId op, const std::vector<Arg>& args) {
   return op_info(op).meta(Args(args));
 }
 
+namespace {
+DeviceEager cuda_eager = nullptr;  // installed by the layer that runs ops on the GPU
+}  // namespace
+
+void install_device_eager(DeviceType device, DeviceEager eager) {
+  COIL_ASSERT(device == DeviceType::CUDA, "device eager kernels are for the GPU");
+  cuda_eager = eager;
+}
+
 std::vector<Tensor> run_eager(OpId op, const std::vector<Arg>& args) {
   const OpInfo& info = op_info(op);
   Args a(args);
   std::vector<TensorMeta> out = info.meta(a);
+  if (!out.empty() && out[0].device.is_cuda() && info.kind != OpKind::View &&
+      op != OpId::to_device) {
+    COIL_CHECK(cuda_eager, info.name, ": no kernels for ", out[0].device.str(),
+               " (coil was built without CUDA)");
+    return cuda_eager(op, args, out);
+  }
   return info.eager(a, out);
 }
 

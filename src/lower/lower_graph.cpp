@@ -95,9 +95,13 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
 
 ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
   Context cx;
+  // The graph's device: its inputs', or its first result's (a factory's).
   for (Node* n : g.nodes())
     if (n->kind() == NodeKind::Placeholder || n->kind() == NodeKind::Parameter) {
       cx.program().device = n->tensor_meta().device;
+      break;
+    } else if (n->kind() == NodeKind::Call && !n->meta().empty()) {
+      cx.program().device = n->meta()[0].device;
       break;
     }
   int64_t input_index = 0;

@@ -3,6 +3,8 @@
 #include "runtime/copy.h"
 
 #include "runtime/convert.h"
+#include "runtime/cuda_runtime.h"
+#include "runtime/device_kernels.h"
 #include "runtime/loops.h"
 
 namespace coil {
@@ -31,8 +33,6 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {
-  check_cpu(dst.device(), "copy_");
-  check_cpu(src.device(), "copy_");
   broadcast_shapes(dst.sizes(), src.sizes(), "copy_");
   COIL_CHECK(src.dim() <= dst.dim(), "copy_: cannot copy a source of sizes ",
              shape_str(src.sizes()), " into a destination of sizes ", shape_str(dst.sizes()));
@@ -40,6 +40,26 @@ void copy_into(const Tensor& dst, const Tensor& src) {
     int64_t s = src.sizes()[src.dim() - 1 - i], d = dst.sizes()[dst.dim() - 1 - i];
     COIL_CHECK(s == d || s == 1, "copy_: source sizes ", shape_str(src.sizes()),
                " do not broadcast to destination sizes ", shape_str(dst.sizes()));
+  }
+  if (dst.device().is_cuda() || src.device().is_cuda()) {
+    // Across devices: the source's elements brought to the destination's device first.
+    Tensor from = src;
+    if (src.device() != dst.device()) {
+      from = empty_contiguous(src.sizes(), src.dtype(), dst.device());
+      Tensor dense = src.device().is_cpu() ? contiguous_copy(src) : src;
+      if (!dense.is_contiguous()) {
+        dense = empty_contiguous(src.sizes(), src.dtype(), src.device());
+        copy_into(dense, src);
+      }
+      cuda::copy(from.impl()->data(), from.device(), dense.impl()->data(), dense.device(),
+                 static_cast<size_t>(src.numel()) * itemsize(src.dtype()));
+    }
+    if (dst.device().is_cpu()) {
+      copy_into(dst, from);
+      return;
+    }
+    device_kernels(dst.device().type, "copy_").copy(dst, from);
+    return;
   }
   Tensor out = dst;
   dispatch_dtype(dst.dtype(), [&]<typename O>() {
@@ -58,7 +78,10 @@ Tensor to_dtype_copy(const Tensor& src, DType dtype) {
 Tensor contiguous_copy(const Tensor& src) { return to_dtype_copy(src, src.dtype()); }
 
 void fill(const Tensor& dst, const Scalar& value) {
-  check_cpu(dst.device(), "fill_");
+  if (dst.device().is_cuda()) {
+    device_kernels(dst.device().type, "fill_").fill(dst, value);
+    return;
+  }
   Tensor out = dst;
   dispatch_dtype(dst.dtype(), [&]<typename T>() {
     T v = value.to<T>();

@@ -25,7 +25,7 @@ double uniform01(std::mt19937_64& e) { return static_cast<double>(e() >> 11) * 0
 // Draws `n` doubles with `draw`, in logical order, then converts them into dst.
 template <typename Draw>
 void fill_with(const Tensor& dst, Draw draw) {
-  check_cpu(dst.device(), "random");
+  // On a GPU too: drawn on the host, so every device sees the same stream of numbers.
   Tensor tmp = empty_contiguous(dst.sizes(), kFloat64);
   double* p = tmp.data_ptr<double>();
   {

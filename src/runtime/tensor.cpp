@@ -173,7 +173,7 @@ Scalar Tensor::item(Where where) const {
   COIL_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements (sizes ", shape_str(sizes()),
              ") cannot be converted to a number; only one-element tensors can");
   ensure_storage(*this, "item()", where);
-  check_cpu(device(), "item");
+  if (device().is_cuda()) return to(kCPU).item(where);  // waits for the GPU
   const char* p = static_cast<const char*>(data_ptr(where));
   return dispatch_dtype(dtype(),
                         [&]<typename T>() { return Scalar(*reinterpret_cast<const T*>(p)); });
@@ -181,7 +181,7 @@ Scalar Tensor::item(Where where) const {
 
 std::vector<double> Tensor::to_vector_double(Where where) const {
   ensure_storage(*this, "reading values", where);
-  check_cpu(device(), "to_vector_double");
+  if (device().is_cuda()) return to(kCPU).to_vector_double(where);
   std::vector<double> out;
   out.reserve(static_cast<size_t>(numel()));
   const char* base = static_cast<const char*>(data_ptr(where));

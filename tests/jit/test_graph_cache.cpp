@@ -44,7 +44,7 @@ class GraphCacheTest : public JitTest {
     jit::reset_stats();
   }
   static int64_t count(const char* name) { return counters()[name]; }
-  // The entries' plans (each kernel's source lies beside its plan, as <key>.cpp).
+  // The entries' plans (each kernel's source lies beside its plan, as <key>.src).
   std::vector<fs::path> entries() const {
     std::vector<fs::path> out;
     if (!fs::exists(fs::path(cache_dir_) / "graphs")) return out;
@@ -177,7 +177,7 @@ TEST_F(GraphCacheTest, UnreadableEntryIsAMissAndIsReplaced) {
   auto f = [&w](const Tensor& x) { return model(x, w); };
   compile(f)(x);
   ASSERT_EQ(entries().size(), 1u);
-  fs::path entry = entries()[0], source = fs::path(entry).replace_extension(".cpp");
+  fs::path entry = entries()[0], source = fs::path(entry).replace_extension(".src");
   ASSERT_TRUE(fs::exists(source));
   std::ifstream in(entry);
   std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -1,0 +1,151 @@
+// The runtime's copies and fills on the GPU (runtime/device_kernels.h): one kernel per pair of
+// dtypes, whose sizes and strides are arguments, so a new shape never compiles anything. Made
+// with NVRTC the first time a pair is used and kept in the code cache like generated code.
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <coil/error.h>
+
+#include "backends/cuda/cuda_compiler.h"
+#include "backends/cuda/cuda_expr.h"
+#include "backends/cuda/cuda_prelude.h"
+#include "backends/cuda/driver.h"
+#include "runtime/device_kernels.h"
+#include "runtime/loops.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::cuda {
+
+namespace {
+
+constexpr int kMaxRank = 8;
+constexpr int kBlock = 256;
+
+// A tensor's geometry as the kernels take it: element count, sizes, and the strides of the
+// destination and source (0 along broadcast dims).
+struct Geometry {
+  int64_t n;
+  int64_t rank;
+  int64_t size[kMaxRank];
+  int64_t dst[kMaxRank];
+  int64_t src[kMaxRank];
+};
+
+std::string load_expr(DType t, const std::string& at) {
+  if (t == kFloat16) return "coil_h2f(" + at + ")";
+  if (t == kBFloat16) return "coil_bf2f(" + at + ")";
+  return "(" + std::string(codegen::compute_type(t)) + ")(" + at + ")";
+}
+
+std::string convert(DType to, const std::string& v) {
+  if (to == kBool) return "(" + v + " != 0)";
+  return "(" + std::string(codegen::compute_type(to)) + ")(" + v + ")";
+}
+
+std::string source(DType dst, DType src) {
+  const std::string d = memory_type(dst), s = memory_type(src);
+  return cuda_prelude() + R"(
+struct Geometry { i64 n, rank, size[8], dst[8], src[8]; };
+__device__ __forceinline__ void coil_offsets(const Geometry& g, i64 i, i64& a, i64& b) {
+  a = 0; b = 0;
+  for (i64 d = g.rank - 1; d >= 0; --d) {
+    const i64 c = i % g.size[d];
+    i /= g.size[d];
+    a += c * g.dst[d];
+    b += c * g.src[d];
+  }
+}
+extern "C" __global__ void coil_copy()" +
+         d + "* __restrict__ dst, const " + s + R"(* __restrict__ src, Geometry g) {
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < g.n; i += (i64)gridDim.x * blockDim.x) {
+    i64 a, b;
+    coil_offsets(g, i, a, b);
+    dst[a] = )" +
+         to_memory(dst, convert(dst, load_expr(src, "src[b]"))) + R"(;
+  }
+}
+extern "C" __global__ void coil_fill()" +
+         d + R"(* __restrict__ dst, double f, i64 k, Geometry g) {
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < g.n; i += (i64)gridDim.x * blockDim.x) {
+    i64 a, b;
+    coil_offsets(g, i, a, b);
+    dst[a] = )" +
+         to_memory(dst, convert(dst, is_floating(dst) ? "f" : "k")) + R"(;
+  }
+}
+)";
+}
+
+struct Kernels {
+  std::shared_ptr<const jit::Module> module;
+  void* copy;
+  void* fill;
+};
+
+const Kernels& kernels(int device, DType dst, DType src) {
+  static std::mutex mutex;
+  static auto* loaded = new std::map<std::tuple<int, DType, DType>, Kernels>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_tuple(device, dst, src);
+  auto it = loaded->find(key);
+  if (it != loaded->end()) return it->second;
+  NvrtcCompiler compiler(device);
+  auto module =
+      jit::load(source(dst, src), compiler,
+                std::string("copy_") + dtype_short_name(src) + "_" + dtype_short_name(dst));
+  const auto& m = static_cast<const CudaModule&>(*module);
+  return loaded->emplace(key, Kernels{module, m.function("coil_copy"), m.function("coil_fill")})
+      .first->second;
+}
+
+Geometry geometry(const Tensor& dst, const Tensor* src, const char* what) {
+  Geometry g{};
+  g.n = dst.numel();
+  g.rank = dst.dim();
+  COIL_CHECK(g.rank <= kMaxRank, what, ": tensors of more than ", kMaxRank,
+             " dims are not supported on the GPU (got ", shape_str(dst.sizes()), ")");
+  Shape src_strides;
+  if (src) src_strides = broadcast_strides(*src, dst.sizes());
+  for (int64_t d = 0; d < g.rank; ++d) {
+    g.size[d] = dst.sizes()[d];
+    g.dst[d] = dst.strides()[d];
+    g.src[d] = src ? src_strides[d] : 0;
+  }
+  return g;
+}
+
+unsigned blocks(int64_t n) {
+  const int64_t b = (n + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(std::min<int64_t>(b, 65535));
+}
+
+void copy_kernel(const Tensor& dst, const Tensor& src) {
+  Geometry g = geometry(dst, &src, "copy_");
+  if (g.n == 0) return;
+  const int device = dst.device().index;
+  const Kernels& k = kernels(device, dst.dtype(), src.dtype());
+  void* d = dst.impl()->data();
+  void* s = src.impl()->data();
+  void* args[] = {&d, &s, &g};
+  launch(k.copy, "coil_copy", device, blocks(g.n), kBlock, 0, args);
+}
+
+void fill_kernel(const Tensor& dst, const Scalar& value) {
+  Geometry g = geometry(dst, nullptr, "fill_");
+  if (g.n == 0) return;
+  const int device = dst.device().index;
+  const Kernels& k = kernels(device, dst.dtype(), dst.dtype());
+  void* d = dst.impl()->data();
+  double f = value.to_double();
+  int64_t i = is_floating(dst.dtype()) ? 0 : value.to_int();
+  void* args[] = {&d, &f, &i, &g};
+  launch(k.fill, "coil_fill", device, blocks(g.n), kBlock, 0, args);
+}
+
+[[maybe_unused]] const bool installed =
+    (install_device_kernels(DeviceType::CUDA, {copy_kernel, fill_kernel}), true);
+
+}  // namespace
+
+}  // namespace coil::cuda
