@@ -2,6 +2,7 @@
 // include/coil/cuda.h.
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -84,11 +85,32 @@ CachingAllocator& allocator(int device) {
 
 }  // namespace
 
-void* allocate(size_t nbytes, int device) {
-  return allocator(device).allocate(nbytes, stream(device));
+// COIL_CUDA_NO_CACHE=1 gives every tensor memory of its own from cudaMalloc, so that
+// compute-sanitizer sees an access past a tensor's end (inside a cached segment it could not).
+bool uncached() {
+  static const bool on = [] {
+    const char* v = std::getenv("COIL_CUDA_NO_CACHE");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
 }
 
-void free(void* ptr, int device) { allocator(device).free(ptr); }
+void* allocate(size_t nbytes, int device) {
+  if (!uncached()) return allocator(device).allocate(nbytes, stream(device));
+  set_device(device);
+  void* p = nullptr;
+  if (nbytes) check(cudaMalloc(&p, nbytes), "cudaMalloc");
+  return p;
+}
+
+void free(void* ptr, int device) {
+  if (!uncached()) {
+    allocator(device).free(ptr);
+    return;
+  }
+  set_device(device);
+  cudaFree(ptr);  // synchronises: the kernels that used it are done
+}
 
 int64_t memory_allocated(int device) {
   return available() ? allocator(device).stats().allocated : 0;
@@ -96,9 +118,7 @@ int64_t memory_allocated(int device) {
 int64_t max_memory_allocated(int device) {
   return available() ? allocator(device).stats().peak_allocated : 0;
 }
-int64_t memory_reserved(int device) {
-  return available() ? allocator(device).stats().reserved : 0;
-}
+int64_t memory_reserved(int device) { return available() ? allocator(device).stats().reserved : 0; }
 void reset_peak_memory_stats(int device) {
   if (available()) allocator(device).reset_peak_stats();
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU suite, on a machine with an NVIDIA GPU and the CUDA toolkit (the device machine, which
+# has no package registry: the Debian packages coil builds with travel in .deps/, see
+# bench/device_setup.sh). Builds coil with its tests, then runs the CUDA tests (every registry
+# op eager and compiled on the GPU against the CPU, the random-program fuzzer, compiled training)
+# and, unless COIL_GPU_QUICK=1, the whole suite and the CUDA tests once more under
+# compute-sanitizer. Logs go to $OUT when it is set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp}
+if [ -d .deps ]; then
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/debroot; done
+  cp -rn /tmp/debroot/usr/include/* /usr/include/ 2>/dev/null || true
+  cp -rn /tmp/debroot/usr/lib/x86_64-linux-gnu/* /usr/lib/x86_64-linux-gnu/ 2>/dev/null || true
+  cp -rn /tmp/debroot/usr/share/* /usr/share/ 2>/dev/null || true
+  cp -rn /tmp/debroot/usr/src/* /usr/src/ 2>/dev/null || true
+  ln -sf /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libopenblas.so.0 || true
+  ldconfig
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_BUILD_EXAMPLES=ON \
+  -DCOIL_BUILD_BENCH=ON > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
+grep "coil:" "$out/cmake.log"
+ninja -C build-gpu > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
+echo "== CUDA tests"
+build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" 2>&1 | tee "$out/cuda_tests.txt"
+[ "${COIL_GPU_QUICK:-0}" = 1 ] && exit 0
+echo "== the whole suite, on the GPU machine"
+(cd build-gpu && ctest -j 16 --output-on-failure) 2>&1 | tail -40 | tee "$out/ctest.txt"
+echo "== the CUDA tests under compute-sanitizer (memcheck; racecheck for the block reductions)"
+COIL_CUDA_NO_CACHE=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
+  build-gpu/tests/coil_tests \
+  --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}:-Cuda.AllocatorStatistics*:Cuda.OutOfMemory*" \
+  2>&1 | tail -30 |
+  tee "$out/memcheck.txt"
+compute-sanitizer --tool racecheck --error-exitcode 1 \
+  build-gpu/tests/coil_tests --gtest_filter='Cuda.CompiledFunctionsMatchTheCpu' 2>&1 | tail -20 |
+  tee "$out/racecheck.txt"
