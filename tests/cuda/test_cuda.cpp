@@ -110,6 +110,7 @@ TEST(Cuda, EveryOpEagerMatchesTheCpu) {
     if (ex.random) continue;
     OpId op = *find_op(ex.op);
     std::vector<Arg> cpu_args = example_args(ex, host);
+    normalize_args(op, cpu_args);
     std::vector<Tensor> want, got;
     try {
       want = run_eager(op, cpu_args);
