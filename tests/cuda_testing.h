@@ -13,6 +13,11 @@
 
 #include "backends/backend.h"
 #include "compile/stages.h"
+#include "graph/parser.h"
+#include "graph/printer.h"
+
+#include <regex>
+#include <sstream>
 
 // Skips the test unless coil was built with CUDA and a GPU is present.
 #define COIL_REQUIRE_GPU()                                                      \
@@ -42,6 +47,25 @@ inline std::string cuda_compile_errors(const Graph& graph) {
   jit::Compiler::Outcome out = be->compiler()->compile(source, dir + "/k.cu", dir + "/k.cubin");
   std::filesystem::remove_all(dir);
   return out.ok ? "" : out.log + "\n" + source;
+}
+
+// `graph` with its inputs, and the devices its factories name, on the GPU: the printed graph
+// with its signature's devices changed and its results' annotations left to the parser.
+inline Graph on_gpu(const Graph& graph) {
+  std::istringstream text(print_graph(graph));
+  std::string line, gpu_text;
+  std::getline(text, line);
+  for (size_t at = 0; (at = line.find("]cpu", at)) != std::string::npos;)
+    line.replace(at, 4, "]cuda:0");
+  gpu_text = line + "\n";
+  static const std::regex annotation(R"re(^(\s+\w+): "[^"]*" = )re");
+  while (std::getline(text, line)) {
+    line = std::regex_replace(line, annotation, "$1 = ");
+    for (size_t at = 0; (at = line.find("\"cpu\"", at)) != std::string::npos;)
+      line.replace(at, 5, "\"cuda:0\"");
+    gpu_text += line + "\n";
+  }
+  return parse_graph(gpu_text);
 }
 
 }  // namespace coil::testing

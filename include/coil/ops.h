@@ -19,15 +19,18 @@ Tensor full(const Shape& size, const Scalar& fill_value, std::optional<DType> dt
             Device device = kCPU);
 Tensor zeros(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
 Tensor ones(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
-Tensor arange(const Scalar& end, std::optional<DType> dtype = std::nullopt);
+Tensor arange(const Scalar& end, std::optional<DType> dtype = std::nullopt, Device device = kCPU);
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
-              std::optional<DType> dtype = std::nullopt);
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, DType dtype = kFloat32);
-Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dtype = kFloat32);
-Tensor rand(const Shape& size, DType dtype = kFloat32);
-Tensor randn(const Shape& size, DType dtype = kFloat32);
-Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype = kInt64);
-Tensor randint(int64_t high, const Shape& size, DType dtype = kInt64);
+              std::optional<DType> dtype = std::nullopt, Device device = kCPU);
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, DType dtype = kFloat32,
+                Device device = kCPU);
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dtype = kFloat32,
+           Device device = kCPU);
+Tensor rand(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
+Tensor randn(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
+Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype = kInt64,
+               Device device = kCPU);
+Tensor randint(int64_t high, const Shape& size, DType dtype = kInt64, Device device = kCPU);
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);

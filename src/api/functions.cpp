@@ -13,6 +13,8 @@ namespace coil {
 
 namespace {
 Arg dev(Device d) { return d; }
+// The factories that took no device before name it only off the CPU, so graphs read as before.
+Arg dev_or_none(Device d) { return d.is_cpu() ? Arg() : Arg(d); }
 }  // namespace
 
 // ---- factories ---------------------------------------------------------------------------------
@@ -28,24 +30,30 @@ Tensor full(const Shape& size, const Scalar& v, std::optional<DType> dtype, Devi
 }
 Tensor zeros(const Shape& size, DType dtype, Device device) { return full(size, 0, dtype, device); }
 Tensor ones(const Shape& size, DType dtype, Device device) { return full(size, 1, dtype, device); }
-Tensor arange(const Scalar& end, std::optional<DType> dtype) { return arange(0, end, 1, dtype); }
+Tensor arange(const Scalar& end, std::optional<DType> dtype, Device device) {
+  return arange(0, end, 1, dtype, device);
+}
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
-              std::optional<DType> dtype) {
-  return call_op1(OpId::arange, {start, end, step, none_or(dtype), Arg()});
+              std::optional<DType> dtype, Device device) {
+  return call_op1(OpId::arange, {start, end, step, none_or(dtype), dev_or_none(device)});
 }
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, DType dtype) {
-  return call_op1(OpId::linspace, {start, end, steps, dtype, Arg()});
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, DType dtype, Device device) {
+  return call_op1(OpId::linspace, {start, end, steps, dtype, dev_or_none(device)});
 }
-Tensor eye(int64_t n, std::optional<int64_t> m, DType dtype) {
-  return call_op1(OpId::eye, {n, none_or(m), dtype, Arg()});
+Tensor eye(int64_t n, std::optional<int64_t> m, DType dtype, Device device) {
+  return call_op1(OpId::eye, {n, none_or(m), dtype, dev_or_none(device)});
 }
-Tensor rand(const Shape& size, DType dtype) { return call_op1(OpId::rand, {size, dtype, Arg()}); }
-Tensor randn(const Shape& size, DType dtype) { return call_op1(OpId::randn, {size, dtype, Arg()}); }
-Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype) {
-  return call_op1(OpId::randint, {low, high, size, dtype, Arg()});
+Tensor rand(const Shape& size, DType dtype, Device device) {
+  return call_op1(OpId::rand, {size, dtype, dev_or_none(device)});
 }
-Tensor randint(int64_t high, const Shape& size, DType dtype) {
-  return randint(0, high, size, dtype);
+Tensor randn(const Shape& size, DType dtype, Device device) {
+  return call_op1(OpId::randn, {size, dtype, dev_or_none(device)});
+}
+Tensor randint(int64_t low, int64_t high, const Shape& size, DType dtype, Device device) {
+  return call_op1(OpId::randint, {low, high, size, dtype, dev_or_none(device)});
+}
+Tensor randint(int64_t high, const Shape& size, DType dtype, Device device) {
+  return randint(0, high, size, dtype, device);
 }
 Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype(), t.device()); }
 Tensor zeros_like(const Tensor& t) { return full(t.sizes(), 0, t.dtype(), t.device()); }

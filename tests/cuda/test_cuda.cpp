@@ -12,9 +12,6 @@
 #include "graph/printer.h"
 #include "testing.h"
 
-#include <regex>
-#include <sstream>
-
 using namespace coil;
 using namespace coil::testing;
 
@@ -91,13 +88,16 @@ TEST(Cuda, CopiesAndFillsWriteIntoViews) {
   expect_same(g, c, "writes into views");
 }
 
-// The example's arguments with its tensors, and the devices its factories name, on the GPU.
-std::vector<Arg> on_gpu(std::vector<Arg> args) {
-  for (Arg& a : args) {
+// The (normalized) arguments of `op` with their tensors, and a factory's device, on the GPU.
+std::vector<Arg> on_gpu(OpId op, std::vector<Arg> args) {
+  const auto& params = op_info(op).schema.args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Arg& a = args[i];
     if (auto* t = std::get_if<Tensor>(&a)) *t = t->cuda();
     if (auto* ts = std::get_if<std::vector<Tensor>>(&a))
       for (Tensor& t : *ts) t = t.cuda();
-    if (auto* d = std::get_if<Device>(&a)) *d = kCUDA;
+    if (std::holds_alternative<Device>(a) || (i < params.size() && params[i].name == "device"))
+      a = kCUDA;
   }
   return args;
 }
@@ -119,7 +119,7 @@ TEST(Cuda, EveryOpEagerMatchesTheCpu) {
       throw;
     }
     try {
-      got = run_eager(op, on_gpu(cpu_args));
+      got = run_eager(op, on_gpu(op, cpu_args));
     } catch (const std::exception& e) {
       ADD_FAILURE() << ex.op << ": " << e.what();
       continue;
@@ -138,18 +138,8 @@ TEST(Cuda, EveryOpCompiledMatchesTheCpu) {
   std::map<std::string, Tensor> values = example_values();
   for (const OpExample& ex : op_examples()) {
     if (ex.random || ex.op == std::string("to_device")) continue;
+    if (op_info(*find_op(ex.op)).kind == OpKind::Factory) continue;  // Cuda.FactoriesOnTheGpu
     Graph cpu_graph = example_graph(ex);
-    // The same graph on the GPU: its inputs' device changed, the results' annotations left
-    // to the parser to compute.
-    std::istringstream text(print_graph(cpu_graph));
-    std::string line, gpu_text;
-    std::getline(text, line);
-    for (size_t at = 0; (at = line.find("]cpu", at)) != std::string::npos;)
-      line.replace(at, 4, "]cuda:0");
-    gpu_text = line + "\n";
-    static const std::regex annotation(R"re(^(\s+\w+): "[^"]*" = )re");
-    while (std::getline(text, line))
-      gpu_text += std::regex_replace(line, annotation, "$1 = ") + "\n";
     std::vector<Tensor> cpu_in, gpu_in;
     for (const Node* p : cpu_graph.placeholders()) {
       cpu_in.push_back(values.at(p->name()));
@@ -157,7 +147,7 @@ TEST(Cuda, EveryOpCompiledMatchesTheCpu) {
     }
     std::vector<Tensor> got, want = interpret(cpu_graph, cpu_in);
     try {
-      auto gpu_graph = std::make_shared<const Graph>(parse_graph(gpu_text));
+      auto gpu_graph = std::make_shared<const Graph>(on_gpu(cpu_graph));
       got = compile_fx(gpu_graph, CompileOptions{}, std::string("cuda_") + ex.op).run(gpu_in);
     } catch (const std::exception& e) {
       ADD_FAILURE() << ex.op << ": " << e.what();
@@ -166,6 +156,25 @@ TEST(Cuda, EveryOpCompiledMatchesTheCpu) {
     ASSERT_EQ(got.size(), want.size()) << ex.op;
     for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i], ex.op);
   }
+}
+
+// Factories compiled for the GPU, their results read by another op (a graph of a factory alone
+// is the factory's eager kernel).
+TEST(Cuda, FactoriesOnTheGpu) {
+  COIL_REQUIRE_GPU();
+  auto f = [](const Tensor& x) {
+    return std::vector<Tensor>{x + full({4, 6}, 1.5, kFloat32, kCUDA),
+                               x + arange(0, 6, 1, kFloat32, kCUDA),
+                               x.narrow(1, 0, 4) + eye(4, std::nullopt, kFloat32, kCUDA)};
+  };
+  auto g = [](const Tensor& x) {
+    return std::vector<Tensor>{x + full({4, 6}, 1.5, kFloat32), x + arange(0, 6, 1, kFloat32),
+                               x.narrow(1, 0, 4) + eye(4, std::nullopt, kFloat32)};
+  };
+  Tensor x = random({4, 6});
+  std::vector<Tensor> got = compile(f)(x.cuda()), want = g(x);
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i], "factory");
+  expect_same(linspace(0, 1, 7, kFloat32, kCUDA), linspace(0, 1, 7, kFloat32), "linspace");
 }
 
 // coil::compile on GPU tensors: the workloads' programs, against the same on the CPU.
@@ -185,4 +194,36 @@ TEST(Cuda, CompiledFunctionsMatchTheCpu) {
   expect_same(compile(sincos)(x.cuda()), sincos(x), "sincos");
   std::vector<Tensor> got = compile(sums)(x.cuda()), want = sums(x);
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i], "reductions");
+}
+
+// A training step on the GPU: eager autograd, and the compiled step (joint graph, partition,
+// both halves compiled for the GPU), against the CPU's eager gradients.
+TEST(Cuda, TrainingStepsMatchTheCpu) {
+  COIL_REQUIRE_GPU();
+  auto loss_of = [](const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2) {
+    Tensor h = gelu(linear(x, w1, b1));
+    return (linear(h, w2) * linear(h, w2)).mean();
+  };
+  manual_seed(11);
+  std::vector<Tensor> host = {random({16, 32}), random({64, 32}), random({64}), random({8, 64})};
+  auto grads_of = [&](auto&& f, Device device) {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < host.size(); ++i) {
+      Tensor t = host[i].to(device);
+      if (i > 0) t.requires_grad_();
+      in.push_back(t);
+    }
+    Tensor loss = f(in[0], in[1], in[2], in[3]);
+    loss.backward();
+    std::vector<Tensor> out = {loss};
+    for (size_t i = 1; i < in.size(); ++i) out.push_back(in[i].grad());
+    return out;
+  };
+  std::vector<Tensor> want = grads_of(loss_of, kCPU);
+  std::vector<Tensor> eager = grads_of(loss_of, kCUDA);
+  std::vector<Tensor> compiled = grads_of(compile(loss_of), kCUDA);
+  for (size_t i = 0; i < want.size(); ++i) {
+    expect_same(eager[i], want[i], "eager, " + std::to_string(i));
+    expect_same(compiled[i], want[i], "compiled, " + std::to_string(i));
+  }
 }

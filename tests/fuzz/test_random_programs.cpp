@@ -10,6 +10,7 @@
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "runtime/tensor_impl.h"
+#include "cuda_testing.h"
 #include "testing.h"
 
 using namespace coil;
@@ -188,38 +189,59 @@ void expect_matches(const Tensor& got, const Tensor& want) {
   expect_close(got, values(want), want.sizes(), 1e-4, 1e-5 * scale);
 }
 
+// The programs from `start` to `start + kProgramsPerGraph` as one graph, with the bound of each
+// index input and the program behind each output.
+struct ProgramGroup {
+  std::shared_ptr<const Graph> graph;
+  std::map<std::string, int64_t> index_bounds;
+  std::vector<int> program_of;
+  int indexing_ops = 0;
+};
+ProgramGroup program_group(std::mt19937_64& rng, int start) {
+  ProgramGroup out;
+  Graph g;
+  std::vector<Node*> results;
+  for (int p = start; p < start + kProgramsPerGraph; ++p) {
+    ProgramGenerator gen(g, rng, "p" + std::to_string(p) + "_", out.index_bounds);
+    for (Node* r : gen.generate()) {
+      results.push_back(r);
+      out.program_of.push_back(p);
+    }
+  }
+  g.output(results);
+  for (const Node* n : g.nodes())
+    if (n->kind() == NodeKind::Call && (n->op() == OpId::index_select || n->op() == OpId::gather))
+      ++out.indexing_ops;
+  out.graph = std::make_shared<const Graph>(std::move(g));
+  return out;
+}
+
+// Random inputs for a group's placeholders (index inputs within their bounds).
+std::vector<Tensor> program_inputs(const ProgramGroup& group) {
+  std::vector<Tensor> inputs;
+  for (const Node* ph : group.graph->placeholders()) {
+    const TensorMeta& m = ph->tensor_meta();
+    Tensor t = empty_from_meta(m);
+    if (auto it = group.index_bounds.find(ph->name()); it != group.index_bounds.end())
+      t.copy_(randint(0, it->second, m.sizes));
+    else
+      t.copy_(random(m.sizes));
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
 }  // namespace
 
 TEST(Fuzz, RandomProgramsMatchEager) {
   std::mt19937_64 rng(20261122);
   int checked = 0, indexing_ops = 0;
   for (int start = 0; start < kPrograms; start += kProgramsPerGraph) {
-    Graph g;
-    std::vector<Node*> results;
-    std::vector<int> program_of;
-    std::map<std::string, int64_t> index_bounds;
-    for (int p = start; p < start + kProgramsPerGraph; ++p) {
-      ProgramGenerator gen(g, rng, "p" + std::to_string(p) + "_", index_bounds);
-      for (Node* r : gen.generate()) {
-        results.push_back(r);
-        program_of.push_back(p);
-      }
-    }
-    g.output(results);
-    for (const Node* n : g.nodes())
-      if (n->kind() == NodeKind::Call && (n->op() == OpId::index_select || n->op() == OpId::gather))
-        ++indexing_ops;
-    auto graph = std::make_shared<const Graph>(std::move(g));
-    std::vector<Tensor> inputs;
-    for (const Node* ph : graph->placeholders()) {
-      const TensorMeta& m = ph->tensor_meta();
-      Tensor t = empty_from_meta(m);
-      if (auto it = index_bounds.find(ph->name()); it != index_bounds.end())
-        t.copy_(randint(0, it->second, m.sizes));
-      else
-        t.copy_(random(m.sizes));
-      inputs.push_back(t);
-    }
+    ProgramGroup group = program_group(rng, start);
+    indexing_ops += group.indexing_ops;
+    const std::shared_ptr<const Graph>& graph = group.graph;
+    const std::vector<int>& program_of = group.program_of;
+    std::vector<Tensor> inputs = program_inputs(group);
     capture::CompiledGraph cg = compile_fx(graph, CompileOptions{}, "fuzz");
     std::vector<Tensor> got = cg.run(inputs);
     std::vector<Tensor> want = interpret(*graph, inputs);
@@ -237,4 +259,37 @@ TEST(Fuzz, RandomProgramsMatchEager) {
   }
   EXPECT_GE(checked, 200);
   EXPECT_GE(indexing_ops, 20);
+}
+
+// The same programs' CUDA source compiles with NVRTC (no GPU needed); two groups keep CI short.
+TEST(Fuzz, RandomProgramsCompileForCuda) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  std::mt19937_64 rng(20261122);
+  for (int start = 0; start < 2 * kProgramsPerGraph; start += kProgramsPerGraph)
+    EXPECT_EQ(cuda_compile_errors(*program_group(rng, start).graph), "") << "group " << start;
+}
+
+// The programs compiled for the GPU, against the CPU's eager interpreter.
+TEST(Fuzz, RandomProgramsMatchEagerOnCuda) {
+  COIL_REQUIRE_GPU();
+  std::mt19937_64 rng(20261122);
+  for (int start = 0; start < kPrograms; start += kProgramsPerGraph) {
+    ProgramGroup group = program_group(rng, start);
+    std::vector<Tensor> inputs = program_inputs(group), gpu_inputs;
+    for (const Tensor& t : inputs) gpu_inputs.push_back(t.cuda());
+    auto gpu_graph = std::make_shared<const Graph>(on_gpu(*group.graph));
+    std::vector<Tensor> got = compile_fx(gpu_graph, CompileOptions{}, "fuzz_cuda").run(gpu_inputs);
+    std::vector<Tensor> want = interpret(*group.graph, inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE("program " + std::to_string(group.program_of[i]) + ", output " +
+                   group.graph->output_node()->results()[i]->name());
+      ASSERT_EQ(got[i].device(), kCUDA);
+      expect_matches(got[i].cpu(), want[i]);
+      if (::testing::Test::HasFailure()) {
+        std::cout << print_graph(*group.graph);
+        return;
+      }
+    }
+  }
 }
