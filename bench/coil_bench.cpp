@@ -1,7 +1,12 @@
 // coil-bench: the workloads of TARGETS.md, eager and compiled, next to the machine's own
 // ceilings (copy bandwidth, BLAS rate) measured at start-up. Prints a table and writes JSON.
 //
-//   coil-bench [--size cpu|gpu] [--threads N] [--filter NAME] [--json FILE] [--reps N]
+//   coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] [--filter NAME] [--json FILE]
+//              [--reps N]
+//
+// With --device cuda the workloads run on the GPU at their GPU sizes; each timed call is timed
+// to the end of its GPU work (the host waits for the device), and the ceilings are the GPU's:
+// coil's copy kernel over 256 MB and cuBLASLt's float32 4096^3 product.
 //
 // Times are medians after warm-up, with inputs rotated across several copies so that small
 // workloads do not run from a warm cache. Every run checks the compiled result against eager;
@@ -22,6 +27,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <coil/cuda.h>
+
 #include "workloads.h"
 
 using namespace coil;
@@ -41,7 +48,8 @@ double median(std::vector<double> v) {
 }
 
 struct Options {
-  bool gpu = false;
+  bool gpu = false;      // the GPU sizes
+  Device device = kCPU;  // where the workloads run (--device cuda: the GPU, at GPU sizes)
   int threads = 0;
   std::string filter, json, probe;
   int reps = 0;  // 0: as many as fit in about half a second
@@ -58,9 +66,12 @@ Options parse(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--size")
+    if (a == "--size") {
       o.gpu = next() == "gpu";
-    else if (a == "--threads")
+    } else if (a == "--device") {
+      o.device = Device(next());
+      if (o.device.is_cuda()) o.gpu = true;
+    } else if (a == "--threads")
       o.threads = std::stoi(next());
     else if (a == "--filter")
       o.filter = next();
@@ -71,12 +82,48 @@ Options parse(int argc, char** argv) {
     else if (a == "--probe")
       o.probe = next();
     else {
-      std::cerr << "usage: coil-bench [--size cpu|gpu] [--threads N] [--filter NAME] [--json FILE] "
+      std::cerr << "usage: coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] "
+                   "[--filter NAME] [--json FILE] "
                    "[--reps N]\n";
       std::exit(2);
     }
   }
   return o;
+}
+
+// Waits for the GPU's work, where the workloads run there: a GPU call is timed to its end.
+bool g_on_gpu = false;
+void sync() {
+  if (g_on_gpu) cuda::synchronize();
+}
+
+// The GPU's ceilings: a large copy (coil's own copy kernel: bytes read + written per second)
+// and the float32 product rate of cuBLASLt on a 4096^3 product.
+double gpu_copy_bandwidth() {
+  const int64_t n = 64 << 20;
+  Tensor a = ones({n}, kFloat32, kCUDA);
+  double best = 1e30;
+  for (int r = 0; r < 15; ++r) {
+    sync();
+    auto t0 = Clock::now();
+    a.clone();
+    sync();
+    best = std::min(best, ms_since(t0));
+  }
+  return 2.0 * n * sizeof(float) / (best * 1e-3);
+}
+double gpu_matmul_rate() {
+  const int64_t n = 4096;
+  Tensor a = randn({n, n}).cuda(), b = randn({n, n}).cuda();
+  double best = 1e30;
+  for (int r = 0; r < 7; ++r) {
+    sync();
+    auto t0 = Clock::now();
+    mm(a, b);
+    sync();
+    best = std::min(best, ms_since(t0));
+  }
+  return 2.0 * n * n * n / (best * 1e-3);
 }
 
 // The ceilings are the best of several runs (what the machine can do), not the median: the
@@ -126,11 +173,13 @@ bool more_calls(int r, int reps, Clock::time_point start, double budget_ms) {
 double time_ms(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                const std::vector<std::vector<Tensor>>& sets, int reps) {
   for (int w = 0; w < 3; ++w) f(sets[static_cast<size_t>(w) % sets.size()]);
+  sync();
   std::vector<double> t;
   auto start = Clock::now();
   for (int r = 0; more_calls(r, reps, start, 500); ++r) {
     auto t0 = Clock::now();
     f(sets[static_cast<size_t>(r) % sets.size()]);
+    sync();
     t.push_back(ms_since(t0));
   }
   return median(t);
@@ -149,9 +198,11 @@ std::pair<double, double> library_in_turns(
   for (size_t p = 0; p < products.size(); ++p)
     for (size_t i = 0; i < sets.size(); ++i) {
       const Product& x = products[p];
-      operands[p].push_back(
-          x.batch > 1 ? std::vector<Tensor>{randn({x.batch, x.m, x.k}), randn({x.batch, x.k, x.n})}
-                      : std::vector<Tensor>{randn({x.m, x.k}), randn({x.k, x.n})});
+      operands[p].push_back(x.batch > 1
+                                ? std::vector<Tensor>{randn({x.batch, x.m, x.k}).to(bench_device()),
+                                                      randn({x.batch, x.k, x.n}).to(bench_device())}
+                                : std::vector<Tensor>{randn({x.m, x.k}).to(bench_device()),
+                                                      randn({x.k, x.n}).to(bench_device())});
     }
   std::vector<double> compiled;
   std::vector<std::vector<double>> library(products.size());
@@ -160,10 +211,12 @@ std::pair<double, double> library_in_turns(
     const size_t i = static_cast<size_t>(r + 3) % sets.size();
     auto t0 = Clock::now();
     f(sets[i]);
+    sync();
     if (r >= 0) compiled.push_back(ms_since(t0));
     for (size_t p = 0; p < products.size(); ++p) {
       t0 = Clock::now();
       matmul(operands[p][i][0], operands[p][i][1]);
+      sync();
       if (r >= 0) library[p].push_back(ms_since(t0));
     }
   }
@@ -195,7 +248,7 @@ double mismatch(const Tensor& got, const Tensor& want) {
 // shared device, mlp's ranged over 15-46 ms with nothing changed).
 double warm_first_call_ms(const std::string& name, const Options& o) {
   std::string cmd = "'/proc/" + std::to_string(getpid()) + "/exe' --probe " + name + " --size " +
-                    (o.gpu ? "gpu" : "cpu") +
+                    (o.gpu ? "gpu" : "cpu") + " --device " + o.device.str() +
                     (o.threads ? " --threads " + std::to_string(o.threads) : "");
   std::vector<double> times;
   for (int i = 0; i < 5; ++i) {
@@ -225,6 +278,7 @@ int probe(const Options& o) {
   Program cf = w->compiled(o.gpu);
   auto t0 = Clock::now();
   cf(in);
+  sync();
   std::printf("%.3f\n", ms_since(t0));
   if (std::getenv("COIL_BENCH_PROBE_MORE")) {
     for (int i = 0; i < 3; ++i) {
@@ -239,6 +293,8 @@ int probe(const Options& o) {
 int run_bench(int argc, char** argv) {
   Options o = parse(argc, argv);
   if (o.threads) omp_set_num_threads(o.threads);
+  use_device(o.device);
+  g_on_gpu = o.device.is_cuda();
   if (!o.probe.empty()) return probe(o);
 
   // An empty compile cache of our own, so that first calls compile.
@@ -246,15 +302,20 @@ int run_bench(int argc, char** argv) {
   if (!mkdtemp(dir)) return 1;
   setenv("COIL_CACHE_DIR", dir, 1);
 
-  double bw = copy_bandwidth(), blas = matmul_rate();
+  const bool gpu = o.device.is_cuda();
+  double bw = gpu ? gpu_copy_bandwidth() : copy_bandwidth();
+  double blas = gpu ? gpu_matmul_rate() : matmul_rate();
   std::printf(
       "coil-bench: %s, %d cores, %d threads; copy %.1f GB/s, matmul %.1f GFLOP/s "
-      "(float32 2048^3)\n",
-      cpu_model().c_str(), omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9);
+      "(float32 %s^3)\n",
+      gpu ? (cuda::device_name(o.device.index) + " (" + o.device.str() + ")").c_str()
+          : cpu_model().c_str(),
+      omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9, gpu ? "4096" : "2048");
   std::printf("%-15s %10s %10s %8s %10s %7s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
               "coil ms", "speedup", "roofline", "of roof", "of lib", "kernels", "first cold",
               "first warm", "check");
   nlohmann::json report = {{"cpu", cpu_model()},
+                           {"device", o.device.str()},
                            {"threads", omp_get_max_threads()},
                            {"copy_gbps", bw / 1e9},
                            {"blas_gflops", blas / 1e9},
@@ -274,8 +335,10 @@ int run_bench(int argc, char** argv) {
 
     Program cf = w.compiled(o.gpu);
     auto before = counters();
+    sync();
     auto t0 = Clock::now();
     Tensor got = cf(first);
+    sync();
     double cold = ms_since(t0);
     int64_t kernels = counters()["generated_kernels"] - before["generated_kernels"];
     double err = mismatch(got, want);

@@ -6,9 +6,14 @@ namespace coil::bench {
 
 namespace {
 
+Device& current_device() {
+  static Device d = kCPU;
+  return d;
+}
+
 std::vector<Tensor> randn_all(const std::vector<Shape>& shapes) {
   std::vector<Tensor> out;
-  for (const Shape& s : shapes) out.push_back(randn(s));
+  for (const Shape& s : shapes) out.push_back(randn(s).to(bench_device()));
   return out;
 }
 
@@ -23,6 +28,7 @@ Program train_mlp_step(bool compiled, bool gpu) {
   model->push_back(std::make_shared<nn::GELU>());
   model->push_back(std::make_shared<nn::Linear>(4 * d, d));
   model->push_back(std::make_shared<nn::LayerNorm>(d));
+  model->to(bench_device());
   auto opt =
       std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.compiled = compiled});
   auto loss_of = [model](const Tensor& x) {
@@ -42,6 +48,9 @@ Program train_mlp_step(bool compiled, bool gpu) {
 }
 
 }  // namespace
+
+void use_device(Device device) { current_device() = device; }
+Device bench_device() { return current_device(); }
 
 Program Workload::compiled(bool gpu) const {
   if (make) return make(true, gpu);
@@ -97,8 +106,8 @@ std::vector<Workload> workloads() {
                [](bool gpu) {
                  Shape s = gpu ? Shape{32, 64, 56, 56} : Shape{8, 32, 56, 56};
                  std::vector<Tensor> in = randn_all({s, {s[1]}});
-                 in.push_back(rand({s[1]}) + 0.5);
-                 for (int i = 0; i < 2; ++i) in.push_back(randn({s[1]}));
+                 in.push_back((rand({s[1]}) + 0.5).to(bench_device()));
+                 for (int i = 0; i < 2; ++i) in.push_back(randn({s[1]}).to(bench_device()));
                  return in;
                },
                [](const std::vector<Tensor>& a) {

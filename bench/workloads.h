@@ -29,6 +29,10 @@ struct Workload {
 
 std::vector<Workload> workloads();
 
+// Where the workloads' inputs and models are made (the CPU unless coil-bench --device says).
+void use_device(Device device);
+Device bench_device();
+
 // One matrix product of a workload: `batch` products of (m x k) by (k x n).
 struct Product {
   int64_t batch, m, n, k;

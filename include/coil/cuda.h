@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace coil::cuda {
 
@@ -13,6 +14,8 @@ bool is_built();
 // coil was built with CUDA, and a driver and a device are present.
 bool is_available();
 int device_count();
+// "NVIDIA H100 80GB HBM3"
+std::string device_name(int device = 0);
 // Waits for all of coil's work on every device.
 void synchronize();
 

@@ -53,6 +53,13 @@ class DeviceBackend {
                                           jit::LoadInfo* info = nullptr) const {
     return jit::load(source, *compiler(), name_hint, info);
   }
+  // Eager library kernels on this device (matrix products through cuBLASLt): the results of
+  // `op`, or nullopt where the backend has none for it (the op then runs otherwise).
+  virtual std::optional<std::vector<Tensor>> library_kernel(
+      OpId op, const std::vector<Arg>& args, const std::vector<TensorMeta>& metas) const {
+    return std::nullopt;
+  }
+
   // The wrapper: the kernel of `step` in `module`, as the wrapper calls it with a pointer per
   // argument (and the index error record, when the step has checks).
   virtual codegen::KernelCall bind(const jit::Module& module,

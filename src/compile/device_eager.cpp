@@ -4,13 +4,15 @@
 // structure (op, literal arguments, the inputs' dtypes, sizes and strides), in memory and, as
 // every compiled graph, in the disk caches, so a shape costs one compile per program and none
 // in the next process. Library ops (matrix products, convolutions) and ops the compiler cannot
-// lower (scans, pools, the random factories) run their CPU kernel on copies of their inputs,
-// their results copied back: slow, but every registry op runs.
+// lower (scans, pools, the random factories) run the backend's library kernel (cuBLASLt for the
+// matrix products), or else their CPU kernel on copies of their inputs, the results copied
+// back: slow, but every registry op runs.
 #include <mutex>
 #include <unordered_map>
 
 #include <coil/error.h>
 
+#include "backends/backend.h"
 #include "compile/compile_fx.h"
 #include "decomp/decompose.h"
 #include "graph/printer.h"
@@ -90,6 +92,8 @@ std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args,
 
 std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
                               const std::vector<TensorMeta>& metas) {
+  const backends::DeviceBackend& backend = backends::backend_for(metas.at(0).device);
+  if (std::optional<std::vector<Tensor>> out = backend.library_kernel(op, args, metas)) return *out;
   if (!compilable(op)) return on_cpu(op, args, metas);
   std::vector<Tensor> inputs;
   std::shared_ptr<const Graph> g = one_op_graph(op, args, inputs);

@@ -30,6 +30,7 @@ void check(int, const char* what) { unavailable(what); }
 
 // The public API (include/coil/cuda.h).
 bool is_built() { return false; }
+std::string device_name(int) { unavailable("coil::cuda::device_name"); }
 bool is_available() { return false; }
 void synchronize() { unavailable("coil::cuda::synchronize"); }
 int64_t memory_allocated(int) { return 0; }

@@ -7,13 +7,36 @@
 
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
 #include "runtime/cuda_runtime.h"
+#include "runtime/tensor_impl.h"
 
 namespace coil {
 
 namespace cuda {
+
+std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
+    OpId op, const std::vector<Arg>& args, const std::vector<TensorMeta>& metas) const {
+  const Args a(args);
+  auto product = [&](const Tensor& x, const Tensor& y, const Tensor& bias, Epilogue e) {
+    Tensor out = empty_contiguous(metas.at(0).sizes, metas.at(0).dtype, metas.at(0).device);
+    matmul(x, y, out, bias, e);
+    return std::vector<Tensor>{out};
+  };
+  switch (op) {
+    case OpId::mm:
+    case OpId::bmm:
+      return product(a.tensor(0), a.tensor(1), Tensor(), Epilogue::none);
+    case OpId::addmm:
+      return product(a.tensor(1), a.tensor(2), a.tensor(0), Epilogue::none);
+    case OpId::addmm_relu:
+      return product(a.tensor(1), a.tensor(2), a.tensor(0), Epilogue::relu);
+    default:
+      return std::nullopt;
+  }
+}
 
 std::optional<std::string> CudaBackend::library_call(const Node& n) const {
   if (op_info(n.op()).kind == OpKind::Extern) return "library kernel";

@@ -39,8 +39,12 @@ DeviceState& state(int device) {
     check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     cudaDeviceProp p{};
     check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
-    s.info = DeviceInfo{p.name, p.major, p.minor, p.multiProcessorCount,
-                        p.maxThreadsPerMultiProcessor, p.sharedMemPerBlockOptin};
+    s.info = DeviceInfo{p.name,
+                        p.major,
+                        p.minor,
+                        p.multiProcessorCount,
+                        p.maxThreadsPerMultiProcessor,
+                        p.sharedMemPerBlockOptin};
   });
   return s;
 }
@@ -78,8 +82,8 @@ void check_device(const Device& device, const char* what) {
              " is not available (no GPU or no GPU driver found); use the CPU, or run where a GPU "
              "is");
   COIL_CHECK(device.index >= 0 && device.index < device_count(), what, ": ", device.str(),
-             " does not exist (", device_count(), " CUDA device",
-             device_count() == 1 ? "" : "s", " found)");
+             " does not exist (", device_count(), " CUDA device", device_count() == 1 ? "" : "s",
+             " found)");
 }
 
 void set_device(int device) {
@@ -89,15 +93,14 @@ void set_device(int device) {
 
 void* stream(int device) { return state(device).stream; }
 
-void synchronize(int device) {
-  check(cudaStreamSynchronize(state(device).stream), "synchronize");
-}
+void synchronize(int device) { check(cudaStreamSynchronize(state(device).stream), "synchronize"); }
 
 void synchronize() {
   for (int d = 0; d < device_count(); ++d) synchronize(d);
 }
 
 const DeviceInfo& device_info(int device) { return state(device).info; }
+std::string device_name(int device) { return state(device).info.name; }
 
 void copy(void* dst, const Device& dst_device, const void* src, const Device& src_device,
           size_t nbytes) {
@@ -105,10 +108,9 @@ void copy(void* dst, const Device& dst_device, const void* src, const Device& sr
   const int d = dst_device.is_cuda() ? dst_device.index : src_device.index;
   cudaStream_t s = state(d).stream;
   set_device(d);
-  cudaMemcpyKind kind = dst_device.is_cuda()
-                            ? (src_device.is_cuda() ? cudaMemcpyDeviceToDevice
-                                                    : cudaMemcpyHostToDevice)
-                            : cudaMemcpyDeviceToHost;
+  cudaMemcpyKind kind = dst_device.is_cuda() ? (src_device.is_cuda() ? cudaMemcpyDeviceToDevice
+                                                                     : cudaMemcpyHostToDevice)
+                                             : cudaMemcpyDeviceToHost;
   if (kind == cudaMemcpyHostToDevice) {
     // The host memory may be reused as soon as this returns: wait for the copy (pinned staging
     // buffers would let it run on; pageable memory is staged by the driver anyway).

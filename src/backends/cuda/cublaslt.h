@@ -1,0 +1,19 @@
+// Matrix products on the GPU through cuBLASLt (loaded on first use): float32 at full precision
+// (no TF32, as PyTorch's default), float64, and the 16-bit floats, with a bias and a ReLU fused
+// into the product's epilogue where cuBLASLt has them.
+#pragma once
+
+#include <coil/tensor.h>
+
+namespace coil::cuda {
+
+enum class Epilogue { none, relu };
+
+// out (contiguous, [M, N] or [batch, M, N]) = epilogue(a @ b + bias). a is [M, K] or [batch, M,
+// K], b [K, N] or [batch, K, N] (a 2-dim operand of a batched product is shared by every batch),
+// of any strides. bias is undefined, one value per output column (the epilogue adds it), or any
+// tensor that broadcasts to out.
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor& bias,
+            Epilogue epilogue);
+
+}  // namespace coil::cuda
