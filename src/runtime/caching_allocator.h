@@ -52,8 +52,8 @@ struct DeviceMemoryStats {
 class CachingAllocator {
  public:
   static constexpr size_t kMinBlock = 512;
-  static constexpr size_t kSmallSize = size_t{1} << 20;      // small pool: up to 1 MiB
-  static constexpr size_t kSmallSegment = size_t{2} << 20;   // its segments
+  static constexpr size_t kSmallSize = size_t{1} << 20;     // small pool: up to 1 MiB
+  static constexpr size_t kSmallSegment = size_t{2} << 20;  // its segments
   static constexpr size_t kMinLargeAlloc = size_t{10} << 20;
   static constexpr size_t kLargeSegment = size_t{20} << 20;  // for 1-10 MiB requests
   static constexpr size_t kRoundLarge = size_t{2} << 20;

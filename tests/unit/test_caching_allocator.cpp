@@ -47,7 +47,9 @@ struct FakeDevice : DeviceMemory {
     ++syncs;
     for (auto& [e, done] : events) done = true;
   }
-  std::string capacity() override { return "the fake device holds " + format_bytes(capacity_bytes); }
+  std::string capacity() override {
+    return "the fake device holds " + format_bytes(capacity_bytes);
+  }
   ~FakeDevice() override {
     for (auto& [p, n] : segments) std::free(p);
     for (auto& [e, d] : events) delete static_cast<int*>(e);
