@@ -161,11 +161,14 @@ Node* decompose_mse_loss(Graph& g, Node* node) {
 // scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where a bool mask sets the
 // scores it excludes to -inf, and a row with every key excluded attends to nothing (zeros, where
 // softmax would give nan), as eager's safe softmax. Dropout declines (random draws: eager keeps the
-// stream), and so does attention with no mask or a causal one: its eager kernel runs what the
-// decomposition would generate (two library products around a vectorised row softmax) as fast, with
-// no code to compile.
+// stream), and so does attention on the CPU with no mask or a causal one: its eager kernel runs
+// what the decomposition would generate (two library products around a vectorised row softmax)
+// as fast, with no code to compile. On a GPU the decomposition's softmax kernel is the fast way.
 Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
-  if (arg<double>(node, 4) > 0 || !input(node, 3)) return nullptr;
+  const bool causal = arg<bool>(node, 5);
+  if (arg<double>(node, 4) > 0) return nullptr;
+  if (!input(node, 3) && node->tensor_meta().device.is_cpu()) return nullptr;
+  if (input(node, 3) && causal) return nullptr;  // both: the eager kernel
   Emit e{g, node};
   const DType t = dtype(node), ct = compute_type(t);
   Node *q = e.to(input(node, 0), ct), *k = e.to(input(node, 1), ct), *v = e.to(input(node, 2), ct);
@@ -174,9 +177,13 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
       opt_arg<double>(node, 6).value_or(1 / std::sqrt(static_cast<double>(sizes(q).back())));
   Node* kt = e(OpId::transpose, {k, int64_t{-2}, int64_t{-1}});
   Node* scores = e(OpId::mul, {e(OpId::matmul, {q, kt}), Scalar(scale)});
-  if (dtype(mask) == kBool) {
+  if (causal) {
+    const int64_t l = sizes(q).end()[-2], s = sizes(k).end()[-2];
+    Node* ones = e(OpId::full, {Shape{l, s}, Scalar(1), kBool, node->tensor_meta().device});
+    scores = e(OpId::where, {e(OpId::tril, {ones, int64_t{0}}), scores, Scalar(-kInf)});
+  } else if (mask && dtype(mask) == kBool) {
     scores = e(OpId::where, {mask, scores, Scalar(-kInf)});
-  } else {
+  } else if (mask) {
     scores = e(OpId::add, {scores, e.to(mask, ct)});
   }
   Node* excluded = e(OpId::all, {e(OpId::eq, {scores, Scalar(-kInf)}), Shape{-1}, true});
