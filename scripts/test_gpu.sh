@@ -3,8 +3,8 @@
 # has no package registry: the Debian packages coil builds with travel in .deps/, see
 # bench/device_setup.sh). Builds coil with its tests, then runs the CUDA tests (every registry
 # op eager and compiled on the GPU against the CPU, the random-program fuzzer, compiled training)
-# and, unless COIL_GPU_QUICK=1, the whole suite and the CUDA tests once more under
-# compute-sanitizer. Logs go to $OUT when it is set.
+# and, unless COIL_GPU_QUICK=1, the whole suite and (unless COIL_GPU_SANITIZER=0) the CUDA tests
+# once more under compute-sanitizer. Logs go to $OUT when it is set; it fails when any step did.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp}
@@ -17,22 +17,36 @@ if [ -d .deps ]; then
   ln -sf /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libopenblas.so.0 || true
   ldconfig
 fi
+# The digits the training example learns: from the scikit-learn that the machine's Python has,
+# where there is no Debian package to take it from (scripts/fetch_digits.sh elsewhere).
+if [ ! -s data/digits.csv ]; then
+  sk=$(python3 -c 'import sklearn, os; print(os.path.dirname(sklearn.__file__))' 2>/dev/null || true)
+  if [ -f "$sk/datasets/data/digits.csv.gz" ]; then
+    mkdir -p data && gunzip -c "$sk/datasets/data/digits.csv.gz" > data/digits.csv
+  else
+    bash scripts/fetch_digits.sh || true
+  fi
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_BUILD_EXAMPLES=ON \
   -DCOIL_BUILD_BENCH=ON > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
 grep "coil:" "$out/cmake.log"
 ninja -C build-gpu > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
+status=0
 echo "== CUDA tests"
-build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" 2>&1 | tee "$out/cuda_tests.txt"
-[ "${COIL_GPU_QUICK:-0}" = 1 ] && exit 0
+build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" 2>&1 |
+  tee "$out/cuda_tests.txt" || status=1
+[ "${COIL_GPU_QUICK:-0}" = 1 ] && exit $status
 echo "== the whole suite, on the GPU machine"
-(cd build-gpu && ctest -j 16 --output-on-failure) 2>&1 | tail -40 | tee "$out/ctest.txt"
+(cd build-gpu && ctest -j 16 --output-on-failure) > "$out/ctest.txt" 2>&1 || status=1
+tail -40 "$out/ctest.txt"
+[ "${COIL_GPU_SANITIZER:-1}" = 0 ] && exit $status
 echo "== the CUDA tests under compute-sanitizer (memcheck; racecheck for the block reductions)"
 COIL_CUDA_NO_CACHE=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
   build-gpu/tests/coil_tests \
   --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}:-Cuda.AllocatorStatistics*:Cuda.OutOfMemory*" \
-  2>&1 | tail -30 |
-  tee "$out/memcheck.txt"
+  2>&1 | tail -30 | tee "$out/memcheck.txt" || status=1
 compute-sanitizer --tool racecheck --error-exitcode 1 \
   build-gpu/tests/coil_tests --gtest_filter='Cuda.CompiledFunctionsMatchTheCpu' 2>&1 | tail -20 |
-  tee "$out/racecheck.txt"
+  tee "$out/racecheck.txt" || status=1
+exit $status

@@ -34,7 +34,9 @@ bool compilable(OpId op) {
 
 Arg to_device(const Arg& a, const Device& device) {
   if (auto* t = std::get_if<Tensor>(&a))
-    return t->device() == device ? a : Arg(run_eager(OpId::to_device, {*t, device}).at(0));
+    return !t->defined() || t->device() == device
+               ? a
+               : Arg(run_eager(OpId::to_device, {*t, device}).at(0));
   if (auto* ts = std::get_if<std::vector<Tensor>>(&a)) {
     std::vector<Tensor> out;
     for (const Tensor& t : *ts)
@@ -51,7 +53,8 @@ std::vector<Tensor> on_cpu(OpId op, const std::vector<Arg>& args,
   for (const Arg& a : args) host.push_back(to_device(a, kCPU));
   std::vector<Tensor> outs = run_eager(op, host);
   for (size_t i = 0; i < outs.size(); ++i)
-    outs[i] = run_eager(OpId::to_device, {outs[i], metas.at(i).device}).at(0);
+    if (outs[i].defined())
+      outs[i] = run_eager(OpId::to_device, {outs[i], metas.at(i).device}).at(0);
   return outs;
 }
 

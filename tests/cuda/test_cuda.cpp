@@ -209,7 +209,7 @@ TEST(Cuda, TrainingStepsMatchTheCpu) {
   auto grads_of = [&](auto&& f, Device device) {
     std::vector<Tensor> in;
     for (size_t i = 0; i < host.size(); ++i) {
-      Tensor t = host[i].to(device);
+      Tensor t = host[i].detach().to(device);  // a leaf of its own on either device
       if (i > 0) t.requires_grad_();
       in.push_back(t);
     }

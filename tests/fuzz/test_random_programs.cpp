@@ -276,7 +276,10 @@ TEST(Fuzz, RandomProgramsMatchEagerOnCuda) {
   for (int start = 0; start < kPrograms; start += kProgramsPerGraph) {
     ProgramGroup group = program_group(rng, start);
     std::vector<Tensor> inputs = program_inputs(group), gpu_inputs;
-    for (const Tensor& t : inputs) gpu_inputs.push_back(t.cuda());
+    for (const Tensor& t : inputs) {  // with the strides the graph's placeholders say
+      gpu_inputs.push_back(empty_strided(t.sizes(), t.strides(), t.dtype(), kCUDA));
+      gpu_inputs.back().copy_(t);
+    }
     auto gpu_graph = std::make_shared<const Graph>(on_gpu(*group.graph));
     std::vector<Tensor> got = compile_fx(gpu_graph, CompileOptions{}, "fuzz_cuda").run(gpu_inputs);
     std::vector<Tensor> want = interpret(*group.graph, inputs);
