@@ -6,10 +6,13 @@
 // The data: scikit-learn's digits (1797 8x8 images), which Debian ships in python3-sklearn.
 // `bash scripts/fetch_digits.sh` puts it at data/digits.csv without installing the package.
 //
-//   train_digits [path/to/digits.csv]      (default: data/digits.csv, or $COIL_DIGITS)
+//   train_digits [--device cpu|cuda] [path/to/digits.csv]   (default: data/digits.csv, or
+//                                                           $COIL_DIGITS; the CPU)
 //
-// Exits with 1 unless the losses agree step for step and test accuracy is above 95 %.
+// Exits with 1 unless the losses agree step for step and test accuracy is above 95 %; with 77
+// (a skip, for ctest) when asked for a GPU that is not there.
 #include <coil/coil.h>
+#include <coil/cuda.h>
 
 #include <algorithm>
 #include <chrono>
@@ -83,12 +86,24 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 int main(int argc, char** argv) {
   const char* env = std::getenv("COIL_DIGITS");
-  const std::string path = argc > 1 ? argv[1] : env ? env : COIL_SOURCE_DIR "/data/digits.csv";
+  std::string path = env ? env : COIL_SOURCE_DIR "/data/digits.csv";
+  Device device = kCPU;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--device" && i + 1 < argc)
+      device = Device(argv[++i]);
+    else
+      path = argv[i];
+  }
+  if (device.is_cuda() && !cuda::is_available()) {
+    std::printf("no GPU: skipped\n");
+    return 77;
+  }
   Data all = load_digits(path);
+  all = {all.x.to(device), all.y.to(device)};
   const int64_t n = all.x.size(0), n_train = 1440, batch = 80, epochs = 25;
   // One fixed shuffle, then the first 1440 samples train and the rest test.
   manual_seed(0);
-  Tensor order = permutation(n);
+  Tensor order = permutation(n).to(device);
   Data train{index_select(all.x, 0, order.narrow(0, 0, n_train)),
              index_select(all.y, 0, order.narrow(0, 0, n_train))};
   Data test{index_select(all.x, 0, order.narrow(0, n_train, n - n_train)),
@@ -97,6 +112,8 @@ int main(int argc, char** argv) {
   auto eager_model = make_model();
   auto compiled_model = make_model();
   compiled_model->load_state_dict(eager_model->state_dict());
+  eager_model->to(device);
+  compiled_model->to(device);
   optim::Adam eager_opt(eager_model->parameters(), {.lr = 1e-2});
   optim::Adam compiled_opt(compiled_model->parameters(), {.lr = 1e-2, .compiled = true});
   auto loss_of = [](nn::Module& model, const Tensor& x, const Tensor& y) {

@@ -44,7 +44,8 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, DType dty
 // Copies the values into a new tensor; `sizes` defaults to {values.size()}.
 template <typename T>
 Tensor tensor(const std::vector<T>& values, std::optional<Shape> sizes = std::nullopt);
-Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype = std::nullopt);
+Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype = std::nullopt,
+                     Device device = kCPU);
 
 // The default random generator; seeding makes rand/randn/randint/dropout repeatable.
 void manual_seed(uint64_t seed);

@@ -102,7 +102,7 @@ class CompiledBackward : public autograd::Node {
     std::vector<Tensor> in = saved_;
     for (size_t i = 0; i < grads.size(); ++i) {
       const TensorMeta& m = output_metas[i];
-      Tensor g = grads[i].defined() ? grads[i] : zeros(m.sizes, m.dtype);
+      Tensor g = grads[i].defined() ? grads[i] : zeros(m.sizes, m.dtype, m.device);
       in.push_back(g.dtype() == m.dtype ? g : g.to(m.dtype));
     }
     return backward_->run(in);

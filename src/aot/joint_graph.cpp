@@ -94,7 +94,7 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requ
       const JointGraph::GradTarget& t = j.grad_targets[i];
       const Tensor& target = t.primal >= 0 ? primals[static_cast<size_t>(t.primal)] : t.parameter;
       DispatchHookScope tracing(&tracer);
-      g = zeros(target.sizes(), target.dtype());
+      g = zeros(target.sizes(), target.dtype(), target.device());
     }
     results.push_back(g);
   }

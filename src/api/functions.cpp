@@ -119,8 +119,8 @@ Tensor tensor(const std::vector<bool>& values, std::optional<Shape> sizes) {
   return out;
 }
 
-Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype) {
-  return full({}, value, dtype.value_or(value.default_dtype()));
+Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype, Device device) {
+  return full({}, value, dtype.value_or(value.default_dtype()), device);
 }
 
 // ---- pointwise ---------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ std::vector<Tensor> dropout(const Args& a) {
   const Tensor& x = a.tensor(0);
   const double p = a.f64(1);
   if (p >= 1) return one(x * 0.0);
-  Tensor keep = rand(x.sizes(), kFloat64) < (1 - p);
+  Tensor keep = rand(x.sizes(), kFloat64, x.device()) < (1 - p);
   return one(x * (keep.to(x.dtype()) * (1 / (1 - p))));
 }
 
@@ -92,7 +92,7 @@ Tensor attention_weights(const Args& a) {
   Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
   const double inf = std::numeric_limits<double>::infinity();
   if (a.b(5)) {
-    Tensor causal = tril(ones({q.size(-2), k.size(-2)}, kBool));
+    Tensor causal = tril(ones({q.size(-2), k.size(-2)}, kBool, q.device()));
     scores = where(causal, scores, -inf);
   }
   if (mask.defined()) scores = mask.dtype() == kBool ? where(mask, scores, -inf) : scores + mask;

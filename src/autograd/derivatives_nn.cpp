@@ -158,7 +158,7 @@ void cross_entropy_rule(C c) {
   Tensor g = reduction == "none" ? c.grad().unsqueeze(cd) : c.grad();
   if (target.is_floating_point() && target.sizes() == x.sizes()) {  // class probabilities
     Tensor q = target.to(x.dtype()) * (1 - eps) + eps / classes;
-    Tensor n = scalar_tensor(static_cast<double>(x.numel()) / classes, x.dtype());
+    Tensor n = scalar_tensor(static_cast<double>(x.numel()) / classes, x.dtype(), x.device());
     Tensor scale = loss_scale(g, reduction, n);
     if (c.wants(0)) c.set(0, (sm * sum(q, {cd}, true) - q) * scale);
     if (c.wants(1)) c.set(1, log_softmax(x, cd) * scale * (eps - 1));

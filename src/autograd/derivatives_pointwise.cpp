@@ -17,7 +17,7 @@ using C = const GradCtx&;
 // dtype (so it does not change the gradient's dtype).
 Tensor operand(C c, size_t i, const Tensor& like) {
   if (c.args.is_tensor(i)) return c.in(i);
-  return scalar_tensor(c.args.scalar(i), like.dtype());
+  return scalar_tensor(c.args.scalar(i), like.dtype(), like.device());
 }
 
 // d/dx of a unary op from the input x (on_x) or from the output y (on_y): a rule reads only

@@ -28,7 +28,7 @@ Tensor embed(const Tensor& g, const Tensor& x, int64_t dim, int64_t start, int64
   }
   Shape index_shape(x.dim(), 1);
   index_shape[dim] = n;
-  Tensor index = arange(start, start + n * step, step, kInt64).reshape(index_shape);
+  Tensor index = arange(start, start + n * step, step, kInt64, g.device()).reshape(index_shape);
   return scatter_add(zeros_like(x).to(g.dtype()), dim, index.expand(g.sizes()), g);
 }
 

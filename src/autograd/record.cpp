@@ -93,7 +93,8 @@ class OpNode : public Node {
     std::vector<Tensor> outputs;
     for (const SavedTensor& s : saved_outputs_) outputs.push_back(s.unpack(op_name(op_)));
     for (size_t i = 0; i < grads.size(); ++i)
-      if (!grads[i].defined()) grads[i] = zeros(output_metas[i].sizes, output_metas[i].dtype);
+      if (!grads[i].defined())
+        grads[i] = zeros(output_metas[i].sizes, output_metas[i].dtype, output_metas[i].device);
     std::vector<bool> needed;
     for (const Edge& e : next_edges) needed.push_back(e.valid());
     std::vector<Tensor> result(next_edges.size());

@@ -28,7 +28,7 @@ Tensor merge_masks(const Tensor& attn, const Tensor& padding, DType dtype) {
   }
   auto additive = [&](const Tensor& m) {
     if (m.dtype() != kBool) return m.to(dtype);
-    return where(m, -std::numeric_limits<double>::infinity(), zeros({}, dtype));
+    return where(m, -std::numeric_limits<double>::infinity(), zeros({}, dtype, m.device()));
   };
   if (!attn.defined()) return additive(padding);
   if (!padding.defined()) return additive(attn);
@@ -114,7 +114,7 @@ MultiheadAttention::Heads MultiheadAttention::prepare(const Tensor& query, const
                shape_str(key_padding_mask.sizes()));
     kpm = key_padding_mask.reshape({n, 1, 1, s});
     if (is_causal) {  // SDPA takes a mask or is_causal: make the causal mask explicit
-      am = triu(ones({l, s}, kBool), 1);
+      am = triu(ones({l, s}, kBool, q.device()), 1);
       is_causal = false;
     }
   }
@@ -159,11 +159,12 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward_with_weights(
   Heads x = prepare(query, key, value, attn_mask, key_padding_mask, is_causal);
   // SDPA's arithmetic, written out so that the weights exist as a tensor.
   Tensor scores = matmul(x.q, x.k.transpose(-2, -1)) * (1.0 / std::sqrt(double(head_dim)));
-  Tensor allowed = x.is_causal ? logical_not(triu(ones({x.q.size(2), x.k.size(2)}, kBool), 1))
+  Tensor allowed = x.is_causal
+                       ? logical_not(triu(ones({x.q.size(2), x.k.size(2)}, kBool, x.q.device()), 1))
                    : x.mask.defined() && x.mask.dtype() == kBool ? x.mask
                                                                  : Tensor();
   if (allowed.defined())
-    scores = where(allowed, scores, zeros({}, scores.dtype()) - INFINITY);
+    scores = where(allowed, scores, zeros({}, scores.dtype(), scores.device()) - INFINITY);
   else if (x.mask.defined())
     scores = scores + x.mask;
   Tensor weights = softmax(scores, -1);

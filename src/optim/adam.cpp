@@ -42,9 +42,10 @@ StepScalars step_scalars(const Tensor& p, int64_t step, const AdamOptions& o) {
   const double n = static_cast<double>(step);
   const double bias_correction1 = 1 - std::pow(o.betas.first, n);
   const DType t = p.dtype();
-  return {scalar_tensor(o.lr / bias_correction1, t),
-          scalar_tensor(std::sqrt(1 - std::pow(o.betas.second, n)), t),
-          scalar_tensor(1 - o.lr * o.weight_decay, t)};
+  const Device d = p.device();
+  return {scalar_tensor(o.lr / bias_correction1, t, d),
+          scalar_tensor(std::sqrt(1 - std::pow(o.betas.second, n)), t, d),
+          scalar_tensor(1 - o.lr * o.weight_decay, t, d)};
 }
 
 // One parameter's update, in place (torch/optim/adam.py's single-tensor form).

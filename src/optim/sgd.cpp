@@ -78,7 +78,7 @@ void SGD::step() {
       for (size_t i = 0; i < params.size(); ++i) {
         all.insert(all.end(), {params[i], grads[i]});
         if (o.momentum != 0) all.push_back(bufs[i]);
-        all.push_back(scalar_tensor(-o.lr, params[i].dtype()));
+        all.push_back(scalar_tensor(-o.lr, params[i].dtype(), params[i].device()));
       }
       if (!compiled_) compiled_ = std::make_shared<detail::CompiledSteps>();
       compiled_->run(
@@ -113,7 +113,7 @@ void functional::sgd(const std::vector<Tensor>& params, const std::vector<Tensor
       p.add_(direction(g, buf, o) * -o.lr);
       continue;
     }
-    sgd_update(p, grads[i], buf, scalar_tensor(-o.lr, p.dtype()), o);
+    sgd_update(p, grads[i], buf, scalar_tensor(-o.lr, p.dtype(), p.device()), o);
   }
 }
 

@@ -17,14 +17,17 @@ using namespace coil::testing;
 
 namespace {
 
-void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
+// The GPU's sums run in another order than the CPU's: float32 results agree to a few ulps of the
+// largest value involved, not of each element.
+void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string& what,
+                 double rtol = 2e-5) {
   SCOPED_TRACE(what);
   ASSERT_EQ(gpu.device(), kCUDA);
   ASSERT_EQ(gpu.dtype(), cpu.dtype());
   ASSERT_EQ(gpu.sizes(), cpu.sizes());
   Tol tol = tol_for(cpu.dtype());
   if (!is_floating(cpu.dtype())) tol = {0, 0};
-  expect_close(gpu.cpu(), values(cpu), cpu.sizes(), std::max(tol.rtol, 2e-5), tol.atol);
+  expect_close(gpu.cpu(), values(cpu), cpu.sizes(), std::max(tol.rtol, rtol), tol.atol);
 }
 
 }  // namespace
@@ -223,7 +226,7 @@ TEST(Cuda, TrainingStepsMatchTheCpu) {
   std::vector<Tensor> eager = grads_of(loss_of, kCUDA);
   std::vector<Tensor> compiled = grads_of(compile(loss_of), kCUDA);
   for (size_t i = 0; i < want.size(); ++i) {
-    expect_same(eager[i], want[i], "eager, " + std::to_string(i));
-    expect_same(compiled[i], want[i], "compiled, " + std::to_string(i));
+    expect_same(eager[i], want[i], "eager, " + std::to_string(i), 1e-4);
+    expect_same(compiled[i], want[i], "compiled, " + std::to_string(i), 1e-4);
   }
 }
