@@ -7,7 +7,10 @@ first call of torch.compile is timed with an empty Inductor cache (a fresh
 TORCHINDUCTOR_CACHE_DIR).
 
     python3 bench/compare_torch.py --coil-bench build/bench/coil-bench [--threads N]
-        [--size cpu] [--filter NAME] [--json FILE]
+        [--size cpu|gpu] [--device cpu|cuda] [--filter NAME] [--json FILE]
+
+With --device cuda both run on the GPU (at the GPU sizes), and every timed call waits for the
+GPU's work to end (torch.cuda.synchronize), as coil-bench does.
 """
 import argparse
 import json
@@ -19,11 +22,12 @@ import tempfile
 import time
 
 
-def workloads(torch, F, gpu):
+def workloads(torch, F, gpu, device):
     """The programs of TARGETS.md, as coil-bench runs them (same sizes, same inputs' shapes)."""
-    r = torch.randn
+    def r(*shape):
+        return torch.randn(*shape, device=device)
     def bn_inputs(s):
-        return [r(*s), r(s[1]), torch.rand(s[1]) + 0.5, r(s[1]), r(s[1])]
+        return [r(*s), r(s[1]), torch.rand(s[1], device=device) + 0.5, r(s[1]), r(s[1])]
     n, d = (8192, 1024) if gpu else (2048, 512)
     att = (8, 12, 1024, 64) if gpu else (2, 4, 256, 64)
     img = (32, 64, 56, 56) if gpu else (8, 32, 56, 56)
@@ -48,13 +52,14 @@ def workloads(torch, F, gpu):
     }
 
 
-def train_mlp(torch, gpu, compiled):
+def train_mlp(torch, gpu, compiled, device):
     """One Adam step of Linear -> GELU -> Linear -> LayerNorm, loss mean(y^2), as coil-bench's
     train_mlp: eager, or with the loss (forward + backward) and the optimizer step compiled."""
     n, d = (4096, 1024) if gpu else (512, 256)
     torch.manual_seed(0)
     nn = torch.nn
-    model = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d), nn.LayerNorm(d))
+    model = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d),
+                          nn.LayerNorm(d)).to(device)
     opt = torch.optim.Adam(model.parameters())
     def loss_fn(x):
         y = model(x)
@@ -67,24 +72,27 @@ def train_mlp(torch, gpu, compiled):
         opt_step()
         opt.zero_grad()
         return l
-    return step, lambda: [torch.randn(n, d)]
+    return step, lambda: [torch.randn(n, d, device=device)]
 
 
-def median_ms(fn, sets, min_reps=5, budget_s=0.5):
+def median_ms(fn, sets, sync, min_reps=5, budget_s=0.5):
     for i in range(3):
         fn(*sets[i % len(sets)])
+    sync()
     times, start, i = [], time.perf_counter(), 0
     while i < min_reps or (time.perf_counter() - start < budget_s and i < 1000):
         t0 = time.perf_counter()
         fn(*sets[i % len(sets)])
+        sync()
         times.append((time.perf_counter() - t0) * 1e3)
         i += 1
     return statistics.median(times)
 
 
-def run_torch(names, gpu, threads):
+def run_torch(names, gpu, threads, device):
     import torch
     import torch.nn.functional as F
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if threads:
         torch.set_num_threads(threads)
     # PyTorch before 2.0 (Debian 12's 1.13) has no torch.compile: then eager only.
@@ -93,32 +101,33 @@ def run_torch(names, gpu, threads):
         print(f"  torch {torch.__version__} has no torch.compile: PyTorch eager only", flush=True)
     out = {}
     if "train_mlp" in names:
-        eager_step, make = train_mlp(torch, gpu, False)
+        eager_step, make = train_mlp(torch, gpu, False, device)
         sets = [make() for _ in range(2)]
-        eager = median_ms(eager_step, sets)
+        eager = median_ms(eager_step, sets, sync)
         if not has_compile:
             out["train_mlp"] = {"torch_eager_ms": eager, "inductor_ms": None,
                                 "inductor_first_ms": None}
             print(f"  torch train_mlp: eager {eager:.3f} ms", flush=True)
     if "train_mlp" in names and has_compile:
         torch._dynamo.reset()
-        compiled_step, _ = train_mlp(torch, gpu, True)
+        compiled_step, _ = train_mlp(torch, gpu, True, device)
         t0 = time.perf_counter()
         compiled_step(*sets[0])
+        sync()
         first_ms = (time.perf_counter() - t0) * 1e3
-        inductor = median_ms(compiled_step, sets)
+        inductor = median_ms(compiled_step, sets, sync)
         out["train_mlp"] = {"torch_eager_ms": eager, "inductor_ms": inductor,
                             "inductor_first_ms": first_ms}
         print(f"  torch train_mlp: eager {eager:.3f} ms, inductor {inductor:.3f} ms, "
               f"first {first_ms:.0f} ms", flush=True)
-    for name, (fn, make) in workloads(torch, F, gpu).items():
+    for name, (fn, make) in workloads(torch, F, gpu, device).items():
         if name not in names:
             continue
         with torch.no_grad():
             first = make()
             nbytes = sum(t.numel() * t.element_size() for t in first)
             sets = [first] + [make() for _ in range(max(0, min(7, int(64e6 // max(nbytes, 1)))))]
-            eager = median_ms(fn, sets)
+            eager = median_ms(fn, sets, sync)
             if not has_compile:
                 out[name] = {"torch_eager_ms": eager, "inductor_ms": None,
                              "inductor_first_ms": None}
@@ -128,8 +137,9 @@ def run_torch(names, gpu, threads):
             compiled = torch.compile(fn)
             t0 = time.perf_counter()
             compiled(*first)
+            sync()
             first_ms = (time.perf_counter() - t0) * 1e3
-            inductor = median_ms(compiled, sets)
+            inductor = median_ms(compiled, sets, sync)
         out[name] = {"torch_eager_ms": eager, "inductor_ms": inductor, "inductor_first_ms": first_ms}
         print(f"  torch {name}: eager {eager:.3f} ms, inductor {inductor:.3f} ms, first {first_ms:.0f} ms",
               flush=True)
@@ -140,6 +150,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--coil-bench", required=True)
     p.add_argument("--size", default="cpu", choices=["cpu", "gpu"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--filter", default="")
     p.add_argument("--json", default="")
@@ -147,7 +158,9 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         coil_json = os.path.join(tmp, "coil.json")
-        cmd = [a.coil_bench, "--size", a.size, "--json", coil_json]
+        gpu_sizes = a.size == "gpu" or a.device == "cuda"
+        cmd = [a.coil_bench, "--size", "gpu" if gpu_sizes else "cpu", "--device", a.device,
+               "--json", coil_json]
         if a.threads:
             cmd += ["--threads", str(a.threads)]
         if a.filter:
@@ -157,7 +170,7 @@ def main():
         coil = json.load(open(coil_json))
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
         names = [w["name"] for w in coil["workloads"]]
-        torch_results = run_torch(names, a.size == "gpu", a.threads)
+        torch_results = run_torch(names, gpu_sizes, a.threads, a.device)
 
     print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
           f"matmul {coil['blas_gflops']:.0f} GFLOP/s")

@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "compile/compile_fx.h"
+#include "debug/log.h"
 #include "decomp/decompose.h"
 #include "graph/printer.h"
 #include "lower/context.h"
@@ -97,7 +98,12 @@ std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
                               const std::vector<TensorMeta>& metas) {
   const backends::DeviceBackend& backend = backends::backend_for(metas.at(0).device);
   if (std::optional<std::vector<Tensor>> out = backend.library_kernel(op, args, metas)) return *out;
-  if (!compilable(op)) return on_cpu(op, args, metas);
+  if (!compilable(op)) {
+    if (debug::log_enabled("device_eager"))
+      debug::log("device_eager", op_name(op),
+                 "has no " + metas.at(0).device.str() + " kernel: runs on the CPU, copying");
+    return on_cpu(op, args, metas);
+  }
   std::vector<Tensor> inputs;
   std::shared_ptr<const Graph> g = one_op_graph(op, args, inputs);
   const std::string key = print_graph(*g);
@@ -116,6 +122,8 @@ std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
     CompileOptions options;
     options.name = std::string("eager_") + op_name(op);
     options.options["async_compile"] = false;
+    if (debug::log_enabled("device_eager"))
+      debug::log("device_eager", op_name(op), "compiled for its arguments:\n" + key);
     compiled = compile_fx(g, options, options.name);
     std::lock_guard<std::mutex> lock(mutex);
     cache->emplace(key, compiled);
