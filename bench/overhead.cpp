@@ -2,6 +2,7 @@
 // the eager op. Run: ./build/bench/coil_bench_overhead
 #include <benchmark/benchmark.h>
 #include <coil/coil.h>
+#include <coil/cuda.h>
 
 namespace {
 
@@ -29,6 +30,46 @@ void BM_CompiledIdentity3Inputs(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(cf(a, b, c));
 }
 BENCHMARK(BM_CompiledIdentity3Inputs);
+
+// An eager op on the GPU: the host's cost of one launch (kernels queue on coil's stream; the
+// loop waits for the GPU only at its end), for a new tensor per call and for an in-place one.
+void BM_EagerAddOneCuda(benchmark::State& state) {
+  if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
+  coil::Tensor x = coil::randn({1024}).cuda();
+  coil::Tensor warm = x + 1;
+  for (auto _ : state) benchmark::DoNotOptimize(x + 1);
+  coil::cuda::synchronize();
+}
+BENCHMARK(BM_EagerAddOneCuda);
+
+void BM_EagerInPlaceMulCuda(benchmark::State& state) {
+  if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
+  coil::Tensor x = coil::randn({1024}).cuda();
+  x.mul_(1.0);
+  for (auto _ : state) x.mul_(1.0);
+  coil::cuda::synchronize();
+}
+BENCHMARK(BM_EagerInPlaceMulCuda);
+
+// A matrix product through cuBLASLt, eager: the library call's host cost.
+void BM_EagerMatmulCuda(benchmark::State& state) {
+  if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
+  coil::Tensor a = coil::randn({64, 64}).cuda();
+  coil::Tensor warm = coil::matmul(a, a);
+  for (auto _ : state) benchmark::DoNotOptimize(coil::matmul(a, a));
+  coil::cuda::synchronize();
+}
+BENCHMARK(BM_EagerMatmulCuda);
+
+void BM_CompiledAddOneCuda(benchmark::State& state) {
+  if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
+  auto cf = coil::compile([](const coil::Tensor& x) { return x + 1; });
+  coil::Tensor x = coil::randn({1024}).cuda();
+  cf(x);
+  for (auto _ : state) benchmark::DoNotOptimize(cf(x));
+  coil::cuda::synchronize();
+}
+BENCHMARK(BM_CompiledAddOneCuda);
 
 }  // namespace
 

@@ -59,14 +59,24 @@ std::vector<Tensor> on_cpu(OpId op, const std::vector<Arg>& args,
   return outs;
 }
 
-// The call as a graph: a placeholder per tensor argument, the call, its results; `inputs`
-// receives the tensors the placeholders stand for.
-std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args,
-                                          std::vector<Tensor>& inputs) {
+// The tensors a call's graph takes, in the order of its placeholders.
+std::vector<Tensor> tensor_inputs(const std::vector<Arg>& args) {
+  std::vector<Tensor> inputs;
+  for (const Arg& a : args) {
+    if (auto* t = std::get_if<Tensor>(&a); t && t->defined()) inputs.push_back(*t);
+    if (auto* ts = std::get_if<std::vector<Tensor>>(&a))
+      inputs.insert(inputs.end(), ts->begin(), ts->end());
+  }
+  return inputs;
+}
+
+// The call as a graph: a placeholder per tensor argument (tensor_inputs' order), the call, its
+// results.
+std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args) {
   auto g = std::make_shared<Graph>();
+  int inputs = 0;
   auto placeholder = [&](const Tensor& t) {
-    inputs.push_back(t);
-    return g->placeholder("in" + std::to_string(inputs.size() - 1), meta_of(t));
+    return g->placeholder("in" + std::to_string(inputs++), meta_of(t));
   };
   std::vector<NodeArg> node_args;
   for (const Arg& a : args) {
@@ -94,6 +104,60 @@ std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args,
   return g;
 }
 
+// The cache key of a call: the op, then each argument's bytes (a tensor's dtype, device, sizes
+// and strides; a literal's value). Cheap to build, as it is built on every call: the graph is
+// made and printed only when the key is new.
+class CallKey {
+ public:
+  explicit CallKey(OpId op) { put(static_cast<int64_t>(op)); }
+  void add(const Arg& a) {
+    key_ += static_cast<char>(a.index());
+    std::visit([this](const auto& v) { put_value(v); }, a);
+  }
+  std::string take() { return std::move(key_); }
+
+ private:
+  template <typename T>
+  void put(const T& v) {
+    key_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void put_value(std::monostate) {}
+  void put_value(const Tensor& t) {
+    put(t.defined());
+    if (!t.defined()) return;
+    put(t.dtype());
+    put(t.device().type);
+    put(t.device().index);
+    put_value(t.sizes());
+    put_value(t.strides());
+  }
+  void put_value(const std::vector<Tensor>& ts) {
+    put(ts.size());
+    for (const Tensor& t : ts) put_value(t);
+  }
+  void put_value(const Scalar& s) {
+    put(s.kind());
+    s.is_floating() ? put(s.to_double()) : put(s.to_int());
+  }
+  void put_value(const Shape& v) {
+    put(v.size());
+    key_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
+  }
+  void put_value(const std::string& v) {
+    put(v.size());
+    key_ += v;
+  }
+  void put_value(const Device& d) {
+    put(d.type);
+    put(d.index);
+  }
+  template <typename T>
+  void put_value(const T& v) {  // int64_t, double, bool, DType
+    put(v);
+  }
+  std::string key_;
+};
+
 std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
                               const std::vector<TensorMeta>& metas) {
   const backends::DeviceBackend& backend = backends::backend_for(metas.at(0).device);
@@ -104,9 +168,9 @@ std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
                  "has no " + metas.at(0).device.str() + " kernel: runs on the CPU, copying");
     return on_cpu(op, args, metas);
   }
-  std::vector<Tensor> inputs;
-  std::shared_ptr<const Graph> g = one_op_graph(op, args, inputs);
-  const std::string key = print_graph(*g);
+  CallKey call(op);
+  for (const Arg& a : args) call.add(a);
+  const std::string key = call.take();
   static std::mutex mutex;
   static auto* cache = new std::unordered_map<std::string, capture::CompiledGraph>();
   capture::CompiledGraph compiled;
@@ -119,16 +183,17 @@ std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
     ~Pop() { active.pop_back(); }
   } pop;
   if (!compiled.run) {
+    std::shared_ptr<const Graph> g = one_op_graph(op, args);
     CompileOptions options;
     options.name = std::string("eager_") + op_name(op);
     options.options["async_compile"] = false;
     if (debug::log_enabled("device_eager"))
-      debug::log("device_eager", op_name(op), "compiled for its arguments:\n" + key);
+      debug::log("device_eager", op_name(op), "compiled for its arguments:\n" + print_graph(*g));
     compiled = compile_fx(g, options, options.name);
     std::lock_guard<std::mutex> lock(mutex);
     cache->emplace(key, compiled);
   }
-  return compiled.run(inputs);
+  return compiled.run(tensor_inputs(args));
 }
 
 [[maybe_unused]] const bool installed = (install_device_eager(DeviceType::CUDA, gpu_eager), true);

@@ -10,6 +10,7 @@
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
+#include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/tensor_impl.h"
 
@@ -26,6 +27,19 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
     return std::vector<Tensor>{out};
   };
   switch (op) {
+    // Fills and copies: the runtime's kernels, which take sizes, strides and the value as
+    // arguments, so an eager call compiles nothing (a scalar that changes every step, as an
+    // optimizer's bias correction, would otherwise compile a kernel per value).
+    case OpId::full: {
+      Tensor out = empty_from_meta(metas.at(0));
+      fill(out, a.scalar(1));
+      return std::vector<Tensor>{out};
+    }
+    case OpId::contiguous:
+      if (a.tensor(0).is_contiguous()) return std::vector<Tensor>{a.tensor(0)};
+      [[fallthrough]];
+    case OpId::clone:
+      return std::vector<Tensor>{contiguous_copy(a.tensor(0))};
     case OpId::mm:
     case OpId::bmm:
       return product(a.tensor(0), a.tensor(1), Tensor(), Epilogue::none);
