@@ -33,9 +33,14 @@ Expr rebuild(Expr e, const std::vector<Expr>& args) {
       return r;
     }
     case Kind::FloorDiv:
-      return floordiv(args[0], args[1]->value());
-    case Kind::Mod:
-      return mod(args[0], args[1]->value());
+    case Kind::Mod: {
+      // The divisor was positive for every value of its variables, and substitution keeps each
+      // variable's value in its range, so it still is, even where interval arithmetic can no
+      // longer show it ((w + 3)*(w + 3) for w in [-2, 1]): max(d, 1) says so at no cost.
+      Expr d = args[1];
+      if (!d->is_const() && d->range().lo < 1) d = max(d, constant(1));
+      return e->kind() == Kind::FloorDiv ? floordiv(args[0], d) : mod(args[0], d);
+    }
     case Kind::Min:
       return min(args[0], args[1]);
     case Kind::Max:
@@ -95,9 +100,12 @@ int64_t evaluate(Expr e, const std::unordered_map<Expr, int64_t>& values) {
       return r;
     }
     case Kind::FloorDiv:
-      return floor_div(evaluate(a[0], values), a[1]->value());
-    case Kind::Mod:
-      return floor_mod(evaluate(a[0], values), a[1]->value());
+    case Kind::Mod: {
+      int64_t d = evaluate(a[1], values);
+      COIL_ASSERT(d > 0, "evaluate: ", to_string(e), " divides by ", d);
+      int64_t n = evaluate(a[0], values);
+      return e->kind() == Kind::FloorDiv ? floor_div(n, d) : floor_mod(n, d);
+    }
     case Kind::Min:
       return std::min(evaluate(a[0], values), evaluate(a[1], values));
     case Kind::Max:
@@ -163,7 +171,7 @@ int64_t divisor_of(Expr e) {
       return g;
     }
     case Kind::Mod:
-      return gcd_with(a[1]->value(), divisor_of(a[0]));  // e % d == e - d*(e // d)
+      return gcd_with(divisor_of(a[1]), divisor_of(a[0]));  // e % d == e - d*(e // d)
   }
   throw InternalError("sym: divisor_of an unknown kind");
 }

@@ -14,7 +14,9 @@
 // multiples of the divisor pulled out (floordiv) or dropped (mod).
 //
 // Semantics: floordiv and mod are Python's (floor division; the remainder has the divisor's
-// sign); divisors of floordiv/mod are positive constants (InternalError otherwise).
+// sign). Divisors are positive: constants, or expressions whose range is positive, such as a
+// size variable (a tensor's dimension that is only known when the compiled code runs);
+// anything else is an InternalError.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +40,8 @@ enum class Kind : uint8_t {
   Var,       // name(), range()
   Add,       // args(): two or more terms, at most one of them a Const (last); no Add terms
   Mul,       // args(): two or more factors, at most one of them a Const (first); no Add factors
-  FloorDiv,  // args(): {numerator, Const divisor >= 2}
-  Mod,       // args(): {numerator, Const divisor >= 2}
+  FloorDiv,  // args(): {numerator, divisor}: a Const >= 2 or a non-constant of positive range
+  Mod,       // args(): {numerator, divisor}: as FloorDiv
   Min,       // args(): two operands, in less() order but a Const last
   Max,       // args(): two operands, in less() order but a Const last
 };
@@ -71,6 +73,9 @@ class Node {
   const std::string& name() const { return name_; }  // Var
   const std::vector<Expr>& args() const { return args_; }
   Range range() const { return range_; }  // of every expression, from its variables' ranges
+  // A loop index over a size known only at run time: every value is below bound() (null for
+  // other nodes). floordiv and mod by that size use it (j // n == 0 and j % n == j).
+  Expr bound() const { return bound_; }
   size_t hash() const { return hash_; }
 
   bool is_const() const { return kind_ == Kind::Const; }
@@ -84,6 +89,7 @@ class Node {
   std::string name_;
   std::vector<Expr> args_;
   Range range_{0, 0};
+  Expr bound_;
   size_t hash_ = 0;
 };
 
@@ -105,6 +111,15 @@ Expr var(const std::string& name, Range range);
 // An index variable of a loop over `size` iterations: values 0 .. size-1 (a loop of no
 // iterations never runs its body; its variable gets the range [0, 0]).
 Expr index_var(const std::string& name, int64_t size);
+// The largest size a size variable stands for: more elements than any memory holds, and small
+// enough that products of a few sizes keep meaningful ranges.
+constexpr int64_t kMaxSize = int64_t{1} << 48;
+// A size known only at run time (a dynamic dimension): values 2 .. kMaxSize. Sizes 0 and 1
+// are never symbolic (they change what broadcasting means, so a graph specialises on them).
+Expr size_var(const std::string& name);
+// An index variable of a loop over `size` iterations, a size expression: values 0 .. size-1,
+// with `size` as its bound() (a constant size gives index_var's variable).
+Expr index_var(const std::string& name, Expr size);
 
 Expr add(Expr a, Expr b);
 Expr sub(Expr a, Expr b);
@@ -112,6 +127,8 @@ Expr mul(Expr a, Expr b);
 Expr neg(Expr a);
 Expr floordiv(Expr a, int64_t divisor);
 Expr mod(Expr a, int64_t divisor);
+Expr floordiv(Expr a, Expr divisor);
+Expr mod(Expr a, Expr divisor);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 
@@ -140,6 +157,8 @@ bool depends_on(Expr e, Expr var);
 // False, leaving `stride` untouched, when v is used otherwise (inside a floordiv or mod that
 // does not vanish, in a product with another variable, under min/max).
 bool constant_stride(Expr e, Expr v, int64_t* stride);
+// Whether the divisor of a FloorDiv or Mod node is a constant (else a size expression).
+inline bool has_const_divisor(Expr e) { return e->args()[1]->is_const(); }
 // A positive constant that divides every value of `e`, the largest the structure shows
 // (the gcd of a sum's terms, the product of a product's): divisor_of(8*x + 4*y) == 4. 0 for the
 // constant 0.

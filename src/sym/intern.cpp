@@ -2,6 +2,7 @@
 // The hash is structural (not by address), so it is the same in every process.
 #include "sym/intern.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -27,7 +28,8 @@ struct NodeHash {
 struct NodeEqual {
   bool operator()(const Node* a, const Node* b) const {
     return a->kind() == b->kind() && a->value() == b->value() && a->name() == b->name() &&
-           a->args() == b->args() && (a->kind() != Kind::Var || a->range() == b->range());
+           a->args() == b->args() &&
+           (a->kind() != Kind::Var || (a->range() == b->range() && a->bound() == b->bound()));
   }
 };
 
@@ -45,17 +47,18 @@ Table& table() {
 }  // namespace
 
 Expr Interner::get(Kind kind, int64_t value, const std::string& name, std::vector<Expr> args,
-                   Range range) {
+                   Range range, Expr bound) {
   Node probe;
   probe.kind_ = kind;
   probe.value_ = value;
   probe.name_ = name;
   probe.args_ = std::move(args);
   probe.range_ = range;
+  probe.bound_ = bound;
   size_t h = mix(0, static_cast<uint64_t>(kind));
   h = mix(h, static_cast<uint64_t>(value));
   for (char c : name) h = mix(h, static_cast<unsigned char>(c));
-  if (kind == Kind::Var) h = mix(mix(h, range.lo), range.hi);
+  if (kind == Kind::Var) h = mix(mix(mix(h, range.lo), range.hi), bound ? bound->hash() : 0);
   for (Expr a : probe.args_) h = mix(h, a->hash());
   probe.hash_ = h;
 
@@ -86,6 +89,16 @@ Expr var(const std::string& name, Range range) {
 Expr index_var(const std::string& name, int64_t size) {
   COIL_ASSERT(size >= 0, "index variable '", name, "' of a loop over ", size, " iterations");
   return var(name, {0, size > 0 ? size - 1 : 0});
+}
+
+Expr size_var(const std::string& name) { return var(name, {2, kMaxSize}); }
+
+Expr index_var(const std::string& name, Expr size) {
+  if (size->is_const()) return index_var(name, size->value());
+  COIL_ASSERT(size->range().lo >= 0, "index variable '", name, "' of a loop over ", to_string(size),
+              " iterations");
+  return Interner::get(Kind::Var, 0, name, {}, {0, std::max<int64_t>(size->range().hi - 1, 0)},
+                       size);
 }
 
 }  // namespace coil::sym

@@ -13,7 +13,7 @@ namespace coil::sym {
 // nodes live until the process exits.
 struct Interner {
   static Expr get(Kind kind, int64_t value, const std::string& name, std::vector<Expr> args,
-                  Range range);
+                  Range range, Expr bound = nullptr);
 };
 
 namespace detail {

@@ -14,6 +14,10 @@ int detail::compare(Expr a, Expr b) {
     Range ra = a->range(), rb = b->range();
     if (ra.lo != rb.lo) return ra.lo < rb.lo ? -1 : 1;
     if (ra.hi != rb.hi) return ra.hi < rb.hi ? -1 : 1;
+    if (a->bound() != b->bound()) {
+      if (!a->bound() || !b->bound()) return a->bound() ? 1 : -1;
+      return compare(a->bound(), b->bound());
+    }
   }
   const std::vector<Expr>& x = a->args();
   const std::vector<Expr>& y = b->args();

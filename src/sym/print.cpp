@@ -82,10 +82,10 @@ class Printer {
   std::string div_mod(Expr e) {
     bool is_div = e->kind() == Kind::FloorDiv;
     Expr n = e->args()[0];
-    std::string d = literal(e->args()[1]->value());
-    if (!c_) return operand(n) + (is_div ? " // " : " % ") + d;
-    if (n->range().lo >= 0) return operand(n) + (is_div ? " / " : " % ") + d;
-    return (is_div ? "coil_floordiv(" : "coil_mod(") + print(n) + ", " + d + ")";
+    Expr d = e->args()[1];
+    if (!c_) return operand(n) + (is_div ? " // " : " % ") + operand(d);
+    if (n->range().lo >= 0) return operand(n) + (is_div ? " / " : " % ") + operand(d);
+    return (is_div ? "coil_floordiv(" : "coil_mod(") + print(n) + ", " + print(d) + ")";
   }
 
   // C has no min/max for integers without a header: a conditional, parenthesised.

@@ -22,6 +22,14 @@ Range mul_ranges(Range a, Range b) {
 // Floor division is monotone in the numerator.
 Range floordiv_range(Range a, int64_t d) { return {floor_div(a.lo, d), floor_div(a.hi, d)}; }
 
+// A divisor in [d.lo, d.hi] (d.lo >= 1): floor(x / d) is monotone in x, and in d for each sign
+// of x, so the extremes are at the corners.
+Range floordiv_range(Range a, Range d) {
+  int64_t c[] = {floor_div(a.lo, d.lo), floor_div(a.lo, d.hi), floor_div(a.hi, d.lo),
+                 floor_div(a.hi, d.hi)};
+  return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+}
+
 // Exact for an interval numerator: within one multiple of d the remainder is the numerator
 // shifted; across a multiple it wraps and covers both ends of [0, d-1].
 Range mod_range(Range a, int64_t d) {
@@ -42,9 +50,15 @@ Range range_of(Kind kind, const std::vector<Expr>& args) {
       return r;
     }
     case Kind::FloorDiv:
-      return floordiv_range(args[0]->range(), args[1]->value());
-    case Kind::Mod:
-      return mod_range(args[0]->range(), args[1]->value());
+      if (args[1]->is_const()) return floordiv_range(args[0]->range(), args[1]->value());
+      return floordiv_range(args[0]->range(), args[1]->range());
+    case Kind::Mod: {
+      if (args[1]->is_const()) return mod_range(args[0]->range(), args[1]->value());
+      // In [0, d - 1]; a non-negative numerator also bounds it.
+      Range a = args[0]->range();
+      int64_t hi = args[1]->range().hi - 1;
+      return {0, a.lo >= 0 ? std::min(a.hi, hi) : hi};
+    }
     case Kind::Min:
       return {std::min(args[0]->range().lo, args[1]->range().lo),
               std::min(args[0]->range().hi, args[1]->range().hi)};

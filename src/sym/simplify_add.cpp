@@ -68,6 +68,7 @@ bool merge_lower_half(Sum& s, size_t i) {
   Expr core = s.terms[i].core;
   int64_t c = s.terms[i].coef;
   Expr x = core->args()[0]->args()[0];
+  if (!has_const_divisor(core->args()[0])) return false;
   int64_t m = core->args()[0]->args()[1]->value(), l = core->args()[1]->value();
   if (m % l != 0 || mul_overflows(c, m / l)) return false;
   for (const Term& t : s.terms) {
@@ -75,8 +76,8 @@ bool merge_lower_half(Sum& s, size_t i) {
         t.coef != c * (m / l))
       continue;
     Expr y = t.core->args()[0];
-    bool same_low_part =
-        y == x || (y->kind() == Kind::Mod && y->args()[0] == x && y->args()[1]->value() % m == 0);
+    bool same_low_part = y == x || (y->kind() == Kind::Mod && y->args()[0] == x &&
+                                    has_const_divisor(y) && y->args()[1]->value() % m == 0);
     if (same_low_part && replace_pair(s, i, Sum{{t}, 0}, floordiv(y, l), c)) return true;
   }
   return false;
@@ -92,6 +93,16 @@ bool merge_split_pair(Sum& s) {
     int64_t c = s.terms[i].coef;
     if (core->kind() != Kind::Mod && core->kind() != Kind::FloorDiv) continue;
     Expr t = core->args()[0];
+    if (!has_const_divisor(core)) {
+      // c*(t % d) + c*d*(t // d) with d a size or a product of sizes: found from the mod's
+      // side (the floordiv's term is a product with d's factors). A sum as divisor is
+      // distributed over in every product, so no term shows the split.
+      Expr d = core->args()[1];
+      if (core->kind() != Kind::Mod || d->kind() == Kind::Add) continue;
+      Sum partner = as_sum(mul(constant(c), mul(d, floordiv(t, d))));
+      if (replace_pair(s, i, partner, t, c)) return true;
+      continue;
+    }
     int64_t d = core->args()[1]->value();
     Sum partner;
     if (core->kind() == Kind::Mod) {

@@ -7,6 +7,11 @@
 //   - a common factor g of d and of every coefficient cancels:
 //     (g*x + c) // (g*e) == (x + c // g) // e and (g*x + c) % (g*e) == g*((x + c // g) % e) + c % g
 //     for 0 <= c (the part c % g < g never carries into the quotient).
+// A symbolic divisor d (a size, or a product of sizes and a constant) has fewer rules: terms
+// that are multiples of d leave as a quotient or drop out of a mod, a numerator in [0, d)
+// stays, and (x // a) // d == x // (a*d).
+#include <algorithm>
+
 #include "sym/int_math.h"
 #include "sym/intern.h"
 #include "sym/linear.h"
@@ -41,6 +46,8 @@ Expr floordiv(Expr e, int64_t d) {
   if (d == 1) return e;
   int64_t q = floor_div(e->range().lo, d);
   if (q == floor_div(e->range().hi, d)) return constant(q);
+  if (e->kind() == Kind::FloorDiv && !has_const_divisor(e))
+    return floordiv(e->args()[0], mul(e->args()[1], constant(d)));
   if (e->kind() == Kind::FloorDiv && !detail::mul_overflows(e->args()[1]->value(), d))
     return floordiv(e->args()[0], e->args()[1]->value() * d);
 
@@ -67,7 +74,8 @@ Expr mod(Expr e, int64_t d) {
   int64_t q = floor_div(e->range().lo, d);
   if (q == floor_div(e->range().hi, d))
     return q == 0 ? e : add(e, constant(detail::checked_mul(q, -d)));
-  if (e->kind() == Kind::FloorDiv && !detail::mul_overflows(e->args()[1]->value(), d)) {
+  if (e->kind() == Kind::FloorDiv && has_const_divisor(e) &&
+      !detail::mul_overflows(e->args()[1]->value(), d)) {
     int64_t b = e->args()[1]->value();
     return floordiv(mod(e->args()[0], b * d), b);
   }
@@ -80,7 +88,8 @@ Expr mod(Expr e, int64_t d) {
     int64_t c = t.coef % d;
     changed |= c != t.coef;
     if (c == 0) continue;
-    if (t.core->kind() == Kind::Mod && t.core->args()[1]->value() % d == 0) {
+    if (t.core->kind() == Kind::Mod && has_const_divisor(t.core) &&
+        t.core->args()[1]->value() % d == 0) {
       Sum x = detail::as_sum(t.core->args()[0]);
       for (const Term& u : x.terms) rest.terms.push_back({detail::checked_mul(u.coef, c), u.core});
       rest.constant = detail::checked_add(rest.constant, detail::checked_mul(x.constant, c));
@@ -98,6 +107,80 @@ Expr mod(Expr e, int64_t d) {
   }
   if (!changed) return detail::make(Kind::Mod, {e, constant(d)});
   return mod(detail::from_sum(std::move(rest)), d);
+}
+
+namespace {
+
+// t / d when the monomial t is a multiple of the monomial d (d's constant divides t's and each
+// of d's factors is one of t's), else null.
+Expr exact_quotient(const Term& t, Expr d) {
+  if (d->kind() == Kind::Add) return nullptr;  // products distribute: no term has it as a factor
+  Term dt = detail::as_term(d);
+  if (dt.coef <= 0 || t.coef % dt.coef != 0) return nullptr;
+  std::vector<Expr> rest = t.core->kind() == Kind::Mul ? t.core->args() : std::vector<Expr>{t.core};
+  std::vector<Expr> need =
+      dt.core->kind() == Kind::Mul ? dt.core->args() : std::vector<Expr>{dt.core};
+  for (Expr f : need) {
+    auto it = std::find(rest.begin(), rest.end(), f);
+    if (it == rest.end()) return nullptr;
+    rest.erase(it);
+  }
+  Expr q = constant(t.coef / dt.coef);
+  for (Expr f : rest) q = mul(q, f);
+  return q;
+}
+
+// `e` split into the multiples of d (their quotient) and the rest.
+void split_multiples(Expr e, Expr d, Sum* quotient, Sum* rest) {
+  Sum s = detail::as_sum(e);
+  for (const Term& t : s.terms) {
+    if (Expr q = exact_quotient(t, d)) {
+      Sum qs = detail::as_sum(q);
+      quotient->terms.insert(quotient->terms.end(), qs.terms.begin(), qs.terms.end());
+      quotient->constant = detail::checked_add(quotient->constant, qs.constant);
+    } else {
+      rest->terms.push_back(t);
+    }
+  }
+  rest->constant = s.constant;
+}
+
+void check_divisor(Expr e, Expr d, const char* what) {
+  COIL_ASSERT(e && d, "sym::", what, " of a null expression");
+  COIL_ASSERT(d->range().lo >= 1, what, " of ", to_string(e), " by ", to_string(d),
+              ": divisors are positive");
+}
+
+// Is every value of e in [0, d)? By ranges, or because e is a loop index over d.
+bool below(Expr e, Expr d) {
+  if (e->range().lo < 0) return false;
+  return e->range().hi < d->range().lo || (e->kind() == Kind::Var && e->bound() == d);
+}
+
+}  // namespace
+
+Expr floordiv(Expr e, Expr d) {
+  if (d && d->is_const()) return floordiv(e, d->value());
+  check_divisor(e, d, "floordiv");
+  if (below(e, d)) return constant(0);
+  if (e->kind() == Kind::FloorDiv) return floordiv(e->args()[0], mul(e->args()[1], d));
+  Sum quotient, rest;
+  split_multiples(e, d, &quotient, &rest);
+  if (quotient.terms.empty() && quotient.constant == 0) return detail::make(Kind::FloorDiv, {e, d});
+  return add(detail::from_sum(std::move(quotient)), floordiv(detail::from_sum(std::move(rest)), d));
+}
+
+Expr mod(Expr e, Expr d) {
+  if (d && d->is_const()) return mod(e, d->value());
+  check_divisor(e, d, "mod");
+  if (below(e, d)) return e;
+  if (e->kind() == Kind::Mod && e->args()[1] == d) return e;
+  Sum quotient, rest;
+  split_multiples(e, d, &quotient, &rest);
+  Expr r = detail::from_sum(std::move(rest));
+  if (r->is_const(0)) return r;
+  if (quotient.terms.empty() && quotient.constant == 0) return detail::make(Kind::Mod, {e, d});
+  return mod(r, d);
 }
 
 }  // namespace coil::sym

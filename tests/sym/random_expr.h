@@ -26,8 +26,8 @@ enum class Op { Const, Var, Add, Sub, Mul, Div, Mod, Min, Max };
 // The reference: an unsimplified tree.
 struct Tree {
   Op op;
-  int64_t value = 0;  // Const value, Var index, Div/Mod divisor
-  std::shared_ptr<Tree> a, b;
+  int64_t value = 0;           // Const value, Var index, Div/Mod constant divisor
+  std::shared_ptr<Tree> a, b;  // Div/Mod: b, when set, is a symbolic divisor (a size)
 };
 using TreeP = std::shared_ptr<Tree>;
 
@@ -38,14 +38,17 @@ inline TreeP node(Op op, TreeP a, TreeP b, int64_t v = 0) {
   return std::make_shared<Tree>(Tree{op, v, std::move(a), std::move(b)});
 }
 
-// Small ranges, some with negative lower bounds; all of them enumerate in 8*8*12*4 points.
-inline constexpr Range kRanges[] = {{0, 7}, {-3, 4}, {0, 11}, {-2, 1}};
-inline constexpr const char* kNames[] = {"x", "y", "z", "w"};
-inline constexpr int kNumVars = 4;
+// Small ranges, some with negative lower bounds; all of them enumerate in 8*8*12*4*5 points.
+// The last variable, "s", is positive: it stands for a size, a divisor known only at run time.
+inline constexpr Range kRanges[] = {{0, 7}, {-3, 4}, {0, 11}, {-2, 1}, {1, 5}};
+inline constexpr const char* kNames[] = {"x", "y", "z", "w", "s"};
+inline constexpr int kNumVars = 5;
+inline constexpr int kSizeVar = 4;
 
 inline Expr sym_var(int i) {
   static const Expr vars[] = {var(kNames[0], kRanges[0]), var(kNames[1], kRanges[1]),
-                              var(kNames[2], kRanges[2]), var(kNames[3], kRanges[3])};
+                              var(kNames[2], kRanges[2]), var(kNames[3], kRanges[3]),
+                              var(kNames[4], kRanges[4])};
   return vars[i];
 }
 
@@ -62,9 +65,9 @@ inline int64_t eval(const Tree& t, const int64_t* env) {
     case Op::Mul:
       return eval(*t.a, env) * eval(*t.b, env);
     case Op::Div:
-      return py_div(eval(*t.a, env), t.value);
+      return py_div(eval(*t.a, env), t.b ? eval(*t.b, env) : t.value);
     case Op::Mod:
-      return py_mod(eval(*t.a, env), t.value);
+      return py_mod(eval(*t.a, env), t.b ? eval(*t.b, env) : t.value);
     case Op::Min:
       return std::min(eval(*t.a, env), eval(*t.b, env));
     case Op::Max:
@@ -86,9 +89,9 @@ inline Expr build(const Tree& t) {
     case Op::Mul:
       return build(*t.a) * build(*t.b);
     case Op::Div:
-      return floordiv(build(*t.a), t.value);
+      return t.b ? floordiv(build(*t.a), build(*t.b)) : floordiv(build(*t.a), t.value);
     case Op::Mod:
-      return mod(build(*t.a), t.value);
+      return t.b ? mod(build(*t.a), build(*t.b)) : mod(build(*t.a), t.value);
     case Op::Min:
       return min(build(*t.a), build(*t.b));
     case Op::Max:
@@ -111,9 +114,9 @@ inline std::string show(const Tree& t) {
     case Op::Mul:
       return bin("*");
     case Op::Div:
-      return "(" + show(*t.a) + " // " + std::to_string(t.value) + ")";
+      return "(" + show(*t.a) + " // " + (t.b ? show(*t.b) : std::to_string(t.value)) + ")";
     case Op::Mod:
-      return "(" + show(*t.a) + " % " + std::to_string(t.value) + ")";
+      return "(" + show(*t.a) + " % " + (t.b ? show(*t.b) : std::to_string(t.value)) + ")";
     case Op::Min:
       return "min(" + show(*t.a) + ", " + show(*t.b) + ")";
     case Op::Max:
@@ -138,6 +141,7 @@ inline void mark_vars(const Tree& t, bool* used) {
 // Random trees of at most the given depth, shaped like index arithmetic: products have a leaf
 // operand (so values stay small), constants are often multiples of the divisors, and some
 // subtrees are written as a split c*d*(t // d) + c*(t % d) for the recombination rule to find.
+// A fifth of the divisions divide by a size (s, k*s, s*s or s + 1), as dynamic shapes do.
 class Generator {
  public:
   explicit Generator(uint64_t seed) : rng_(seed) {}
@@ -155,20 +159,48 @@ class Generator {
         return node(Op::Mul, tree(depth - 1), leaf_tree());
       case 5:
       case 6:
-        return node(Op::Div, tree(depth - 1), nullptr, 1 + pick(9));
+        return division(Op::Div, tree(depth - 1));
       case 7:
       case 8:
-        return node(Op::Mod, tree(depth - 1), nullptr, 1 + pick(9));
+        return division(Op::Mod, tree(depth - 1));
       case 9:
         return node(Op::Min, tree(depth - 1), tree(depth - 1));
       case 10:
         return node(Op::Max, tree(depth - 1), tree(depth - 1));
       default: {
         TreeP t = tree(depth - 1);
-        int64_t d = 1 + pick(9), c = 1 + pick(3);
+        int64_t c = 1 + pick(3);
+        if (pick(4) == 0) {
+          TreeP d = size_divisor();
+          return node(Op::Add,
+                      node(Op::Mul, node(Op::Mul, node(Op::Div, t, d), d), leaf(Op::Const, c)),
+                      node(Op::Mul, node(Op::Mod, t, d), leaf(Op::Const, c)));
+        }
+        int64_t d = 1 + pick(9);
         return node(Op::Add, node(Op::Mul, node(Op::Div, t, nullptr, d), leaf(Op::Const, c * d)),
                     node(Op::Mul, node(Op::Mod, t, nullptr, d), leaf(Op::Const, c)));
       }
+    }
+  }
+
+  // t // d or t % d by a constant, or, one time in five, by a size.
+  TreeP division(Op op, TreeP t) {
+    if (pick(5) == 0) return node(op, std::move(t), size_divisor());
+    return node(op, std::move(t), nullptr, 1 + pick(9));
+  }
+
+  // A positive divisor built from the size variable.
+  TreeP size_divisor() {
+    TreeP s = leaf(Op::Var, kSizeVar);
+    switch (pick(4)) {
+      case 0:
+        return node(Op::Mul, s, leaf(Op::Const, 2 + pick(2)));
+      case 1:
+        return node(Op::Mul, s, s);
+      case 2:
+        return node(Op::Add, s, leaf(Op::Const, 1));
+      default:
+        return s;
     }
   }
 

@@ -77,9 +77,9 @@ Expr rebuild(Expr e) {
       return r;
     }
     case Kind::FloorDiv:
-      return floordiv(a[0], a[1]->value());
+      return floordiv(a[0], a[1]);
     case Kind::Mod:
-      return mod(a[0], a[1]->value());
+      return mod(a[0], a[1]);
     case Kind::Min:
       return min(a[0], a[1]);
     case Kind::Max:

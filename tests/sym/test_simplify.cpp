@@ -119,6 +119,33 @@ TEST(SymSimplify, SplitValuesRecombine) {
   });
 }
 
+// Sizes known only at run time: s and t are size variables (2 .. kMaxSize), i a loop index
+// over s, j one over s*t.
+TEST(SymSimplify, DivisionBySizes) {
+  const Expr s = size_var("s"), t = size_var("t");
+  const Expr i = index_var("i", s), j = index_var("j", s * t);
+  check({
+      {floordiv(x * s + i, s), "x"},  // i < s: its bound
+      {mod(x * s + i, s), "i"},
+      {floordiv(x * s * 4 + z, s), "4*x + z // s"},  // multiples of s pulled out
+      {floordiv(x * s * t + z * t, s * t), "x + (t*z) // (s*t)"},
+      {mod(x * s + z, s), "z % s"},
+      {mod(mod(z, s), s), "z % s"},
+      {floordiv(floordiv(z, t), s), "z // (s*t)"},
+      {floordiv(floordiv(j, t), s), "0"},  // j // (s*t), and j's bound is s*t
+      {floordiv(x, constant(8)), "x // 8"},
+      {floordiv(j, t) * t + mod(j, t), "j"},  // the halves of j split by t
+      {3 * (floordiv(z, s) * s) + 3 * mod(z, s) + x, "x + 3*z"},
+  });
+  EXPECT_EQ(to_c(floordiv(z, s)), "z / s");
+  EXPECT_EQ(to_c(mod(n, s * 2)), "coil_mod(n, 2*s)");
+  EXPECT_EQ(floordiv(z, s)->range(), (Range{0, 15}));
+  EXPECT_EQ(mod(z, s)->range(), (Range{0, 31}));
+  EXPECT_EQ(i->bound(), s);
+  EXPECT_EQ(index_var("k", constant(8)), index_var("k", 8));
+  EXPECT_EQ(evaluate(floordiv(z, s) + mod(z, t), {{z, 11}, {s, 3}, {t, 4}}), 3 + 3);
+}
+
 TEST(SymSimplify, MinMax) {
   check({
       {min(y, constant(10)), "y"},  // y <= 7
@@ -163,4 +190,6 @@ TEST(SymSimplify, MisuseIsAnInternalError) {
   EXPECT_THROW(var("v", {3, 2}), coil::InternalError);
   EXPECT_THROW(x + Expr(), coil::InternalError);
   EXPECT_THROW(floordiv(nullptr, 2), coil::InternalError);
+  EXPECT_THROW(floordiv(x, n), coil::InternalError);  // n may be 0 or negative
+  EXPECT_THROW(mod(x, x), coil::InternalError);       // x may be 0
 }
