@@ -132,6 +132,8 @@ json arg_json(const Arg& a) {
           out.push_back(dtype_name(v));
         } else if constexpr (std::is_same_v<T, Device>) {
           out.push_back(v.str());
+        } else if constexpr (std::is_same_v<T, SymIntArg> || std::is_same_v<T, SymIntsArg>) {
+          throw NotCacheable{"an extern call takes a size known only at run time"};
         } else {
           out.push_back(v);  // int64, bool, Shape, string
         }

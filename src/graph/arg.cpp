@@ -25,6 +25,7 @@ Scalar Args::scalar(size_t i) const {
   if (auto* n = std::get_if<int64_t>(&a)) return Scalar(*n);
   if (auto* d = std::get_if<double>(&a)) return Scalar(*d);
   if (auto* b = std::get_if<bool>(&a)) return Scalar(*b);
+  if (auto* s = std::get_if<SymIntArg>(&a)) return Scalar(s->hint);
   COIL_ASSERT(false, "argument ", i, " is not a number");
   return {};
 }
@@ -37,6 +38,7 @@ int64_t Args::i64(size_t i) const {
   if (auto* n = std::get_if<int64_t>(&a)) return *n;
   if (auto* s = std::get_if<Scalar>(&a); s && !s->is_floating()) return s->to_int();
   if (auto* b = std::get_if<bool>(&a)) return *b;
+  if (auto* s = std::get_if<SymIntArg>(&a)) return s->hint;
   COIL_ASSERT(false, "argument ", i, " is not an int");
   return 0;
 }
@@ -44,7 +46,10 @@ std::optional<int64_t> Args::opt_i64(size_t i) const {
   return is_none(i) ? std::nullopt : std::optional<int64_t>(i64(i));
 }
 
-const Shape& Args::ints(size_t i) const { return get<Shape>(v_, i, "an int list"); }
+const Shape& Args::ints(size_t i) const {
+  if (auto* s = std::get_if<SymIntsArg>(&v_.at(i))) return s->hints;
+  return get<Shape>(v_, i, "an int list");
+}
 std::optional<Shape> Args::opt_ints(size_t i) const {
   return is_none(i) ? std::nullopt : std::optional<Shape>(ints(i));
 }
@@ -54,6 +59,7 @@ double Args::f64(size_t i) const {
   if (auto* d = std::get_if<double>(&a)) return *d;
   if (auto* n = std::get_if<int64_t>(&a)) return static_cast<double>(*n);
   if (auto* s = std::get_if<Scalar>(&a)) return s->to_double();
+  if (auto* s = std::get_if<SymIntArg>(&a)) return static_cast<double>(s->hint);
   COIL_ASSERT(false, "argument ", i, " is not a float");
   return 0;
 }

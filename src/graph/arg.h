@@ -9,11 +9,27 @@
 
 #include <coil/tensor.h>
 
+#include "sym/expr.h"
+
 namespace coil {
+
+// An int argument, or an int list, that depends on sizes known only at run time (from
+// Tensor::sym_size during capture of a dynamic graph): the value at capture, which meta
+// functions and kernels read as a plain int, and the expression the graph keeps.
+struct SymIntArg {
+  int64_t hint;
+  sym::Expr expr;
+  bool operator==(const SymIntArg&) const = default;
+};
+struct SymIntsArg {
+  Shape hints;
+  std::vector<sym::Expr> exprs;
+  bool operator==(const SymIntsArg&) const = default;
+};
 
 // monostate is None.
 using Arg = std::variant<std::monostate, Tensor, std::vector<Tensor>, Scalar, int64_t, double, bool,
-                         Shape, DType, std::string, Device>;
+                         Shape, DType, std::string, Device, SymIntArg, SymIntsArg>;
 
 // Read access to an op's arguments, by position in its schema. A mismatch between what the
 // schema promises and what is there is a coil bug (InternalError); user-facing checks live in

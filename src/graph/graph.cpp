@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "graph/graph_util.h"
+#include "graph/sym_rules.h"
 #include "runtime/copy.h"
 
 namespace coil {
@@ -82,6 +83,11 @@ const TensorMeta& Node::tensor_meta() const {
   COIL_ASSERT(meta_.size() == 1, "node '", name_, "' has ", meta_.size(),
               " outputs, not one tensor");
   return meta_[0];
+}
+
+SymLayout Node::sym_layout(size_t i) const {
+  if (sym_.empty()) return SymLayout::of(meta_.at(i));
+  return sym_.at(i);
 }
 
 std::vector<Node*> Node::inputs() const {
@@ -186,6 +192,7 @@ Graph& Graph::operator=(Graph&& other) noexcept {
   nodes_ = std::move(other.nodes_);
   by_name_ = std::move(other.by_name_);
   next_suffix_ = std::move(other.next_suffix_);
+  shape_env_ = std::move(other.shape_env_);
   for (auto& n : nodes_) n->graph_ = this;
   return *this;
 }
@@ -258,9 +265,15 @@ void Graph::remove_use(Node* user) {
   for (Node* in : user->inputs()) std::erase(in->users_, user);
 }
 
-Node* Graph::placeholder(const std::string& name, const TensorMeta& meta) {
+Node* Graph::placeholder(const std::string& name, const TensorMeta& meta,
+                         const std::optional<SymLayout>& layout) {
   auto n = std::unique_ptr<Node>(new Node(this, NodeKind::Placeholder));
   n->meta_ = {meta};
+  if (layout && !layout->is_static()) {
+    COIL_ASSERT(shape_env_, "placeholder '", name, "' with symbolic sizes in a graph without a ",
+                "shape env");
+    n->sym_ = {*layout};
+  }
   Node* first_other = nullptr;
   for (auto& m : nodes_) {
     if (m->kind_ != NodeKind::Placeholder) {
@@ -321,7 +334,33 @@ Node* Graph::call(OpId op, std::vector<NodeArg> args, Node* before) {
   n->meta_ = run_meta(op, margs);
   n->op_ = op;
   n->args_ = std::move(args);
+  compute_sym(n.get());
   return insert(std::move(n), before, op_name(op));
+}
+
+// A call's or getitem's symbolic layouts, from its inputs' (static ones are not stored).
+void Graph::compute_sym(Node* n) {
+  n->sym_.clear();
+  if (!shape_env_) return;
+  std::vector<SymLayout> layouts;
+  if (n->kind_ == NodeKind::GetItem) {
+    layouts = {n->source()->sym_layout(static_cast<size_t>(n->index()))};
+  } else if (n->kind_ == NodeKind::Call) {
+    layouts = sym_layouts(
+        n->op_, n->args_, [](const Node* in) { return in->sym_layout(); }, n->meta_,
+        shape_env_.get());
+  }
+  for (const SymLayout& l : layouts)
+    if (!l.is_static()) {
+      n->sym_ = std::move(layouts);
+      return;
+    }
+}
+
+bool Graph::is_dynamic() const {
+  for (const auto& n : nodes_)
+    if (!n->sym_.empty()) return true;
+  return false;
 }
 
 Node* Graph::getitem(Node* source, int64_t index, Node* before) {
@@ -334,6 +373,7 @@ Node* Graph::getitem(Node* source, int64_t index, Node* before) {
   auto n = std::unique_ptr<Node>(new Node(this, NodeKind::GetItem));
   n->args_ = {source, index};
   n->meta_ = {source->meta_[static_cast<size_t>(index)]};
+  compute_sym(n.get());
   return insert(std::move(n), before, "getitem");
 }
 
@@ -369,18 +409,21 @@ void Graph::set_args(Node* node, std::vector<NodeArg> args) {
   remove_use(node);
   node->args_ = std::move(args);
   add_use(node);
-  if (meta != node->meta_) {
-    node->meta_ = std::move(meta);
-    refresh_meta(node->users_);
-  }
+  node->meta_ = std::move(meta);
+  compute_sym(node);
+  refresh_meta(node->users_);
 }
 
 namespace {
-bool same_values(const std::vector<TensorMeta>& a, const std::vector<TensorMeta>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].dtype != b[i].dtype || a[i].sizes != b[i].sizes || a[i].device != b[i].device)
-      return false;
+// Same dtypes, devices and sizes, symbolic sizes included (a rewrite that baked a size's hint
+// into its replacement would compute a graph that holds only at that size).
+bool same_values(const Node& a, const Node& b) {
+  if (a.meta().size() != b.meta().size()) return false;
+  for (size_t i = 0; i < a.meta().size(); ++i) {
+    const TensorMeta &x = a.meta()[i], &y = b.meta()[i];
+    if (x.dtype != y.dtype || x.sizes != y.sizes || x.device != y.device) return false;
+    if (a.sym_layout(i).sizes != b.sym_layout(i).sizes) return false;
+  }
   return true;
 }
 
@@ -403,9 +446,8 @@ void Graph::replace_all_uses_with(Node* old_node, Node* new_node) {
   check_owned(old_node, "replaced node");
   check_owned(new_node, "replacement");
   if (old_node == new_node) return;
-  COIL_ASSERT(same_values(old_node->meta_, new_node->meta_), "replace_all_uses_with: '",
-              new_node->name_, "' does not produce the same dtypes and sizes as '", old_node->name_,
-              "'");
+  COIL_ASSERT(same_values(*old_node, *new_node), "replace_all_uses_with: '", new_node->name_,
+              "' does not produce the same dtypes and sizes as '", old_node->name_, "'");
   std::vector<Node*> users;
   for (Node* u : old_node->users_)
     if (u != new_node) users.push_back(u);
@@ -440,8 +482,11 @@ void Graph::refresh_meta(const std::vector<Node*>& start) {
       COIL_ASSERT(false, "after a rewrite, the meta function of '", n->name_,
                   "' rejects its new inputs: ", e.what());
     }
-    if (meta == n->meta_) continue;
+    const bool same_meta = meta == n->meta_;
+    std::vector<SymLayout> sym = n->sym_;
     n->meta_ = std::move(meta);
+    if (n->kind_ == NodeKind::Call || n->kind_ == NodeKind::GetItem) compute_sym(n);
+    if (same_meta && n->sym_ == sym) continue;
     dirty.insert(n->users_.begin(), n->users_.end());
   }
 }
@@ -514,6 +559,7 @@ Graph Graph::clone(std::unordered_map<const Node*, Node*>* mapping) const {
         for (Node*& p : *v) p = map.at(p);
     }
     n->meta_ = src->meta_;
+    n->sym_ = src->sym_;
     n->value_ = src->value_;
     n->target_ = src->target_;
     n->pos_ = src->pos_;
@@ -524,6 +570,7 @@ Graph Graph::clone(std::unordered_map<const Node*, Node*>* mapping) const {
     map[src.get()] = raw;
   }
   g.next_suffix_ = next_suffix_;
+  g.shape_env_ = shape_env_;
   if (mapping) *mapping = std::move(map);
   return g;
 }

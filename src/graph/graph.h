@@ -10,6 +10,7 @@
 #pragma once
 
 #include <list>
+#include <optional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "graph/registry.h"
+#include "graph/shape_env.h"
 
 namespace coil {
 
@@ -27,7 +29,7 @@ class Graph;
 // A call node's argument: an Arg with each Tensor replaced by the Node that computes it.
 // The alternatives are in Arg's order, so index() means the same kind in both.
 using NodeArg = std::variant<std::monostate, Node*, std::vector<Node*>, Scalar, int64_t, double,
-                             bool, Shape, DType, std::string, Device>;
+                             bool, Shape, DType, std::string, Device, SymIntArg, SymIntsArg>;
 
 // The Arg a NodeArg stands for, with every node replaced by tensor_of(node).
 template <typename F>
@@ -77,6 +79,9 @@ class Node {
   const std::vector<TensorMeta>& meta() const { return meta_; }
   // The meta of a node with exactly one output (InternalError otherwise).
   const TensorMeta& tensor_meta() const;
+  // Output i's geometry over the graph's size symbols (graph/shape_env.h): in a dynamic graph,
+  // what meta() holds for the hints generalised; in a static one, meta()'s numbers.
+  SymLayout sym_layout(size_t i = 0) const;
   bool is_multi_output() const { return kind_ == NodeKind::Call && op_info(op_).returns_list(); }
 
   // The nodes that take this one as an argument, each once, in the order they started to.
@@ -104,6 +109,7 @@ class Node {
   OpId op_{};
   std::vector<NodeArg> args_;
   std::vector<TensorMeta> meta_;
+  std::vector<SymLayout> sym_;  // empty when every output is static
   std::vector<Node*> users_;
   Tensor value_;        // Parameter, Constant
   std::string target_;  // Parameter
@@ -122,7 +128,10 @@ class Graph {
 
   // ---- creating nodes: each gets a fresh name ("sin", "sin_1", ...). Nodes are inserted
   // before `before` when given, else at the end (before the output node, if any).
-  Node* placeholder(const std::string& name, const TensorMeta& meta);  // after the last one
+  // After the last one; `layout`, when given, is its geometry over size symbols (a dynamic
+  // graph's input), `meta` then holds the hints.
+  Node* placeholder(const std::string& name, const TensorMeta& meta,
+                    const std::optional<SymLayout>& layout = std::nullopt);
   Node* parameter(const std::string& target, const Tensor& value, Node* before = nullptr);
   Node* constant(const Tensor& value, Node* before = nullptr);  // stores a contiguous copy
   // Fills defaults, checks argument types (coil::Error naming the op) and computes the meta
@@ -152,6 +161,12 @@ class Graph {
   // Parameters still reference the same tensors; constants share their (immutable) data.
   Graph clone(std::unordered_map<const Node*, Node*>* mapping = nullptr) const;
 
+  // ---- dynamic shapes: a graph with a ShapeEnv may have symbolic sizes; its calls get their
+  // symbolic layouts from the shape rules (graph/sym_rules.h), guarded in the env.
+  const std::shared_ptr<ShapeEnv>& shape_env() const { return shape_env_; }
+  void set_shape_env(std::shared_ptr<ShapeEnv> env) { shape_env_ = std::move(env); }
+  bool is_dynamic() const;  // some node's layout is symbolic
+
   // ---- reading
   std::vector<Node*> nodes() const;         // in order
   std::vector<Node*> placeholders() const;  // the inputs, in order
@@ -170,7 +185,10 @@ class Graph {
   void refresh_meta(const std::vector<Node*>& start);
   void renumber();
 
+  void compute_sym(Node* n);
+
   std::list<std::unique_ptr<Node>> nodes_;
+  std::shared_ptr<ShapeEnv> shape_env_;
   std::unordered_map<std::string, Node*> by_name_;
   std::unordered_map<std::string, int64_t> next_suffix_;
 };

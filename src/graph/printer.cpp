@@ -19,6 +19,16 @@ std::string meta_str(const TensorMeta& m) {
   return s;
 }
 
+std::string meta_str(const TensorMeta& m, const SymLayout& l) {
+  if (l.is_static()) return meta_str(m);
+  std::string s = std::string(dtype_short_name(m.dtype)) + sym_shape_str(l.sizes) +
+                  sym_shape_str(l.strides) + m.device.str();
+  if (!l.offset->is_const(0))
+    s += "+" + (l.offset->kind() == sym::Kind::Add ? "(" + sym::to_string(l.offset) + ")"
+                                                   : sym::to_string(l.offset));
+  return s;
+}
+
 namespace {
 
 // The shortest decimal text that reads back (through a double, as the parser reads it) to
@@ -91,7 +101,8 @@ std::string call_args_str(const Node& n) {
 }
 
 std::string annotated(const Node& n) {
-  return n.meta().size() == 1 ? n.name() + ": \"" + meta_str(n.tensor_meta()) + "\"" : n.name();
+  if (n.meta().size() != 1) return n.name();
+  return n.name() + ": \"" + meta_str(n.tensor_meta(), n.sym_layout()) + "\"";
 }
 
 }  // namespace
@@ -118,8 +129,16 @@ std::string print_node(const Node& n) {
   return "";
 }
 
-std::string print_graph(const Graph& g) {
-  std::string s = "def forward(self";
+std::string print_graph(const Graph& g, bool hints) {
+  std::string s;
+  if (hints && g.shape_env() && g.is_dynamic()) {
+    // What the symbols stood for at capture: the parser needs them to compute the metas.
+    s = "# hints:";
+    for (const ShapeEnv::Symbol& sym : g.shape_env()->symbols())
+      s += " " + sym::to_string(sym.var) + "=" + std::to_string(sym.hint);
+    s += "\n";
+  }
+  s += "def forward(self";
   for (const Node* p : g.placeholders()) s += ", " + print_node(*p);
   s += "):\n";
   for (const Node* n : g.nodes())

@@ -14,6 +14,9 @@ namespace coil {
 // "f32[8, 16][16, 1]cpu": dtype, sizes, strides, device; a non-zero storage offset follows as
 // "+4" (PyTorch's annotations leave it out, but a view's meta depends on it).
 std::string meta_str(const TensorMeta& m);
+// In a dynamic graph: "f32[s0, 768][768, 1]cpu", the symbolic layout with the meta's dtype and
+// device (the meta alone when the layout is static).
+std::string meta_str(const TensorMeta& m, const SymLayout& l);
 
 // The whole graph, one line per node:
 //   def forward(self, x: "f32[8, 16][16, 1]cpu", y: "f32[16][1]cpu"):
@@ -25,8 +28,10 @@ std::string meta_str(const TensorMeta& m);
 //       sum_1: "f32[1, 1][1, 1]cpu" = coil.sum(getitem, keepdim=True)
 //       return (sin, sum_1)
 // Arguments equal to their schema default are left out; once one is left out, the later
-// ones are written as keywords.
-std::string print_graph(const Graph& g);
+// ones are written as keywords. A dynamic graph prints its sizes over symbols ("f32[s0, 768]")
+// and, with `hints`, a first line "# hints: s0=8 s1=64" (their values at capture, which
+// parse_graph needs); without it, the text is the same for every size (a cache key).
+std::string print_graph(const Graph& g, bool hints = true);
 // One node's line, without indentation (a placeholder prints as it reads in the header).
 std::string print_node(const Node& n);
 std::ostream& operator<<(std::ostream& os, const Graph& g);

@@ -118,13 +118,20 @@ std::string format_literal(const Arg& a) {
     std::string operator()(DType t) const { return std::string("coil.") + dtype_name(t); }
     std::string operator()(const std::string& s) const { return "\"" + s + "\""; }
     std::string operator()(const Device& d) const { return "\"" + d.str() + "\""; }
+    std::string operator()(const SymIntArg& s) const { return sym::to_string(s.expr); }
+    std::string operator()(const SymIntsArg& s) const {
+      std::string out = "[";
+      for (size_t i = 0; i < s.exprs.size(); ++i)
+        out += (i ? ", " : "") + sym::to_string(s.exprs[i]);
+      return out + "]";
+    }
   };
   return std::visit(V{}, a);
 }
 
 const char* arg_kind_name(const Arg& a) {
-  static const char* names[] = {"None", "Tensor", "Tensor[]",   "Scalar", "int",   "float",
-                                "bool", "int[]",  "ScalarType", "str",    "Device"};
+  static const char* names[] = {"None",  "Tensor",     "Tensor[]", "Scalar", "int", "float", "bool",
+                                "int[]", "ScalarType", "str",      "Device", "int", "int[]"};
   return names[a.index()];
 }
 
@@ -136,17 +143,19 @@ bool arg_matches(const Arg& a, const std::string& type, bool allow_scalar_tensor
     return std::holds_alternative<Tensor>(a) ||
            (allow_scalar_tensor && std::holds_alternative<Scalar>(a));
   if (base == "Tensor[]") return std::holds_alternative<std::vector<Tensor>>(a);
+  const bool sym_int = std::holds_alternative<SymIntArg>(a);
   if (base == "Scalar")
     return std::holds_alternative<Scalar>(a) || std::holds_alternative<int64_t>(a) ||
-           std::holds_alternative<double>(a) || std::holds_alternative<bool>(a);
+           std::holds_alternative<double>(a) || std::holds_alternative<bool>(a) || sym_int;
   if (base == "int")
-    return std::holds_alternative<int64_t>(a) ||
+    return std::holds_alternative<int64_t>(a) || sym_int ||
            (std::holds_alternative<Scalar>(a) && std::get<Scalar>(a).is_integral());
   if (base == "float")
     return std::holds_alternative<double>(a) || std::holds_alternative<int64_t>(a) ||
            (std::holds_alternative<Scalar>(a) && !std::get<Scalar>(a).is_bool());
   if (base == "bool") return std::holds_alternative<bool>(a);
-  if (base == "int[]") return std::holds_alternative<Shape>(a);
+  if (base == "int[]")
+    return std::holds_alternative<Shape>(a) || std::holds_alternative<SymIntsArg>(a);
   if (base == "str") return std::holds_alternative<std::string>(a);
   if (base == "ScalarType") return std::holds_alternative<DType>(a);
   if (base == "Device") return std::holds_alternative<Device>(a);
