@@ -35,7 +35,27 @@ std::vector<std::string> arguments(const schedule::Kernel& k) {
 bool owned_dense(const ir::Buffer& b) {
   if (b.kind == ir::BufferKind::Computed) return true;
   return b.kind == ir::BufferKind::Extern && op_info(b.call->op).kind == OpKind::Extern &&
-         b.layout.offset == 0 && b.layout.strides == contiguous_strides(b.layout.sizes);
+         b.layout.offset->is_const(0) && b.layout.strides == sym_contiguous_strides(b.layout.sizes);
+}
+
+std::vector<sym::Expr> kernel_symbols(const schedule::Kernel& k) {
+  std::vector<sym::Expr> out;
+  for (sym::Expr e : k.outer) collect_size_symbols(e, out);
+  for (sym::Expr e : k.inner) collect_size_symbols(e, out);
+  for (const schedule::KernelNode& n : k.nodes) {
+    collect_size_symbols(n.store_index, out);
+    ir::any_node(n.body, [&](const ir::ValueNode& v) {
+      collect_size_symbols(v.index(), out);
+      for (sym::Expr b : v.index_bounds()) collect_size_symbols(b, out);
+      return false;
+    });
+  }
+  for (const schedule::Kernel& part : k.parts) {
+    std::vector<sym::Expr> more = kernel_symbols(part);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  sort_size_symbols(out);
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> inplace_pairs(

@@ -21,6 +21,10 @@ std::vector<std::string> arguments(const schedule::Kernel& k);
 // A buffer whose memory is the compiled graph's own and holds exactly its elements.
 bool owned_dense(const ir::Buffer& b);
 
+// The size symbols the kernel's code reads (loop bounds, indices, index values, the bounds of
+// its checks), in number order: what a dynamic graph's kernel takes besides its buffers.
+std::vector<sym::Expr> kernel_symbols(const schedule::Kernel& k);
+
 // Stored buffers that may take over the memory of a buffer the kernel reads: every read of it
 // is at the element the stored node writes, and none comes after that node (later nodes would
 // see the new values). In a row kernel the node is one of the inner loops' stores: the row's

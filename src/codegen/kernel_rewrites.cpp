@@ -33,11 +33,11 @@ std::vector<RowBlock> row_blocks(const Kernel& k) {
   return out;
 }
 
-Kernel two_pass_variances(const Kernel& k, bool (*two_pass)(const KernelNode&, const Kernel&)) {
+Kernel two_pass_variances(const Kernel& k,
+                          const std::function<bool(const KernelNode&, const Kernel&)>& two_pass) {
   Kernel out = k;
   out.nodes.clear();
-  int64_t numel = 1;
-  for (int64_t s : k.inner) numel *= s;
+  const sym::Expr numel = sym_numel(k.inner);
   for (const RowBlock& b : row_blocks(k)) {
     if (b.outer) {
       out.nodes.push_back(*b.outer);
@@ -67,8 +67,9 @@ Kernel two_pass_variances(const Kernel& k, bool (*two_pass)(const KernelNode&, c
       mean.inner = false;
       mean.reduce.reset();
       mean.store = false;
-      mean.body = V::binary(ir::Op::Div, V::load(sum, t, n->store_index),
-                            V::make_constant(static_cast<double>(numel), t));
+      ir::Value count = numel->is_const() ? V::make_constant(static_cast<double>(numel->value()), t)
+                                          : V::cast(V::index_value(numel), t);
+      mean.body = V::binary(ir::Op::Div, V::load(sum, t, n->store_index), count);
       KernelNode square = *n;
       square.reduce = ReduceKind::Sum;
       ir::Value d = V::binary(ir::Op::Sub, n->body, V::load(mean.buffer, t, n->store_index));

@@ -3,6 +3,7 @@
 // only print. Both act on copies; the schedule is not changed.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,9 +25,9 @@ std::vector<RowBlock> row_blocks(const schedule::Kernel& k);
 // mean, or a new node `X_sum`), the mean once per row (`X_mean`), then a pass of the squared
 // deviations from it, a Sum stored as X. No division per step, and as exact. Only for the
 // variances `two_pass` accepts; the others stay Welford updates.
-schedule::Kernel two_pass_variances(const schedule::Kernel& k,
-                                    bool (*two_pass)(const schedule::KernelNode& n,
-                                                     const schedule::Kernel& k));
+schedule::Kernel two_pass_variances(
+    const schedule::Kernel& k,
+    const std::function<bool(const schedule::KernelNode& n, const schedule::Kernel& k)>& two_pass);
 
 // A reduction along an outer dim of memory as the column strategy folds it: a chunk of outputs
 // is set to each reduction's start value (`init`), then every reduction step folds into the

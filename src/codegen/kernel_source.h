@@ -9,21 +9,28 @@
 #include <utility>
 #include <vector>
 
+#include "sym/expr.h"
+
 namespace coil::codegen {
 
 // A bound an indirect load's index value is checked against. A kernel that has any takes a
 // pointer to an error record after its buffers (i64[2]: the failed check's position in the
 // kernel's list plus one, and the value); the wrapper turns a record into a coil::Error.
 struct IndexCheck {
-  std::string op;  // named in the error
-  int64_t bound;
+  std::string op;   // named in the error
+  sym::Expr bound;  // a size, perhaps known only at run time
   bool operator==(const IndexCheck&) const = default;
 };
+// The bound as a C argument: a constant with its LL suffix, a size expression parenthesised.
+inline std::string bound_text(sym::Expr bound) {
+  if (bound->is_const()) return std::to_string(bound->value()) + "LL";
+  return "(" + sym::to_c(bound) + ")";
+}
 
 // How a GPU kernel is launched: `grid` blocks of `block` threads, with `shared` bytes of dynamic
-// shared memory (all 0 for CPU kernels).
+// shared memory (all 0 for CPU kernels). The grid may depend on sizes known only at run time.
 struct Launch {
-  int64_t grid = 0;
+  sym::Expr grid = sym::constant(0);
   int64_t block = 0;
   int64_t shared = 0;
   bool operator==(const Launch&) const = default;
@@ -41,12 +48,16 @@ struct KernelSource {
   std::vector<std::pair<std::string, std::string>> inplace;
   // The bounds its indirect loads check; when any, the kernel takes the error record too.
   std::vector<IndexCheck> index_checks;
+  // The size symbols its code reads (a dynamic graph's s0, s1, ...), in order.
+  std::vector<sym::Expr> symbols;
   Launch launch;
 };
 
 // A kernel bound for the wrapper to call (backends/backend.h): a function pointer on the CPU, a
 // launch on a GPU. It takes one pointer per argument buffer, then the index error record when
-// the kernel has checks.
-using KernelCall = std::function<void(void* const* args)>;
+// the kernel has checks, then, when it reads size symbols, the call's symbol values (an int64
+// array, s<k> at [k]). `sizes` is that array too (null in a static graph): a GPU launch passes
+// the values and computes its grid from them.
+using KernelCall = std::function<void(void* const* args, const int64_t* sizes)>;
 
 }  // namespace coil::codegen

@@ -43,11 +43,36 @@ void Wrapper::bind_kernels() const {
     if (!plan_.steps[i].kernel.empty()) fns_[i] = bind_(*module, plan_.steps[i]);
 }
 
-Tensor Wrapper::view_of(const Tensor& base, const ir::Layout& view) {
+namespace {
+
+Shape values(const SymShape& s, const int64_t* sizes) {
+  Shape out(s.size());
+  for (size_t k = 0; k < s.size(); ++k)
+    out[k] = s[k]->is_const() ? s[k]->value() : evaluate_sizes(s[k], sizes);
+  return out;
+}
+
+// A layout at this call's sizes.
+TensorMeta meta_at(const ir::Layout& l, const int64_t* sizes, Device device) {
+  return TensorMeta{l.dtype, values(l.sizes, sizes), values(l.strides, sizes),
+                    evaluate_sizes(l.offset, sizes), device};
+}
+
+// An extern call's literal at this call's sizes: a symbolic int becomes its value.
+Arg literal_at(const Arg& a, const int64_t* sizes) {
+  if (auto* s = std::get_if<SymIntArg>(&a)) return evaluate_sizes(s->expr, sizes);
+  if (auto* s = std::get_if<SymIntsArg>(&a)) return values(s->exprs, sizes);
+  return a;
+}
+
+}  // namespace
+
+Tensor Wrapper::view_of(const Tensor& base, const ir::Layout& view, const int64_t* sizes) {
   COIL_ASSERT(base.defined(), "wrapper: a buffer is read after it was released");
   const TensorMeta& m = base.impl()->meta;
-  if (view.sizes == m.sizes && view.strides == m.strides && view.offset == 0) return base;
-  return alias_with(base, view.sizes, view.strides, m.offset + view.offset);
+  TensorMeta v = meta_at(view, sizes, m.device);
+  if (v.sizes == m.sizes && v.strides == m.strides && v.offset == 0) return base;
+  return alias_with(base, v.sizes, v.strides, m.offset + v.offset);
 }
 
 std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
@@ -58,17 +83,22 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
     if (b.kind == ir::BufferKind::Input) slots[s] = inputs.at(b.input_index);
     if (b.kind == ir::BufferKind::Constant) slots[s] = b.value;
   }
+  // A dynamic graph's sizes at this call, read from its inputs.
+  std::vector<int64_t> size_values(static_cast<size_t>(plan_.num_sizes), 0);
+  for (const WrapperPlan::SizeSource& s : plan_.sizes)
+    size_values[static_cast<size_t>(s.symbol)] = inputs.at(s.input).sizes().at(s.dim);
+  const int64_t* sizes = size_values.empty() ? nullptr : size_values.data();
   std::vector<void*> ptrs;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     const WrapperPlan::Step& st = plan_.steps[i];
     for (const WrapperPlan::Alloc& a : st.allocs) {
-      const ir::Layout& l = buffers[a.slot].layout;
+      TensorMeta m = meta_at(buffers[a.slot].layout, sizes, plan_.device);
       if (a.reuse >= 0) {
         // In place, the kernel still reads the old slot: both name the same memory.
         slots[a.slot] = a.in_place ? slots[a.reuse] : std::move(slots[a.reuse]);
-        slots[a.slot].impl()->meta = TensorMeta{l.dtype, l.sizes, l.strides, 0, plan_.device};
+        slots[a.slot].impl()->meta = std::move(m);
       } else {
-        slots[a.slot] = empty_from_meta(TensorMeta{l.dtype, l.sizes, l.strides, 0, plan_.device});
+        slots[a.slot] = empty_from_meta(m);
       }
     }
     if (!st.kernel.empty()) {
@@ -77,12 +107,14 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
       for (int s : st.args) ptrs.push_back(slots[s].impl()->data());
       int64_t index_error[2] = {0, 0};
       if (!st.index_checks.empty()) ptrs.push_back(index_error);
-      fns_[i](ptrs.data());
+      if (!st.symbols.empty()) ptrs.push_back(size_values.data());
+      fns_[i](ptrs.data(), sizes);
       if (index_error[0] != 0) {
         const IndexCheck& c = st.index_checks.at(static_cast<size_t>(index_error[0] - 1));
+        const int64_t bound = evaluate_sizes(c.bound, sizes);
         throw Error(detail::str_cat(c.op, ": index ", index_error[1],
-                                    " is out of range for a dimension of size ", c.bound,
-                                    "; indices must lie in [0, ", c.bound, ")"));
+                                    " is out of range for a dimension of size ", bound,
+                                    "; indices must lie in [0, ", bound, ")"));
       }
     } else {
       const WrapperPlan::Slot& result = buffers[st.extern_slot];
@@ -91,29 +123,30 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
       for (size_t k = 0; k < call_args.size(); ++k) {
         const std::vector<int>& arg_slots = extern_arg_slots_[i][k];
         if (auto* r = std::get_if<ir::TensorRef>(&call_args[k])) {
-          args.emplace_back(view_of(slots[arg_slots[0]], r->view));
+          args.emplace_back(view_of(slots[arg_slots[0]], r->view, sizes));
         } else if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&call_args[k])) {
           std::vector<Tensor> ts;
           for (size_t j = 0; j < rs->size(); ++j)
-            ts.push_back(view_of(slots[arg_slots[j]], (*rs)[j].view));
+            ts.push_back(view_of(slots[arg_slots[j]], (*rs)[j].view, sizes));
           args.emplace_back(std::move(ts));
         } else {
-          args.push_back(std::get<Arg>(call_args[k]));
+          args.push_back(literal_at(std::get<Arg>(call_args[k]), sizes));
         }
       }
       Tensor out = run_eager(result.call->op, args).at(0);
-      const ir::Layout& l = result.layout;
-      COIL_ASSERT(out.sizes() == l.sizes && out.strides() == l.strides && out.dtype() == l.dtype,
-                  "wrapper: extern ", op_name(result.call->op), " returned ",
-                  ir::Layout{out.dtype(), out.sizes(), out.strides(), 0}.str(),
-                  " where lowering expected ", l.str());
+      const TensorMeta want = meta_at(result.layout, sizes, plan_.device);
+      COIL_ASSERT(
+          out.sizes() == want.sizes && out.strides() == want.strides && out.dtype() == want.dtype,
+          "wrapper: extern ", op_name(result.call->op), " returned ",
+          ir::Layout::of(out.dtype(), out.sizes(), out.strides()).str(),
+          " where lowering expected ", result.layout.str());
       slots[st.extern_slot] = out;
     }
     for (int s : st.releases) slots[s] = Tensor();
   }
   std::vector<Tensor> results;
   for (const WrapperPlan::Output& o : plan_.outputs)
-    results.push_back(view_of(slots[o.slot], o.view));
+    results.push_back(view_of(slots[o.slot], o.view, sizes));
   return results;
 }
 

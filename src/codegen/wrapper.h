@@ -36,7 +36,7 @@ class Wrapper {
   std::string text() const { return render_wrapper(plan_); }
 
  private:
-  static Tensor view_of(const Tensor& base, const ir::Layout& view);
+  static Tensor view_of(const Tensor& base, const ir::Layout& view, const int64_t* sizes);
   void bind_kernels() const;
 
   WrapperPlan plan_;

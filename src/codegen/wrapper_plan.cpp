@@ -29,6 +29,18 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
   for (const ir::Buffer& b : program.buffers) {
     slot_of[b.name] = static_cast<int>(plan.slots.size());
     plan.slots.push_back({b.name, b.kind, b.layout, b.input_index, b.value, b.call});
+    // Each size symbol from the first input dim that is that symbol.
+    if (b.kind != ir::BufferKind::Input) continue;
+    for (size_t d = 0; d < b.layout.sizes.size(); ++d) {
+      sym::Expr e = b.layout.sizes[d];
+      if (!is_size_symbol(e)) continue;
+      const int k = size_symbol_index(e);
+      bool known = false;
+      for (const WrapperPlan::SizeSource& s : plan.sizes) known |= s.symbol == k;
+      if (known) continue;
+      plan.sizes.push_back({k, static_cast<int>(b.input_index), static_cast<int>(d)});
+      plan.num_sizes = std::max(plan.num_sizes, k + 1);
+    }
   }
   // Which step fills each buffer and which step reads it last (outputs: never released).
   const int kForever = static_cast<int>(schedule.steps.size());
@@ -57,7 +69,16 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
     for (const std::string& r : reads[i]) last_use[r] = std::max(last_use[r], out_last);
   }
 
-  std::multimap<std::pair<DType, int64_t>, int> free_slots;  // dead computed buffers
+  // Dead computed buffers by dtype and element count (an expression: equal counts are equal
+  // for every size, so one buffer's memory serves the other at any call).
+  struct SlotKey {
+    DType dtype;
+    sym::Expr numel;
+    bool operator<(const SlotKey& o) const {
+      return dtype != o.dtype ? dtype < o.dtype : sym::less(numel, o.numel);
+    }
+  };
+  std::multimap<SlotKey, int> free_slots;
   std::set<std::string> taken_in_place;  // died into a buffer written in their place
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const schedule::Step& st = schedule.steps[i];
@@ -70,7 +91,7 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
         for (const auto& [written, read] : kernels[st.kernel].inplace)
           if (written == w && last_use[read] == static_cast<int>(i) && !taken_in_place.count(read))
             dying = read;
-        auto it = free_slots.find({b.layout.dtype, b.layout.numel()});
+        auto it = free_slots.find(SlotKey{b.layout.dtype, b.layout.numel()});
         if (!dying.empty()) {
           a.reuse = slot_of.at(dying);
           a.in_place = true;
@@ -84,6 +105,7 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       const KernelSource& k = kernels[st.kernel];
       step.kernel = k.name;
       step.index_checks = k.index_checks;
+      for (sym::Expr s : k.symbols) step.symbols.push_back(size_symbol_index(s));
       step.launch = k.launch;
       for (const std::string& a : k.args) step.args.push_back(slot_of.at(a));
     } else {
@@ -98,7 +120,7 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       // A dead computed buffer stays allocated for a later one of the same dtype and size to
       // take over; an extern's result is dropped.
       if (b.kind == ir::BufferKind::Computed)
-        free_slots.emplace(std::make_pair(b.layout.dtype, b.layout.numel()), slot_of.at(name));
+        free_slots.emplace(SlotKey{b.layout.dtype, b.layout.numel()}, slot_of.at(name));
       else
         step.releases.push_back(slot_of.at(name));
       step.dead.push_back(slot_of.at(name));
@@ -113,6 +135,9 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
 std::string render_wrapper(const WrapperPlan& plan) {
   auto name = [&](int slot) -> const std::string& { return plan.slots[slot].name; };
   std::string text = "def call(inputs):\n";
+  for (const WrapperPlan::SizeSource& s : plan.sizes)
+    text += "    s" + std::to_string(s.symbol) + " = inputs[" + std::to_string(s.input) +
+            "].size(" + std::to_string(s.dim) + ")\n";
   for (const WrapperPlan::Step& step : plan.steps) {
     for (const WrapperPlan::Alloc& a : step.allocs) {
       const std::string layout = plan.slots[a.slot].layout.str();
@@ -126,9 +151,10 @@ std::string render_wrapper(const WrapperPlan& plan) {
     if (!step.kernel.empty()) {
       std::string call, checks;
       for (int a : step.args) call += (call.empty() ? "" : ", ") + name(a);
+      for (int s : step.symbols) call += (call.empty() ? "s" : ", s") + std::to_string(s);
       for (const IndexCheck& c : step.index_checks)
         checks += (checks.empty() ? "  # raises for an index outside " : ", ") + c.op + "'s [0, " +
-                  std::to_string(c.bound) + ")";
+                  sym::to_string(c.bound) + ")";
       text += "    " + step.kernel + "(" + call + ")" + checks + "\n";
     } else {
       const ir::ExternCall& c = *plan.slots[step.extern_slot].call;

@@ -35,6 +35,7 @@ struct WrapperPlan {
     std::string kernel;                    // a kernel's symbol, or empty for an extern call
     std::vector<int> args;                 // slots, for a kernel
     std::vector<IndexCheck> index_checks;  // when any, the kernel takes an error record
+    std::vector<int> symbols;              // the size symbols it reads, by number: it takes them
     Launch launch;                         // a GPU kernel's grid and block
     int extern_slot = -1;                  // the extern call's result
     std::vector<Alloc> allocs;             // before the step
@@ -45,8 +46,17 @@ struct WrapperPlan {
     int slot;
     ir::Layout view;
   };
+  // Where a dynamic graph's size symbol s<symbol> is read at each call: input `input`'s size in
+  // dim `dim`.
+  struct SizeSource {
+    int symbol;
+    int input;
+    int dim;
+  };
 
   Device device;  // where the buffers live and the kernels run
+  std::vector<SizeSource> sizes;
+  int num_sizes = 0;  // one more than the largest symbol number (0: a static graph)
   std::vector<Slot> slots;
   std::vector<Step> steps;
   std::vector<Output> outputs;

@@ -107,8 +107,21 @@ std::vector<const Node*> parameters(const Graph& g) {
 
 // ---- writing down
 
+// A size: a number, or (a dynamic graph's) an expression over s0, s1, ... as text.
+json expr_json(sym::Expr e) {
+  if (e->is_const()) return e->value();
+  return sym::to_string(e);
+}
+
+json exprs_json(const SymShape& s) {
+  json out = json::array();
+  for (sym::Expr e : s) out.push_back(expr_json(e));
+  return out;
+}
+
 json layout_json(const ir::Layout& l) {
-  return json::array({dtype_name(l.dtype), l.sizes, l.strides, l.offset});
+  return json::array(
+      {dtype_name(l.dtype), exprs_json(l.sizes), exprs_json(l.strides), expr_json(l.offset)});
 }
 
 json ref_json(const ir::TensorRef& r) { return json::array({r.buffer, layout_json(r.view)}); }
@@ -132,8 +145,12 @@ json arg_json(const Arg& a) {
           out.push_back(dtype_name(v));
         } else if constexpr (std::is_same_v<T, Device>) {
           out.push_back(v.str());
-        } else if constexpr (std::is_same_v<T, SymIntArg> || std::is_same_v<T, SymIntsArg>) {
-          throw NotCacheable{"an extern call takes a size known only at run time"};
+        } else if constexpr (std::is_same_v<T, SymIntArg>) {
+          out.push_back(v.hint);
+          out.push_back(expr_json(v.expr));
+        } else if constexpr (std::is_same_v<T, SymIntsArg>) {
+          out.push_back(v.hints);
+          out.push_back(exprs_json(v.exprs));
         } else {
           out.push_back(v);  // int64, bool, Shape, string
         }
@@ -186,27 +203,53 @@ json plan_json(const codegen::WrapperPlan& plan, const Graph& graph) {
     json allocs = json::array(), checks = json::array();
     for (const codegen::WrapperPlan::Alloc& a : st.allocs)
       allocs.push_back({a.slot, a.reuse, a.in_place});
-    for (const codegen::IndexCheck& c : st.index_checks) checks.push_back({c.op, c.bound});
-    steps.push_back({{"kernel", st.kernel},
-                     {"args", st.args},
-                     {"checks", checks},
-                     {"extern", st.extern_slot},
-                     {"allocs", allocs},
-                     {"releases", st.releases},
-                     {"dead", st.dead},
-                     {"launch", {st.launch.grid, st.launch.block, st.launch.shared}}});
+    for (const codegen::IndexCheck& c : st.index_checks)
+      checks.push_back(json::array({c.op, expr_json(c.bound)}));
+    steps.push_back(
+        {{"kernel", st.kernel},
+         {"args", st.args},
+         {"checks", checks},
+         {"extern", st.extern_slot},
+         {"allocs", allocs},
+         {"releases", st.releases},
+         {"dead", st.dead},
+         {"symbols", st.symbols},
+         {"launch", json::array({expr_json(st.launch.grid), st.launch.block, st.launch.shared})}});
   }
   json outputs = json::array();
   for (const codegen::WrapperPlan::Output& o : plan.outputs)
     outputs.push_back({o.slot, layout_json(o.view)});
-  return {{"device", plan.device.str()}, {"slots", slots}, {"steps", steps}, {"outputs", outputs}};
+  json sizes = json::array();
+  for (const codegen::WrapperPlan::SizeSource& s : plan.sizes)
+    sizes.push_back(json::array({s.symbol, s.input, s.dim}));
+  return {{"device", plan.device.str()},
+          {"sizes", sizes},
+          {"slots", slots},
+          {"steps", steps},
+          {"outputs", outputs}};
 }
 
 // ---- reading back (nlohmann throws on anything malformed: the caller counts it a miss)
 
+sym::Expr expr_of(const json& j) {
+  if (j.is_number_integer()) return sym::constant(j.get<int64_t>());
+  return sym::parse(j.get<std::string>(), [](const std::string& name) -> sym::Expr {
+    if (name.size() < 2 || name[0] != 's' ||
+        name.find_first_not_of("0123456789", 1) != std::string::npos)
+      return nullptr;
+    return sym::size_var(name);
+  });
+}
+
+SymShape exprs_of(const json& j) {
+  SymShape out;
+  for (const json& e : j) out.push_back(expr_of(e));
+  return out;
+}
+
 ir::Layout layout_of(const json& j) {
-  return {dtype_from_name(j.at(0).get<std::string>()), j.at(1).get<Shape>(), j.at(2).get<Shape>(),
-          j.at(3).get<int64_t>()};
+  return {dtype_from_name(j.at(0).get<std::string>()), exprs_of(j.at(1)), exprs_of(j.at(2)),
+          expr_of(j.at(3))};
 }
 
 ir::TensorRef ref_of(const json& j) { return {j.at(0).get<std::string>(), layout_of(j.at(1))}; }
@@ -236,6 +279,10 @@ Arg arg_of(const json& j) {
       return j.at(1).get<std::string>();
     case 10:
       return Device(j.at(1).get<std::string>());
+    case 11:
+      return SymIntArg{j.at(1).get<int64_t>(), expr_of(j.at(2))};
+    case 12:
+      return SymIntsArg{j.at(1).get<Shape>(), exprs_of(j.at(2))};
   }
   throw std::runtime_error("an argument of unknown kind");
 }
@@ -281,6 +328,12 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
   std::vector<const Node*> params = parameters(graph);
   codegen::WrapperPlan plan;
   plan.device = Device(j.at("device").get<std::string>());
+  for (const json& s : j.at("sizes")) {
+    plan.sizes.push_back({s.at(0).get<int>(), s.at(1).get<int>(), s.at(2).get<int>()});
+    if (plan.sizes.back().symbol < 0 || plan.sizes.back().symbol > 4096)
+      throw std::runtime_error("a size symbol out of range");
+    plan.num_sizes = std::max(plan.num_sizes, plan.sizes.back().symbol + 1);
+  }
   for (const json& s : j.at("slots")) {
     codegen::WrapperPlan::Slot slot;
     slot.name = s.at("name").get<std::string>();
@@ -312,7 +365,7 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
     st.kernel = s.at("kernel").get<std::string>();
     for (const json& a : s.at("args")) st.args.push_back(slot_index(a));
     for (const json& c : s.at("checks"))
-      st.index_checks.push_back({c.at(0).get<std::string>(), c.at(1).get<int64_t>()});
+      st.index_checks.push_back({c.at(0).get<std::string>(), expr_of(c.at(1))});
     st.extern_slot = slot_index(s.at("extern"), true);
     if (st.kernel.empty() && (st.extern_slot < 0 || !plan.slots[st.extern_slot].call))
       throw std::runtime_error("an extern step without its call");
@@ -321,8 +374,12 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
     for (const json& r : s.at("releases")) st.releases.push_back(slot_index(r));
     for (const json& d : s.at("dead")) st.dead.push_back(slot_index(d));
     const json& launch = s.at("launch");
-    st.launch = {launch.at(0).get<int64_t>(), launch.at(1).get<int64_t>(),
-                 launch.at(2).get<int64_t>()};
+    st.launch = {expr_of(launch.at(0)), launch.at(1).get<int64_t>(), launch.at(2).get<int64_t>()};
+    for (const json& k : s.at("symbols")) {
+      st.symbols.push_back(k.get<int>());
+      if (st.symbols.back() < 0 || st.symbols.back() >= plan.num_sizes)
+        throw std::runtime_error("a kernel reads an unknown size");
+    }
     plan.steps.push_back(std::move(st));
   }
   for (const json& o : j.at("outputs"))

@@ -9,9 +9,9 @@ namespace {
 
 // "kernel0: pointwise over [1024], 5 nodes": enough to match the legend with the output code.
 std::string describe(const schedule::Kernel& k, size_t graph_nodes) {
-  std::string what = k.is_reduction()
-                         ? "reduction over " + shape_str(k.outer) + " x " + shape_str(k.inner)
-                         : "pointwise over " + shape_str(k.outer);
+  std::string what =
+      k.is_reduction() ? "reduction over " + sym_shape_str(k.outer) + " x " + sym_shape_str(k.inner)
+                       : "pointwise over " + sym_shape_str(k.outer);
   return k.name + ": " + what + ", " + std::to_string(graph_nodes) + " graph node" +
          (graph_nodes == 1 ? "" : "s");
 }

@@ -4,42 +4,6 @@
 
 namespace coil {
 
-SymShape sym_constants(const Shape& s) {
-  SymShape out;
-  out.reserve(s.size());
-  for (int64_t v : s) out.push_back(sym::constant(v));
-  return out;
-}
-
-sym::Expr sym_numel(const SymShape& s) {
-  sym::Expr n = sym::constant(1);
-  for (sym::Expr e : s) n = n * e;
-  return n;
-}
-
-SymShape sym_contiguous_strides(const SymShape& s) {
-  SymShape strides(s.size());
-  sym::Expr acc = sym::constant(1);
-  for (size_t k = s.size(); k-- > 0;) {
-    strides[k] = acc;
-    // A size-0 dim makes every stride before it 0 in contiguous_strides: match it exactly.
-    acc = s[k]->is_const(0) ? acc : acc * s[k];
-  }
-  return strides;
-}
-
-bool is_static(const SymShape& s) {
-  for (sym::Expr e : s)
-    if (!e->is_const()) return false;
-  return true;
-}
-
-std::string sym_shape_str(const SymShape& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + sym::to_string(s[i]);
-  return out + "]";
-}
-
 SymLayout SymLayout::of(const TensorMeta& m) {
   return SymLayout{sym_constants(m.sizes), sym_constants(m.strides), sym::constant(m.offset)};
 }

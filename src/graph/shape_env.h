@@ -16,17 +16,9 @@
 #include <vector>
 
 #include "runtime/tensor_impl.h"
-#include "sym/expr.h"
+#include "sym/shape.h"
 
 namespace coil {
-
-using SymShape = std::vector<sym::Expr>;
-
-SymShape sym_constants(const Shape& s);
-sym::Expr sym_numel(const SymShape& s);
-SymShape sym_contiguous_strides(const SymShape& s);
-bool is_static(const SymShape& s);
-std::string sym_shape_str(const SymShape& s);  // "[s0, 768]"
 
 // A tensor's geometry over size symbols: TensorMeta's sizes, strides and storage offset as
 // expressions (constants where static).

@@ -6,25 +6,40 @@
 
 namespace coil::ir {
 
-int64_t Layout::numel() const { return numel_of(sizes); }
+sym::Expr Layout::numel() const { return sym_numel(sizes); }
 
 sym::Expr Layout::address(const std::vector<sym::Expr>& index) const {
   COIL_ASSERT(index.size() == sizes.size(), "Layout::address: ", index.size(), " indices for a ",
               sizes.size(), "-d layout");
-  sym::Expr e = sym::constant(offset);
+  sym::Expr e = offset;
   for (size_t k = 0; k < index.size(); ++k)
-    if (sizes[k] != 1) e = e + index[k] * strides[k];
+    if (!sizes[k]->is_const(1)) e = e + index[k] * strides[k];
   return e;
 }
 
-std::string Layout::str() const {
-  return std::string(dtype_short_name(dtype)) + shape_str(sizes) + shape_str(strides) +
-         (offset ? "+" + std::to_string(offset) : "");
+bool Layout::is_static() const {
+  return coil::is_static(sizes) && coil::is_static(strides) && offset->is_const();
 }
 
-Layout Layout::contiguous(DType dtype, Shape sizes) {
-  Shape strides = contiguous_strides(sizes);
-  return Layout{dtype, std::move(sizes), std::move(strides), 0};
+std::string Layout::str() const {
+  std::string off = offset->is_const(0) ? ""
+                    : offset->is_const() || offset->kind() == sym::Kind::Var
+                        ? "+" + sym::to_string(offset)
+                        : "+(" + sym::to_string(offset) + ")";
+  return std::string(dtype_short_name(dtype)) + sym_shape_str(sizes) + sym_shape_str(strides) + off;
+}
+
+Layout Layout::contiguous(DType dtype, SymShape sizes) {
+  SymShape strides = sym_contiguous_strides(sizes);
+  return Layout{dtype, std::move(sizes), std::move(strides), sym::constant(0)};
+}
+
+Layout Layout::of(DType dtype, const Shape& sizes, const Shape& strides, int64_t offset) {
+  return Layout{dtype, sym_constants(sizes), sym_constants(strides), sym::constant(offset)};
+}
+
+int64_t Program::hint(sym::Expr e) const {
+  return e->is_const() ? e->value() : sym::evaluate(e, hints);
 }
 
 const char* reduce_kind_name(ReduceKind k) {
@@ -61,11 +76,12 @@ std::string to_string(const Computation& c) {
   std::string vars;
   for (size_t i = 0; i < c.vars.size(); ++i) vars += (i ? ", " : "") + sym::to_string(c.vars[i]);
   if (!c.is_reduction())
-    return "pointwise" + shape_str(c.ranges) + "(" + vars + ": " + to_string(c.body) + ")";
+    return "pointwise" + sym_shape_str(c.ranges) + "(" + vars + ": " + to_string(c.body) + ")";
   std::string rvars;
   for (size_t i = 0; i < c.rvars.size(); ++i) rvars += (i ? ", " : "") + sym::to_string(c.rvars[i]);
-  return std::string("reduce_") + reduce_kind_name(*c.reduce) + shape_str(c.ranges) +
-         shape_str(c.reduction_ranges) + "(" + vars + "; " + rvars + ": " + to_string(c.body) + ")";
+  return std::string("reduce_") + reduce_kind_name(*c.reduce) + sym_shape_str(c.ranges) +
+         sym_shape_str(c.reduction_ranges) + "(" + vars + "; " + rvars + ": " + to_string(c.body) +
+         ")";
 }
 
 std::string to_string(const Program& p) {
@@ -114,22 +130,26 @@ std::string to_string(const Program& p) {
 
 namespace coil::ir {
 
-sym::Expr ravel(const std::vector<sym::Expr>& index, const Shape& sizes) {
+sym::Expr ravel(const std::vector<sym::Expr>& index, const SymShape& sizes) {
   sym::Expr flat = sym::constant(0);
-  int64_t stride = 1;
+  sym::Expr stride = sym::constant(1);
   for (size_t k = sizes.size(); k-- > 0;) {
-    if (sizes[k] != 1) flat = flat + index[k] * stride;
-    stride *= sizes[k];
+    if (!sizes[k]->is_const(1)) flat = flat + index[k] * stride;
+    stride = stride * sizes[k];
   }
   return flat;
 }
 
-std::vector<sym::Expr> unravel(sym::Expr flat, const Shape& sizes) {
+// Divisors of 0 (an empty dim: no element, so no index either) count as 1.
+std::vector<sym::Expr> unravel(sym::Expr flat, const SymShape& sizes) {
   std::vector<sym::Expr> out(sizes.size());
-  int64_t stride = 1;
+  sym::Expr stride = sym::constant(1);
+  auto positive = [](sym::Expr e) { return e->is_const(0) ? sym::constant(1) : e; };
   for (size_t k = sizes.size(); k-- > 0;) {
-    out[k] = sizes[k] == 1 ? sym::constant(0) : sym::mod(sym::floordiv(flat, stride), sizes[k]);
-    stride *= sizes[k];
+    out[k] = sizes[k]->is_const(1)
+                 ? sym::constant(0)
+                 : sym::mod(sym::floordiv(flat, positive(stride)), positive(sizes[k]));
+    stride = stride * sizes[k];
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -15,21 +16,27 @@
 #include "graph/arg.h"
 #include "graph/registry.h"
 #include "ir/value.h"
+#include "sym/shape.h"
 
 namespace coil::ir {
 
 // Where a buffer's elements live: element (i0, i1, ...) at offset + sum(ik * strides[k]).
+// Sizes, strides and offset are expressions: numbers in a static graph, expressions over
+// the graph's size symbols (s0, s1, ...) in a dynamic one, evaluated when the code runs.
 struct Layout {
   DType dtype{};
-  Shape sizes;
-  Shape strides;
-  int64_t offset = 0;
+  SymShape sizes;
+  SymShape strides;
+  sym::Expr offset = sym::constant(0);
 
-  int64_t numel() const;
+  sym::Expr numel() const;
   // The element offset of `index` (one expression per dim).
   sym::Expr address(const std::vector<sym::Expr>& index) const;
+  bool is_static() const;
   std::string str() const;  // "f32[8, 16][16, 1]+0"
-  static Layout contiguous(DType dtype, Shape sizes);
+  static Layout contiguous(DType dtype, SymShape sizes);
+  static Layout of(DType dtype, const Shape& sizes, const Shape& strides, int64_t offset = 0);
+  bool operator==(const Layout&) const = default;
 };
 
 enum class ReduceKind : uint8_t {
@@ -49,9 +56,9 @@ const char* reduce_kind_name(ReduceKind k);
 // `reduction_ranges` (a Reduction). `vars` and `rvars` are the index variables the body uses,
 // one per range.
 struct Computation {
-  Shape ranges;
+  SymShape ranges;
   std::vector<sym::Expr> vars;
-  Shape reduction_ranges;
+  SymShape reduction_ranges;
   std::vector<sym::Expr> rvars;
   Value body;
   std::optional<ReduceKind> reduce;
@@ -102,8 +109,13 @@ struct Program {
   Device device;  // where the graph's tensors live: the device its kernels are generated for
   std::vector<Buffer> buffers;
   std::vector<TensorRef> outputs;
+  // A dynamic graph's size symbols, with the values they had at capture: the code must hold
+  // for every value, and heuristics (how to split loops, how wide a block) read the hints.
+  std::unordered_map<sym::Expr, int64_t> hints;
 
   const Buffer& buffer(const std::string& name) const;
+  // The value of a size expression at the hints.
+  int64_t hint(sym::Expr e) const;
 };
 
 // The text the `ir` logs print: one line per buffer with its layout and body.
@@ -114,6 +126,6 @@ std::string to_string(const Computation& c);
 
 namespace coil::ir {
 // Row-major flattening of an index over `sizes`, and its inverse.
-sym::Expr ravel(const std::vector<sym::Expr>& index, const Shape& sizes);
-std::vector<sym::Expr> unravel(sym::Expr flat, const Shape& sizes);
+sym::Expr ravel(const std::vector<sym::Expr>& index, const SymShape& sizes);
+std::vector<sym::Expr> unravel(sym::Expr flat, const SymShape& sizes);
 }  // namespace coil::ir

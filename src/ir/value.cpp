@@ -44,13 +44,14 @@ Value ValueNode::load(const std::string& buffer, DType dtype, sym::Expr index) {
 }
 
 Value ValueNode::indirect_load(const std::string& buffer, DType dtype, sym::Expr index,
-                               std::vector<Value> indices, std::vector<int64_t> bounds,
+                               std::vector<Value> indices, std::vector<sym::Expr> bounds,
                                std::string bounds_op) {
   COIL_ASSERT(!indices.empty() && indices.size() == bounds.size(),
               "ir: an indirect load needs one bound per index value");
   for (size_t k = 0; k < indices.size(); ++k)
-    COIL_ASSERT(indices[k]->dtype() == kInt64 && bounds[k] > 0, "ir: indirect index ", k, " of ",
-                buffer, " is ", dtype_name(indices[k]->dtype()), " with bound ", bounds[k]);
+    COIL_ASSERT(indices[k]->dtype() == kInt64 && bounds[k]->range().lo > 0, "ir: indirect index ",
+                k, " of ", buffer, " is ", dtype_name(indices[k]->dtype()), " with bound ",
+                sym::to_string(bounds[k]));
   auto n = std::shared_ptr<ValueNode>(new ValueNode());
   n->op_ = Op::Load;
   n->dtype_ = dtype;
@@ -62,7 +63,7 @@ Value ValueNode::indirect_load(const std::string& buffer, DType dtype, sym::Expr
   return n;
 }
 
-sym::Expr ValueNode::indirect_var(size_t k, int64_t bound) {
+sym::Expr ValueNode::indirect_var(size_t k, sym::Expr bound) {
   return sym::index_var("ind" + std::to_string(k), bound);
 }
 
@@ -191,7 +192,7 @@ std::string to_string(const ValueNode& v) {
       std::string s = "load(" + v.buffer() + ", " + sym::to_string(v.index());
       for (size_t k = 0; k < v.args().size(); ++k)
         s += (k ? ", " : "; ") + sym::to_string(ValueNode::indirect_var(k, v.index_bounds()[k])) +
-             " = " + to_string(v.args()[k]) + " < " + std::to_string(v.index_bounds()[k]);
+             " = " + to_string(v.args()[k]) + " < " + sym::to_string(v.index_bounds()[k]);
       if (v.is_indirect()) s += " for " + v.bounds_op();
       return s + ")";
     }

@@ -74,18 +74,18 @@ class ValueNode {
   // that range reads no memory; the compiled call fails with an error naming bounds_op().
   // Negative values are out of range too, as in the eager gather/index_select/embedding.
   bool is_indirect() const { return op_ == Op::Load && !args_.empty(); }
-  const std::vector<int64_t>& index_bounds() const { return bounds_; }
+  const std::vector<sym::Expr>& index_bounds() const { return bounds_; }
   const std::string& bounds_op() const { return bounds_op_; }
 
   // Leaves.
   static Value load(const std::string& buffer, DType dtype, sym::Expr index);
   static Value indirect_load(const std::string& buffer, DType dtype, sym::Expr index,
-                             std::vector<Value> indices, std::vector<int64_t> bounds,
+                             std::vector<Value> indices, std::vector<sym::Expr> bounds,
                              std::string bounds_op);
   // The symbol that stands for an indirect load's args()[k] inside its index: "ind0", ...,
   // ranging over [0, bound). It means args()[k] of the load whose index holds it, so loads
   // share these names; loop variables never take them.
-  static sym::Expr indirect_var(size_t k, int64_t bound);
+  static sym::Expr indirect_var(size_t k, sym::Expr bound);
   static Value make_constant(Scalar value, DType dtype);
   static Value index_value(sym::Expr index);
   // Inner nodes; operands of binary ops and of Where's branches must share a dtype (lowering
@@ -107,7 +107,7 @@ class ValueNode {
   std::string buffer_;
   sym::Expr index_ = nullptr;
   Scalar constant_;
-  std::vector<int64_t> bounds_;
+  std::vector<sym::Expr> bounds_;
   std::string bounds_op_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "lower/context.h"
 #include "graph/dims.h"
+#include "graph/sym_rules.h"
 
 namespace coil::lower {
 
@@ -14,38 +15,40 @@ namespace {
 using Result = std::optional<std::vector<TensorBox>>;
 using V = ir::ValueNode;
 
-sym::Expr clamp(sym::Expr e, int64_t size) {
-  return sym::min(sym::max(e, sym::constant(0)), sym::constant(size - 1));
+sym::Expr clamp(sym::Expr e, sym::Expr size) {
+  return sym::min(sym::max(e, sym::constant(0)), size - 1);
 }
 
 // index < bound, as a bool value.
-ir::Value below(sym::Expr index, int64_t bound) {
-  return V::binary(ir::Op::Lt, V::index_value(index), V::make_constant(bound, kInt64));
+ir::Value below(sym::Expr index, sym::Expr bound) {
+  return V::binary(ir::Op::Lt, V::index_value(index), size_value(bound, kInt64));
 }
 
 Result lower_cat(Context& cx, const Node& n, std::string*) {
-  const TensorMeta& m = n.tensor_meta();
+  const DType dtype = n.tensor_meta().dtype;
+  const SymShape sizes = n.sym_layout().sizes;
   const int64_t dim =
-      wrap_dim(std::get<int64_t>(n.args()[1]), static_cast<int64_t>(m.sizes.size()), "cat");
+      wrap_dim(std::get<int64_t>(n.args()[1]), static_cast<int64_t>(sizes.size()), "cat");
   std::vector<TensorBox> parts;
-  std::vector<int64_t> starts;
-  int64_t start = 0;
+  std::vector<sym::Expr> starts;
+  sym::Expr start = sym::constant(0);
   for (Node* in : std::get<std::vector<Node*>>(n.args()[0])) {
     const TensorBox& b = cx.box(in);
-    // Empty inputs add nothing (and 1-D empty ones may have any other sizes: PyTorch's rule).
-    if (numel_of(b.sizes) == 0) continue;
+    // Empty inputs add nothing (and 1-D empty ones may have any other sizes: PyTorch's rule);
+    // sizes 0 are never symbolic.
+    if (sym_numel(b.sizes)->is_const(0)) continue;
     parts.push_back(b);
     starts.push_back(start);
-    start += b.sizes[static_cast<size_t>(dim)];
+    start = start + b.sizes[static_cast<size_t>(dim)];
   }
   if (parts.empty()) return std::nullopt;
   return std::vector<TensorBox>{
-      Context::memoized(m.dtype, m.sizes, [parts, starts, dim, m](const Index& i) {
+      Context::memoized(dtype, sizes, [parts, starts, dim, dtype](const Index& i) {
         auto part = [&](size_t k) {
           Index j = i;
-          const int64_t size = parts[k].sizes[static_cast<size_t>(dim)];
+          const sym::Expr size = parts[k].sizes[static_cast<size_t>(dim)];
           j[dim] = clamp(i[dim] - starts[k], size);
-          return V::cast(parts[k].load(j), m.dtype);
+          return V::cast(parts[k].load(j), dtype);
         };
         ir::Value v = part(parts.size() - 1);
         for (size_t k = parts.size() - 1; k-- > 0;)
@@ -61,19 +64,19 @@ Result lower_pad(Context& cx, const Node& n, std::string* why_not) {
     return std::nullopt;
   }
   const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
-  const Shape& pads = std::get<Shape>(n.args()[1]);
-  const TensorMeta& m = n.tensor_meta();
+  const SymShape pads = sym_ints_arg(n.args()[1]);
+  const DType dtype = n.tensor_meta().dtype;
   const double fill = std::get<double>(n.args()[3]);
   const size_t nd = in.sizes.size();
   return std::vector<TensorBox>{
-      Context::memoized(m.dtype, m.sizes, [in, pads, m, fill, nd](const Index& i) {
+      Context::memoized(dtype, n.sym_layout().sizes, [in, pads, dtype, fill, nd](const Index& i) {
         Index j = i;
         ir::Value inside;
         // pads lists (before, after) pairs from the last dim backwards.
         for (size_t p = 0; 2 * p < pads.size(); ++p) {
           const size_t d = nd - 1 - p;
-          const int64_t before = pads[2 * p], size = in.sizes[d];
-          if (before == 0 && pads[2 * p + 1] == 0) continue;
+          const sym::Expr before = pads[2 * p], size = in.sizes[d];
+          if (before->is_const(0) && pads[2 * p + 1]->is_const(0)) continue;
           sym::Expr at = i[d] - before;
           ir::Value ok =
               V::binary(ir::Op::LogicalAnd,
@@ -83,7 +86,7 @@ Result lower_pad(Context& cx, const Node& n, std::string* why_not) {
           j[d] = clamp(at, size);
         }
         ir::Value v = in.load(j);
-        return inside ? V::where(inside, v, V::make_constant(fill, m.dtype)) : v;
+        return inside ? V::where(inside, v, V::make_constant(fill, dtype)) : v;
       })};
 }
 

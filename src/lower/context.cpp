@@ -5,6 +5,7 @@
 
 #include <coil/error.h>
 
+#include "graph/sym_rules.h"
 #include "runtime/tensor_impl.h"
 
 namespace coil::lower {
@@ -21,10 +22,11 @@ const TensorBox& Context::box(const Node* n) const {
   return bs[0];
 }
 
-Index Context::vars(const Shape& sizes, const char* prefix) {
+Index Context::vars(const SymShape& sizes, const char* prefix) {
   Index out;
   for (size_t k = 0; k < sizes.size(); ++k)
-    out.push_back(sym::index_var(prefix + std::to_string(k), std::max<int64_t>(sizes[k], 1)));
+    out.push_back(sym::index_var(prefix + std::to_string(k),
+                                 sizes[k]->is_const(0) ? sym::constant(1) : sizes[k]));
   return out;
 }
 
@@ -105,7 +107,7 @@ struct IndexLess {
 };
 }  // namespace
 
-TensorBox Context::memoized(DType dtype, Shape sizes, Loader load) {
+TensorBox Context::memoized(DType dtype, SymShape sizes, Loader load) {
   auto cache = std::make_shared<std::map<Index, ir::Value, IndexLess>>();
   TensorBox b;
   b.dtype = dtype;
@@ -120,15 +122,20 @@ TensorBox Context::memoized(DType dtype, Shape sizes, Loader load) {
   return b;
 }
 
-ir::Value load_broadcast(const TensorBox& b, const Shape& sizes, const Index& index) {
+ir::Value load_broadcast(const TensorBox& b, const SymShape& sizes, const Index& index) {
   size_t lead = sizes.size() - b.sizes.size();
   Index idx;
   for (size_t k = 0; k < b.sizes.size(); ++k)
-    idx.push_back(b.sizes[k] == 1 ? sym::constant(0) : index[lead + k]);
+    idx.push_back(b.sizes[k]->is_const(1) ? sym::constant(0) : index[lead + k]);
   return b.load(idx);
 }
 
-ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const Shape& sizes,
+ir::Value size_value(sym::Expr e, DType dtype) {
+  if (e->is_const()) return ir::ValueNode::make_constant(Scalar(e->value()), dtype);
+  return ir::ValueNode::cast(ir::ValueNode::index_value(e), dtype);
+}
+
+ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const SymShape& sizes,
                    const Index& index) {
   if (auto* n = std::get_if<Node*>(&a))
     return ir::ValueNode::cast(load_broadcast(cx.box(*n), sizes, index), dtype);
@@ -136,7 +143,33 @@ ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const Shape
   if (auto* i = std::get_if<int64_t>(&a)) return ir::ValueNode::make_constant(Scalar(*i), dtype);
   if (auto* d = std::get_if<double>(&a)) return ir::ValueNode::make_constant(Scalar(*d), dtype);
   if (auto* b = std::get_if<bool>(&a)) return ir::ValueNode::make_constant(Scalar(*b), dtype);
+  if (auto* s = std::get_if<SymIntArg>(&a)) return size_value(s->expr, dtype);
   throw InternalError("lowering: argument is neither a tensor nor a number");
+}
+
+std::vector<SymLayout> layouts_over(Context& cx, const Node& n,
+                                    const std::unordered_map<const Node*, ir::Layout>& inputs) {
+  const ir::Program& p = cx.program();
+  auto hints = [&](const SymShape& s) {
+    Shape out;
+    for (sym::Expr e : s) out.push_back(p.hint(e));
+    return out;
+  };
+  std::vector<Arg> args;
+  for (const NodeArg& a : n.args())
+    args.push_back(to_arg(a, [&](const Node* in) {
+      const ir::Layout& l = inputs.at(in);
+      return meta_tensor(TensorMeta{l.dtype, hints(l.sizes), hints(l.strides), p.hint(l.offset),
+                                    in->tensor_meta().device});
+    }));
+  std::vector<TensorMeta> metas = run_meta(n.op(), args);
+  return sym_layouts(
+      n.op(), n.args(),
+      [&](const Node* in) {
+        const ir::Layout& l = inputs.at(in);
+        return SymLayout{l.sizes, l.strides, l.offset};
+      },
+      metas, cx.shape_env());
 }
 
 size_t ir_size(const ir::Value& v) {

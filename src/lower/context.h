@@ -25,7 +25,7 @@ using Loader = std::function<ir::Value(const Index&)>;
 
 struct TensorBox {
   DType dtype{};
-  Shape sizes;
+  SymShape sizes;
   Loader load;
   // Set when the value is a strided view of a realized buffer (an input, a constant, a
   // computed or extern buffer): externs and outputs can then use it without a copy.
@@ -45,7 +45,7 @@ class Context {
   void set(const Node* n, std::vector<TensorBox> values) { values_[n] = std::move(values); }
 
   // Index variables for a loop nest over `sizes`: prefix0, prefix1, ...
-  static Index vars(const Shape& sizes, const char* prefix);
+  static Index vars(const SymShape& sizes, const char* prefix);
 
   // A box reading `ref`'s view of its buffer.
   TensorBox from_storage(ir::TensorRef ref) const;
@@ -54,9 +54,13 @@ class Context {
   // Writes a pointwise box into a new contiguous buffer (no-op for a box that has storage).
   TensorBox realize(const TensorBox& b);
   // A box whose loader memoizes per index, so sharing the box shares the IR it builds.
-  static TensorBox memoized(DType dtype, Shape sizes, Loader load);
+  static TensorBox memoized(DType dtype, SymShape sizes, Loader load);
 
   ir::Program& program() { return program_; }
+  // The graph's shape env (null for a static graph): lowerings that compute a view's layout
+  // over a buffer's run the op's symbolic shape rule, which may guard a decision there.
+  ShapeEnv* shape_env() const { return env_; }
+  void set_shape_env(ShapeEnv* env) { env_ = env; }
 
   // Origins (ir::Buffer::origins): which graph nodes each buffer computes. lower_graph calls
   // begin_node before lowering each node; a buffer a lowering adds itself (a reduction, an
@@ -71,6 +75,7 @@ class Context {
   std::string push_buffer(ir::Buffer b, const Origins& origins);
 
   ir::Program program_;
+  ShapeEnv* env_ = nullptr;
   std::unordered_map<const Node*, std::vector<TensorBox>> values_;
   int next_buffer_ = 0;
   const Node* lowering_ = nullptr;
@@ -93,11 +98,18 @@ void register_concat_pad(std::unordered_map<OpId, Lowering>& table);
 void register_indexing(std::unordered_map<OpId, Lowering>& table);
 
 // Broadcasting: the loader of `b` read at an index of `sizes` (right-aligned, size-1 dims at 0).
-ir::Value load_broadcast(const TensorBox& b, const Shape& sizes, const Index& index);
+ir::Value load_broadcast(const TensorBox& b, const SymShape& sizes, const Index& index);
 // A node argument as a value of `dtype` at `index` of `sizes`: a tensor (broadcast, cast) or
 // a number (a constant).
-ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const Shape& sizes,
+ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const SymShape& sizes,
                    const Index& index);
+// A size expression as a value of `dtype` (a constant when it is one).
+ir::Value size_value(sym::Expr e, DType dtype);
+// The layouts `n`'s op gives when its tensor arguments are laid out as `inputs` (by node; a
+// buffer's view, or a dense value): the op's symbolic shape rule, checked against its meta
+// function at the hints.
+std::vector<SymLayout> layouts_over(Context& cx, const Node& n,
+                                    const std::unordered_map<const Node*, ir::Layout>& inputs);
 // Number of distinct IR nodes of a value: how much recomputing it costs.
 size_t ir_size(const ir::Value& v);
 

@@ -12,8 +12,8 @@ using V = ir::ValueNode;
 using Result = std::optional<std::vector<TensorBox>>;
 
 Result box_of(const Node& n, Loader f) {
-  const TensorMeta& m = n.tensor_meta();
-  return std::vector<TensorBox>{Context::memoized(m.dtype, m.sizes, std::move(f))};
+  return std::vector<TensorBox>{
+      Context::memoized(n.tensor_meta().dtype, n.sym_layout().sizes, std::move(f))};
 }
 
 Result lower_full(Context&, const Node& n, std::string*) {

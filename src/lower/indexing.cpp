@@ -19,13 +19,13 @@ using V = ir::ValueNode;
 // The checks that stay with the eager kernel: an empty result (eager still checks every index
 // and raises for a bad one; a kernel with no points checks nothing) and an empty dim to index
 // (every index is out of range, and the table has no element to read instead).
-bool eager_checks_instead(const Shape& out, int64_t table_dim_size, const char* op,
+bool eager_checks_instead(const SymShape& out, sym::Expr table_dim_size, const char* op,
                           std::string* why_not) {
-  if (numel_of(out) == 0) {
+  if (sym_numel(out)->is_const(0)) {
     *why_not = std::string(op) + " with an empty result: the eager kernel checks the indices";
     return true;
   }
-  if (table_dim_size == 0) {
+  if (table_dim_size->is_const(0)) {
     *why_not = std::string(op) + " of an empty dim: runs the eager kernel, which raises";
     return true;
   }
@@ -34,11 +34,11 @@ bool eager_checks_instead(const Shape& out, int64_t table_dim_size, const char* 
 
 // A box reading `table` (realized) with coordinate `dim` supplied by `index_at(i)`, an integer
 // value at the output index i; every other coordinate of the table is `coords(i)`.
-TensorBox indirect_box(Context& cx, const TensorBox& table_box, const Shape& out_sizes, size_t dim,
-                       const char* op, std::function<Index(const Index&)> coords,
+TensorBox indirect_box(Context& cx, const TensorBox& table_box, const SymShape& out_sizes,
+                       size_t dim, const char* op, std::function<Index(const Index&)> coords,
                        std::function<ir::Value(const Index&)> index_at) {
   const ir::TensorRef table = *cx.realize(table_box).storage;
-  const int64_t bound = table.view.sizes[dim];
+  const sym::Expr bound = table.view.sizes[dim];
   return Context::memoized(table.view.dtype, out_sizes, [=](const Index& i) {
     Index j = coords(i);
     j[dim] = V::indirect_var(0, bound);
@@ -50,7 +50,7 @@ TensorBox indirect_box(Context& cx, const TensorBox& table_box, const Shape& out
 Result lower_gather(Context& cx, const Node& n, std::string* why_not) {
   const TensorBox& self = cx.box(std::get<Node*>(n.args()[0]));
   const TensorBox& index = cx.box(std::get<Node*>(n.args()[2]));
-  const Shape& out = n.tensor_meta().sizes;
+  const SymShape out = n.sym_layout().sizes;
   if (self.sizes.empty() || index.sizes.empty()) {
     *why_not = "gather of a 0-dim tensor: runs the eager kernel";
     return std::nullopt;
@@ -67,7 +67,7 @@ Result lower_gather(Context& cx, const Node& n, std::string* why_not) {
 Result lower_index_select(Context& cx, const Node& n, std::string* why_not) {
   const TensorBox& self = cx.box(std::get<Node*>(n.args()[0]));
   const TensorBox& index = cx.box(std::get<Node*>(n.args()[2]));
-  const Shape& out = n.tensor_meta().sizes;
+  const SymShape out = n.sym_layout().sizes;
   if (self.sizes.empty()) {
     *why_not = "index_select of a 0-dim tensor: runs the eager kernel";
     return std::nullopt;
@@ -87,7 +87,7 @@ Result lower_index_select(Context& cx, const Node& n, std::string* why_not) {
 Result lower_embedding(Context& cx, const Node& n, std::string* why_not) {
   const TensorBox& weight = cx.box(std::get<Node*>(n.args()[0]));
   const TensorBox& indices = cx.box(std::get<Node*>(n.args()[1]));
-  const Shape& out = n.tensor_meta().sizes;
+  const SymShape out = n.sym_layout().sizes;
   if (eager_checks_instead(out, weight.sizes[0], "embedding", why_not)) return std::nullopt;
   const size_t lead = indices.sizes.size();
   return std::vector<TensorBox>{indirect_box(

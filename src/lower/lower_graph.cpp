@@ -13,18 +13,15 @@ namespace {
 // than arithmetic) until its body grows past this many IR nodes; then it is written once.
 constexpr size_t kMaxInlineSize = 96;
 
-TensorMeta meta_of_ref(const ir::TensorRef& r, Device device) {
-  return TensorMeta{r.view.dtype, r.view.sizes, r.view.strides, r.view.offset, device};
-}
-
 TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t index) {
   const TensorMeta& m = n.tensor_meta();
+  const SymLayout l = n.sym_layout();
   ir::Buffer b;
   b.kind = kind;
   b.name = (kind == ir::BufferKind::Input ? "in" : "const") +
            std::to_string(cx.program().buffers.size());
   // The kernel is handed the tensor's data pointer, which already includes its storage offset.
-  b.layout = ir::Layout{m.dtype, m.sizes, m.strides, 0};
+  b.layout = ir::Layout{m.dtype, l.sizes, l.strides, sym::constant(0)};
   b.input_index = index;
   if (kind == ir::BufferKind::Constant) b.value = n.value();
   ir::Layout layout = b.layout;
@@ -33,39 +30,37 @@ TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t ind
 
 ir::TensorRef storage_of(Context& cx, const Node* n) { return *cx.realize(cx.box(n)).storage; }
 
-// The eager kernel of `n`, called from the compiled graph with realized arguments.
+// The eager kernel of `n`, called from the compiled graph with realized arguments: its result's
+// layout is the op's symbolic shape rule over the arguments' buffer views.
 std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reason) {
   ir::ExternCall call;
   call.op = n.op();
   call.reason = std::move(reason);
-  std::vector<Arg> meta_args;
+  std::unordered_map<const Node*, ir::Layout> refs_of;
   for (const NodeArg& a : n.args()) {
     if (auto* p = std::get_if<Node*>(&a)) {
       ir::TensorRef r = storage_of(cx, *p);
-      meta_args.emplace_back(meta_tensor(meta_of_ref(r, cx.program().device)));
+      refs_of[*p] = r.view;
       call.args.emplace_back(std::move(r));
     } else if (auto* ps = std::get_if<std::vector<Node*>>(&a)) {
       std::vector<ir::TensorRef> refs;
-      std::vector<Tensor> metas;
       for (Node* m : *ps) {
         refs.push_back(storage_of(cx, m));
-        metas.push_back(meta_tensor(meta_of_ref(refs.back(), cx.program().device)));
+        refs_of[m] = refs.back().view;
       }
-      meta_args.emplace_back(std::move(metas));
       call.args.emplace_back(std::move(refs));
     } else {
-      Arg lit = to_arg(a, [](Node*) -> Tensor { throw InternalError("unreachable"); });
-      meta_args.push_back(lit);
-      call.args.emplace_back(std::move(lit));
+      call.args.emplace_back(
+          to_arg(a, [](Node*) -> Tensor { throw InternalError("unreachable"); }));
     }
   }
-  std::vector<TensorMeta> metas = run_meta(n.op(), meta_args);
-  COIL_ASSERT(metas.size() == 1, "lowering: extern ", op_name(n.op()), " with ", metas.size(),
+  std::vector<SymLayout> out = layouts_over(cx, n, refs_of);
+  COIL_ASSERT(out.size() == 1, "lowering: extern ", op_name(n.op()), " with ", out.size(),
               " outputs");
   ir::Buffer b;
   b.kind = ir::BufferKind::Extern;
   // Relative to the returned tensor's data pointer, which includes its storage offset.
-  b.layout = ir::Layout{metas[0].dtype, metas[0].sizes, metas[0].strides, 0};
+  b.layout = ir::Layout{n.tensor_meta().dtype, out[0].sizes, out[0].strides, sym::constant(0)};
   b.call = std::move(call);
   ir::Layout layout = b.layout;
   return {cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout})};
@@ -95,6 +90,10 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
 
 ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
   Context cx;
+  if (const std::shared_ptr<ShapeEnv>& env = g.shape_env()) {
+    cx.set_shape_env(env.get());
+    cx.program().hints = env->hint_values();
+  }
   // The graph's device: its inputs', or its first result's (a factory's).
   for (Node* n : g.nodes())
     if (n->kind() == NodeKind::Placeholder || n->kind() == NodeKind::Parameter) {

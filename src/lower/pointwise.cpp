@@ -14,11 +14,11 @@ using V = ir::ValueNode;
 using Result = std::optional<std::vector<TensorBox>>;
 
 const TensorMeta& out_meta(const Node& n) { return n.tensor_meta(); }
+SymShape out_sizes(const Node& n) { return n.sym_layout().sizes; }
 
 // A box over the node's output whose element at `idx` is f(idx).
 Result pointwise(const Node& n, std::function<ir::Value(const Index&)> f) {
-  const TensorMeta& m = out_meta(n);
-  return std::vector<TensorBox>{Context::memoized(m.dtype, m.sizes, std::move(f))};
+  return std::vector<TensorBox>{Context::memoized(out_meta(n).dtype, out_sizes(n), std::move(f))};
 }
 
 // PyTorch's result_type of the arguments at `idx` (tensors and wrapped numbers).
@@ -149,7 +149,7 @@ Result lower_binary(Context& cx, const Node& n, std::string* why) {
     return std::nullopt;
   }
   NodeArg a = n.args()[0], b = n.args()[1];
-  return pointwise(n, [&cx, a, b, op, compute, sizes = m.sizes](const Index& i) {
+  return pointwise(n, [&cx, a, b, op, compute, sizes = out_sizes(n)](const Index& i) {
     return V::binary(op, load_arg(cx, a, compute, sizes, i), load_arg(cx, b, compute, sizes, i));
   });
 }
@@ -166,19 +166,20 @@ Result lower_div(Context& cx, const Node& n, std::string* why) {
   std::string rounding = mode ? *mode : "";
   Node* e = node_arg(n, 0);
   bool softmax = e && softmax_div_of(*e) == &n;
-  return pointwise(n, [&cx, a, b, compute, rounding, softmax, sizes = m.sizes](const Index& i) {
-    ir::Value x = load_arg(cx, a, compute, sizes, i), y = load_arg(cx, b, compute, sizes, i);
-    if (softmax) return V::binary(Op::SoftmaxDiv, x, y);
-    if (rounding == "floor") return V::binary(Op::FloorDiv, x, y);
-    ir::Value q = V::binary(Op::Div, x, y);
-    return rounding == "trunc" && is_floating(compute) ? V::unary(Op::Trunc, q) : q;
-  });
+  return pointwise(
+      n, [&cx, a, b, compute, rounding, softmax, sizes = out_sizes(n)](const Index& i) {
+        ir::Value x = load_arg(cx, a, compute, sizes, i), y = load_arg(cx, b, compute, sizes, i);
+        if (softmax) return V::binary(Op::SoftmaxDiv, x, y);
+        if (rounding == "floor") return V::binary(Op::FloorDiv, x, y);
+        ir::Value q = V::binary(Op::Div, x, y);
+        return rounding == "trunc" && is_floating(compute) ? V::unary(Op::Trunc, q) : q;
+      });
 }
 
 Result lower_where(Context& cx, const Node& n, std::string*) {
   const TensorMeta& m = out_meta(n);
   NodeArg c = n.args()[0], a = n.args()[1], b = n.args()[2];
-  return pointwise(n, [&cx, c, a, b, dtype = m.dtype, sizes = m.sizes](const Index& i) {
+  return pointwise(n, [&cx, c, a, b, dtype = m.dtype, sizes = out_sizes(n)](const Index& i) {
     return V::where(load_arg(cx, c, kBool, sizes, i), load_arg(cx, a, dtype, sizes, i),
                     load_arg(cx, b, dtype, sizes, i));
   });
@@ -187,7 +188,7 @@ Result lower_where(Context& cx, const Node& n, std::string*) {
 Result lower_clamp(Context& cx, const Node& n, std::string*) {
   const TensorMeta& m = out_meta(n);
   NodeArg x = n.args()[0], lo = n.args()[1], hi = n.args()[2];
-  return pointwise(n, [&cx, x, lo, hi, dtype = m.dtype, sizes = m.sizes](const Index& i) {
+  return pointwise(n, [&cx, x, lo, hi, dtype = m.dtype, sizes = out_sizes(n)](const Index& i) {
     ir::Value v = load_arg(cx, x, dtype, sizes, i);
     if (!std::holds_alternative<std::monostate>(lo))
       v = V::binary(Op::Maximum, v, load_arg(cx, lo, dtype, sizes, i));

@@ -28,19 +28,22 @@ int64_t split_pieces(int64_t n) {
 
 // Rewrites `c`, a reduction to one element, as a reduction over a new buffer of partials, when
 // it is large enough and its kind combines partials with itself.
+// Only for a static number of elements: the pieces must divide it.
 void split_full_reduction(Context& cx, ir::Computation& c) {
   const bool combines = *c.reduce == ReduceKind::Sum || *c.reduce == ReduceKind::Prod ||
                         *c.reduce == ReduceKind::Max || *c.reduce == ReduceKind::Min ||
                         *c.reduce == ReduceKind::Any || *c.reduce == ReduceKind::All;
-  const int64_t n = numel_of(c.reduction_ranges);
+  const sym::Expr numel = sym_numel(c.reduction_ranges);
+  if (!combines || !sym_numel(c.ranges)->is_const(1) || !numel->is_const()) return;
+  const int64_t n = numel->value();
   const int64_t pieces = split_pieces(n);
-  if (!combines || numel_of(c.ranges) != 1 || n < kSplitMin || pieces == 0) return;
+  if (n < kSplitMin || pieces == 0) return;
   // Partials: piece p reduces elements [p * len, (p + 1) * len) of the flattened reduction.
   const int64_t len = n / pieces;
   ir::Computation part;
-  part.ranges = {pieces};
+  part.ranges = {sym::constant(pieces)};
   part.vars = Context::vars(part.ranges, "i");
-  part.reduction_ranges = {len};
+  part.reduction_ranges = {sym::constant(len)};
   part.rvars = Context::vars(part.reduction_ranges, "j");
   sym::Bindings at;
   std::vector<sym::Expr> original =
@@ -56,7 +59,7 @@ void split_full_reduction(Context& cx, ir::Computation& c) {
   b.compute = std::move(part);
   const std::string partials = cx.add_buffer(std::move(b));
   // The value: the partials reduced.
-  c.reduction_ranges = {pieces};
+  c.reduction_ranges = {sym::constant(pieces)};
   c.rvars = Context::vars(c.reduction_ranges, "j");
   c.body = V::load(partials, c.dtype, c.rvars[0]);
 }
@@ -65,20 +68,20 @@ void split_full_reduction(Context& cx, ir::Computation& c) {
 // output; body(v) turns the loaded element into what is accumulated.
 TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, ReduceKind kind,
                  DType dtype, const std::function<ir::Value(ir::Value)>& body) {
-  const Shape& in = x->tensor_meta().sizes;
+  const SymShape in = cx.box(x).sizes;
   int64_t ndim = static_cast<int64_t>(in.size());
   if (dims.empty())
     for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
   dims = wrap_dims(dims, ndim, op_name(n.op()));
   std::vector<bool> reduced(in.size(), false);
-  Shape rsizes;
+  SymShape rsizes;
   for (int64_t d = 0; d < ndim; ++d)
     if (std::find(dims.begin(), dims.end(), d) != dims.end()) reduced[d] = true;
   for (int64_t d = 0; d < ndim; ++d)
     if (reduced[d]) rsizes.push_back(in[d]);
 
   ir::Computation c;
-  c.ranges = n.tensor_meta().sizes;
+  c.ranges = n.sym_layout().sizes;
   c.vars = Context::vars(c.ranges, "i");
   c.reduction_ranges = rsizes;
   c.rvars = Context::vars(rsizes, "j");
@@ -146,20 +149,26 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   double correction = std::get<double>(n.args()[2]);
   bool keepdim = std::get<bool>(n.args()[3]);
   Shape dims = dims_arg(n);
-  const Shape& in = x->tensor_meta().sizes;
-  int64_t count = 1;
+  const SymShape in = cx.box(x).sizes;
+  sym::Expr count = sym::constant(1);
   if (dims.empty()) {
-    for (int64_t s : in) count *= s;
+    count = sym_numel(in);
   } else {
-    for (int64_t d : wrap_dims(dims, static_cast<int64_t>(in.size()), "var")) count *= in[d];
+    for (int64_t d : wrap_dims(dims, static_cast<int64_t>(in.size()), "var")) count = count * in[d];
   }
   TensorBox m2 = reduce(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc,
                         [acc](ir::Value v) { return V::cast(v, acc); });
-  double denom = std::max(0.0, static_cast<double>(count) - correction);
-  return std::vector<TensorBox>{
-      Context::memoized(out, m2.sizes, [m2, acc, out, denom](const Index& i) {
-        return V::cast(V::binary(Op::Div, m2.load(i), V::make_constant(denom, acc)), out);
-      })};
+  // max(count - correction, 0), as eager: a number when the count is one.
+  ir::Value denom;
+  if (count->is_const()) {
+    denom = V::make_constant(std::max(0.0, static_cast<double>(count->value()) - correction), acc);
+  } else {
+    ir::Value c = V::binary(Op::Sub, size_value(count, acc), V::make_constant(correction, acc));
+    denom = V::binary(Op::Maximum, c, V::make_constant(0.0, acc));
+  }
+  return std::vector<TensorBox>{Context::memoized(out, m2.sizes, [m2, out, denom](const Index& i) {
+    return V::cast(V::binary(Op::Div, m2.load(i), denom), out);
+  })};
 }
 
 }  // namespace

@@ -17,53 +17,43 @@ bool is_reshape(OpId op) {
          op == OpId::squeeze || op == OpId::unsqueeze;
 }
 
-// The op's meta on an input with the given geometry: the view's sizes, strides and offset.
-std::vector<TensorMeta> view_metas(const Node& n, const TensorMeta& input) {
-  std::vector<Arg> args;
-  for (const NodeArg& a : n.args())
-    args.push_back(to_arg(a, [&](Node*) { return meta_tensor(input); }));
-  return run_meta(n.op(), args);
-}
-
 // Whether the elements lie in row-major order without gaps (size-1 dims aside).
 bool dense_row_major(const ir::Layout& l) {
-  int64_t expected = 1;
+  sym::Expr expected = sym::constant(1);
   for (size_t k = l.sizes.size(); k-- > 0;) {
-    if (l.sizes[k] == 1) continue;
+    if (l.sizes[k]->is_const(1)) continue;
     if (l.strides[k] != expected) return false;
-    expected *= l.sizes[k];
+    expected = expected * l.sizes[k];
   }
   return true;
 }
 
-// The reshape family returns a view when the strides allow one and a copy otherwise; the meta
-// tells them apart unless the result happens to be contiguous, which a copy always is.
-bool is_view_of(const Node& n, const ir::Layout& input, const TensorMeta& result) {
+// The reshape family returns a view when the strides allow one and a copy otherwise; the
+// layout tells them apart unless the result happens to be contiguous, which a copy always is.
+bool is_view_of(const Node& n, const ir::Layout& input, const SymLayout& result) {
   if (!is_reshape(n.op()) || n.op() == OpId::view || dense_row_major(input)) return true;
-  return result.strides != contiguous_strides(result.sizes);
+  return result.strides != sym_contiguous_strides(result.sizes);
 }
 
 Result lower_view(Context& cx, const Node& n, std::string*) {
-  const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
-  std::vector<TensorMeta> strided;
-  if (in.storage) {
-    const ir::Layout& v = in.storage->view;
-    strided = view_metas(n, TensorMeta{v.dtype, v.sizes, v.strides, v.offset, cx.program().device});
-  }
+  Node* x = std::get<Node*>(n.args()[0]);
+  const TensorBox& in = cx.box(x);
+  std::vector<SymLayout> strided;
+  if (in.storage) strided = layouts_over(cx, n, {{x, in.storage->view}});
   if (in.storage && is_view_of(n, in.storage->view, strided[0])) {
     std::vector<TensorBox> out;
-    for (const TensorMeta& m : strided)
+    for (const SymLayout& l : strided)
       out.push_back(cx.from_storage(
-          ir::TensorRef{in.storage->buffer, ir::Layout{m.dtype, m.sizes, m.strides, m.offset}}));
+          ir::TensorRef{in.storage->buffer, ir::Layout{in.dtype, l.sizes, l.strides, l.offset}}));
     return out;
   }
-  TensorMeta dense{in.dtype, in.sizes, contiguous_strides(in.sizes), 0, cx.program().device};
   std::vector<TensorBox> out;
-  for (const TensorMeta& m : view_metas(n, dense)) {
-    out.push_back(Context::memoized(m.dtype, m.sizes, [in, m](const Index& idx) {
-      sym::Expr flat = sym::constant(m.offset);
+  for (const SymLayout& m :
+       layouts_over(cx, n, {{x, ir::Layout::contiguous(in.dtype, in.sizes)}})) {
+    out.push_back(Context::memoized(in.dtype, m.sizes, [in, m](const Index& idx) {
+      sym::Expr flat = m.offset;
       for (size_t k = 0; k < idx.size(); ++k)
-        if (m.sizes[k] != 1) flat = flat + idx[k] * m.strides[k];
+        if (!m.sizes[k]->is_const(1)) flat = flat + idx[k] * m.strides[k];
       return in.load(ir::unravel(flat, in.sizes));
     }));
   }
@@ -80,7 +70,7 @@ Result lower_flip(Context& cx, const Node& n, std::string*) {
       Context::memoized(in.dtype, in.sizes, [in, flipped](const Index& i) {
         Index j = i;
         for (size_t k = 0; k < j.size(); ++k)
-          if (flipped[k]) j[k] = sym::constant(in.sizes[k] - 1) - i[k];
+          if (flipped[k]) j[k] = in.sizes[k] - 1 - i[k];
         return in.load(j);
       })};
 }
@@ -88,8 +78,9 @@ Result lower_flip(Context& cx, const Node& n, std::string*) {
 Result lower_repeat(Context& cx, const Node& n, std::string*) {
   const TensorBox& in = cx.box(std::get<Node*>(n.args()[0]));
   const TensorMeta& m = n.tensor_meta();
-  size_t lead = m.sizes.size() - in.sizes.size();
-  return std::vector<TensorBox>{Context::memoized(m.dtype, m.sizes, [in, lead](const Index& i) {
+  const SymShape sizes = n.sym_layout().sizes;
+  size_t lead = sizes.size() - in.sizes.size();
+  return std::vector<TensorBox>{Context::memoized(m.dtype, sizes, [in, lead](const Index& i) {
     Index j;
     for (size_t k = 0; k < in.sizes.size(); ++k) j.push_back(sym::mod(i[lead + k], in.sizes[k]));
     return in.load(j);

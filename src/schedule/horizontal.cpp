@@ -36,9 +36,9 @@ std::string reads_one_of(const Kernel& k, const std::set<std::string>& written) 
 Kernel combine(std::vector<Kernel> parts, const std::string& name) {
   Kernel combo;
   combo.name = name;
-  int64_t points = 0;
+  sym::Expr points = sym::constant(0);
   for (const Kernel& p : parts) {
-    points += numel_of(p.outer);
+    points = points + sym_numel(p.outer);
     combo.nodes.insert(combo.nodes.end(), p.nodes.begin(), p.nodes.end());
   }
   combo.outer = {points};

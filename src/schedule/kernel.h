@@ -27,8 +27,8 @@ struct KernelNode {
 
 struct Kernel {
   std::string name;
-  Shape outer;  // loop sizes, outermost first
-  Shape inner;  // reduction loop sizes (empty for a pointwise kernel)
+  SymShape outer;  // loop sizes, outermost first (expressions of the size symbols)
+  SymShape inner;  // reduction loop sizes (empty for a pointwise kernel)
   std::vector<sym::Expr> outer_vars, inner_vars;
   std::vector<KernelNode> nodes;
   // A combo kernel (horizontal fusion): independent pointwise loop nests that run in one

@@ -8,10 +8,11 @@ namespace coil::schedule {
 
 namespace {
 
-std::vector<sym::Expr> loop_vars(const Shape& sizes, const char* prefix) {
+std::vector<sym::Expr> loop_vars(const SymShape& sizes, const char* prefix) {
   std::vector<sym::Expr> out;
   for (size_t k = 0; k < sizes.size(); ++k)
-    out.push_back(sym::index_var(prefix + std::to_string(k), std::max<int64_t>(sizes[k], 1)));
+    out.push_back(sym::index_var(prefix + std::to_string(k),
+                                 sizes[k]->is_const(0) ? sym::constant(1) : sizes[k]));
   return out;
 }
 
@@ -43,20 +44,19 @@ void substitute(Kernel& k, const sym::Bindings& b) {
 }
 
 // Loops j and j+1 merge when each expression steps by the same amount along the merged loop:
-// stride(j) == stride(j+1) * size(j+1).
-bool mergeable(const std::vector<sym::Expr>& exprs, sym::Expr a, sym::Expr b, int64_t size_b) {
+// stride(j) == stride(j+1) * size(j+1) (strides over size symbols compare as expressions).
+bool mergeable(const std::vector<sym::Expr>& exprs, sym::Expr a, sym::Expr b, sym::Expr size_b) {
   for (sym::Expr e : exprs) {
-    int64_t sa = 0, sb = 0;
-    if (!sym::constant_stride(e, a, &sa) || !sym::constant_stride(e, b, &sb)) return false;
-    if (sa != sb * size_b) return false;
+    sym::Expr sa = sym::stride(e, a), sb = sym::stride(e, b);
+    if (!sa || !sb || sa != sb * size_b) return false;
   }
   return true;
 }
 
 // Merges adjacent loops of one level (outer or inner) and drops loops of size 1.
-void simplify_level(Kernel& k, Shape& sizes, std::vector<sym::Expr>& vars, const char* prefix) {
+void simplify_level(Kernel& k, SymShape& sizes, std::vector<sym::Expr>& vars, const char* prefix) {
   for (size_t j = 0; j < sizes.size();) {
-    if (sizes[j] == 1 && sizes.size() > 1) {
+    if (sizes[j]->is_const(1) && sizes.size() > 1) {
       substitute(k, {{vars[j], sym::constant(0)}});
       sizes.erase(sizes.begin() + static_cast<long>(j));
       vars.erase(vars.begin() + static_cast<long>(j));
@@ -66,10 +66,11 @@ void simplify_level(Kernel& k, Shape& sizes, std::vector<sym::Expr>& vars, const
   }
   for (size_t j = sizes.size(); j-- > 1;) {
     if (!mergeable(index_exprs(k), vars[j - 1], vars[j], sizes[j])) continue;
-    int64_t merged = sizes[j - 1] * sizes[j];
+    // Over a size 0 nothing runs, so any split of the merged index is as good.
+    if (sizes[j]->is_const(0) || sizes[j - 1]->is_const(0)) continue;
+    sym::Expr merged = sizes[j - 1] * sizes[j];
     // A name no other loop of this kernel has (the final renaming below tidies it).
-    sym::Expr y = sym::index_var(std::string(prefix) + "_merged" + std::to_string(j - 1),
-                                 std::max<int64_t>(merged, 1));
+    sym::Expr y = sym::index_var(std::string(prefix) + "_merged" + std::to_string(j - 1), merged);
     substitute(k, {{vars[j - 1], sym::floordiv(y, sizes[j])}, {vars[j], sym::mod(y, sizes[j])}});
     sizes[j - 1] = merged;
     vars[j - 1] = y;
@@ -101,7 +102,7 @@ LoopNest loop_nest(const std::vector<const ir::Buffer*>& members) {
 
 KernelNode translate(const ir::Buffer& b, const LoopNest& loops) {
   const ir::Computation& c = *b.compute;
-  bool reduction_kernel = !loops.rs.empty() || numel_of(loops.inner) != 1;
+  bool reduction_kernel = !loops.rs.empty() || !sym_numel(loops.inner)->is_const(1);
   sym::Expr outer_flat = ir::ravel(loops.xs, loops.outer);
   sym::Bindings bindings;
   KernelNode n;
@@ -114,8 +115,8 @@ KernelNode translate(const ir::Buffer& b, const LoopNest& loops) {
     bindings =
         bindings_of(c.rvars, ir::unravel(ir::ravel(loops.rs, loops.inner), c.reduction_ranges));
     n.inner = true;
-  } else if (reduction_kernel && numel_of(c.ranges) != numel_of(loops.outer)) {
-    sym::Expr flat = outer_flat * numel_of(loops.inner) + ir::ravel(loops.rs, loops.inner);
+  } else if (reduction_kernel && sym_numel(c.ranges) != sym_numel(loops.outer)) {
+    sym::Expr flat = outer_flat * sym_numel(loops.inner) + ir::ravel(loops.rs, loops.inner);
     vars = ir::unravel(flat, c.ranges);
     n.inner = true;
   } else {
@@ -139,13 +140,13 @@ Kernel build_kernel(const std::vector<const ir::Buffer*>& members, const std::st
   bool reduction = false;
   for (const KernelNode& n : k.nodes) reduction |= n.reduce.has_value();
   if (k.outer.empty()) {  // a 0-d result: one outer iteration
-    k.outer = {1};
+    k.outer = {sym::constant(1)};
     k.outer_vars = loop_vars(k.outer, "x");
   }
   simplify_level(k, k.outer, k.outer_vars, "x");
   if (reduction) {
     if (k.inner.empty()) {
-      k.inner = {1};
+      k.inner = {sym::constant(1)};
       k.inner_vars = loop_vars(k.inner, "r");
     }
     simplify_level(k, k.inner, k.inner_vars, "r");
@@ -160,10 +161,10 @@ std::string to_string(const Kernel& k) {
     for (const Kernel& part : k.parts) out += "  " + to_string(part);
     return out;
   }
-  auto dims = [](const Shape& s, const std::vector<sym::Expr>& v) {
+  auto dims = [](const SymShape& s, const std::vector<sym::Expr>& v) {
     std::string out;
     for (size_t i = 0; i < s.size(); ++i)
-      out += (i ? ", " : "") + sym::to_string(v[i]) + " < " + std::to_string(s[i]);
+      out += (i ? ", " : "") + sym::to_string(v[i]) + " < " + sym::to_string(s[i]);
     return out;
   };
   std::string out = k.name + ": for " + dims(k.outer, k.outer_vars);

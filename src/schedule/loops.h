@@ -9,7 +9,7 @@
 namespace coil::schedule {
 
 struct LoopNest {
-  Shape outer, inner;
+  SymShape outer, inner;
   std::vector<sym::Expr> xs, rs;
 };
 

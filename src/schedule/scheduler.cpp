@@ -18,8 +18,8 @@ struct FusionDecision {
   static FusionDecision no(std::string r) { return {false, std::move(r)}; }
 };
 
-int64_t outer_numel(const ir::Computation& c) { return numel_of(c.ranges); }
-int64_t inner_numel(const ir::Computation& c) { return numel_of(c.reduction_ranges); }
+sym::Expr outer_numel(const ir::Computation& c) { return sym_numel(c.ranges); }
+sym::Expr inner_numel(const ir::Computation& c) { return sym_numel(c.reduction_ranges); }
 
 // The buffers a computation reads.
 std::set<std::string> reads_of(const ir::Computation& c) {
@@ -44,9 +44,9 @@ struct Group {
   }
 };
 
-std::string sizes_str(int64_t outer, int64_t inner, bool reduction) {
-  return reduction ? std::to_string(outer) + " x " + std::to_string(inner) + " reduction"
-                   : std::to_string(outer) + " points";
+std::string sizes_str(sym::Expr outer, sym::Expr inner, bool reduction) {
+  return reduction ? sym::to_string(outer) + " x " + sym::to_string(inner) + " reduction"
+                   : sym::to_string(outer) + " points";
 }
 
 // Do the iteration spaces fit? A pointwise node joins a reduction kernel inside its loop (outer x
@@ -55,7 +55,7 @@ FusionDecision fits(const Group& g, const ir::Buffer& b) {
   const ir::Computation& a = *g.anchor();
   const ir::Computation& c = *b.compute;
   bool ka = a.is_reduction(), kc = c.is_reduction();
-  int64_t ao = outer_numel(a), ai = inner_numel(a), co = outer_numel(c), ci = inner_numel(c);
+  sym::Expr ao = outer_numel(a), ai = inner_numel(a), co = outer_numel(c), ci = inner_numel(c);
   std::string what =
       "kernel of " + sizes_str(ao, ai, ka) + " and " + b.name + " of " + sizes_str(co, ci, kc);
   if (!ka && !kc)

@@ -133,14 +133,16 @@ bool depends_on(Expr e, Expr v) {
 // e(v + 1) - e(v) is built as an expression in v: it simplifies to a constant exactly when
 // the simplifier can see that v is used affinely. (v + 1 takes values one past v's range, so
 // the answer holds between consecutive values of v inside it.)
-bool constant_stride(Expr e, Expr v, int64_t* stride) {
-  if (!depends_on(e, v)) {
-    *stride = 0;
-    return true;
-  }
+Expr stride(Expr e, Expr v) {
+  if (!depends_on(e, v)) return constant(0);
   Expr diff = sub(substitute(e, {{v, add(v, constant(1))}}), e);
-  if (!diff->is_const()) return false;
-  *stride = diff->value();
+  return depends_on(diff, v) ? nullptr : diff;
+}
+
+bool constant_stride(Expr e, Expr v, int64_t* stride) {
+  Expr s = sym::stride(e, v);
+  if (!s || !s->is_const()) return false;
+  *stride = s->value();
   return true;
 }
 

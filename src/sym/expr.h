@@ -157,6 +157,9 @@ bool depends_on(Expr e, Expr var);
 // False, leaving `stride` untouched, when v is used otherwise (inside a floordiv or mod that
 // does not vanish, in a product with another variable, under min/max).
 bool constant_stride(Expr e, Expr v, int64_t* stride);
+// The same difference when it does not depend on v, a constant or an expression of other
+// variables (a stride over size symbols: s1*64); null when v is used otherwise.
+Expr stride(Expr e, Expr v);
 // Whether the divisor of a FloorDiv or Mod node is a constant (else a size expression).
 inline bool has_const_divisor(Expr e) { return e->args()[1]->is_const(); }
 // A positive constant that divides every value of `e`, the largest the structure shows
@@ -170,6 +173,9 @@ bool less(Expr a, Expr b);
 
 // Readable text with Python's operators: "x0 + 8*x1 - 1", "(x0 % 32) // 8", "min(x0, 3)".
 std::string to_string(Expr e);
+// to_string's text read back; `var_of` gives the variable of each name (null: unknown, a
+// coil::Error naming the column).
+Expr parse(const std::string& text, const std::function<Expr(const std::string&)>& var_of);
 // A C expression over int64_t variables named as the Vars are. floordiv/mod print as `/` and
 // `%` when the numerator's range is non-negative, else as calls to coil_floordiv(a, b) /
 // coil_mod(a, b), which the generated code defines. min/max print as parenthesised

@@ -240,7 +240,7 @@ TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
 )");
   ASSERT_EQ(k.index_checks.size(), 1u);
   EXPECT_EQ(k.index_checks[0].op, "embedding");
-  EXPECT_EQ(k.index_checks[0].bound, 10);
+  EXPECT_EQ(k.index_checks[0].bound, sym::constant(10));
 }
 
 // Along the last dim each lane has its own index value: the kernel stays scalar (vector code

@@ -18,9 +18,9 @@ TEST(SplitReduction, LargeFullReductionsRunAsPartials) {
   g.output({g.call(OpId::sum, {sq}), g.call(OpId::amax, {x})});
   schedule::Schedule s = testing_stages::lowered_and_scheduled(g).schedule;
   ASSERT_EQ(s.kernels.size(), 2u);
-  EXPECT_EQ(s.kernels[0].outer, (Shape{256}));  // the partials: one per piece
-  EXPECT_EQ(s.kernels[0].inner, (Shape{512}));
-  EXPECT_EQ(s.kernels[1].inner, (Shape{256}));  // the partials reduced
+  EXPECT_EQ(s.kernels[0].outer, sym_constants({256}));  // the partials: one per piece
+  EXPECT_EQ(s.kernels[0].inner, sym_constants({512}));
+  EXPECT_EQ(s.kernels[1].inner, sym_constants({256}));  // the partials reduced
 }
 
 TEST(SplitReduction, SmallOrIndivisibleReductionsAreNotSplit) {

@@ -15,7 +15,7 @@ const Expr z = index_var("z", 32);
 const Expr n = var("n", {-8, 8});
 
 // The stride of e along v, or -999 when constant_stride says it is not affine.
-int64_t stride(Expr e, Expr v) {
+int64_t const_stride(Expr e, Expr v) {
   int64_t s = -999;
   return constant_stride(e, v, &s) ? s : -999;
 }
@@ -23,16 +23,16 @@ int64_t stride(Expr e, Expr v) {
 }  // namespace
 
 TEST(SymAnalysis, ConstantStride) {
-  EXPECT_EQ(stride(x * 8 + y, y), 1);
-  EXPECT_EQ(stride(x * 8 + y, x), 8);
-  EXPECT_EQ(stride(x * 8 + y, z), 0);               // not used
-  EXPECT_EQ(stride(floordiv(x * 8 + y, 8), y), 0);  // y // 8 vanishes
-  EXPECT_EQ(stride(mod(y, 8), y), 1);               // y % 8 is y
-  EXPECT_EQ(stride(3 - x * 2, x), -2);
-  EXPECT_EQ(stride(floordiv(x, 8), x), -999);
-  EXPECT_EQ(stride(mod(z, 8), z), -999);
-  EXPECT_EQ(stride(x * z, x), -999);
-  EXPECT_EQ(stride(min(x, constant(5)), x), -999);
+  EXPECT_EQ(const_stride(x * 8 + y, y), 1);
+  EXPECT_EQ(const_stride(x * 8 + y, x), 8);
+  EXPECT_EQ(const_stride(x * 8 + y, z), 0);               // not used
+  EXPECT_EQ(const_stride(floordiv(x * 8 + y, 8), y), 0);  // y // 8 vanishes
+  EXPECT_EQ(const_stride(mod(y, 8), y), 1);               // y % 8 is y
+  EXPECT_EQ(const_stride(3 - x * 2, x), -2);
+  EXPECT_EQ(const_stride(floordiv(x, 8), x), -999);
+  EXPECT_EQ(const_stride(mod(z, 8), z), -999);
+  EXPECT_EQ(const_stride(x * z, x), -999);
+  EXPECT_EQ(const_stride(min(x, constant(5)), x), -999);
   int64_t untouched = 42;
   EXPECT_FALSE(constant_stride(floordiv(x, 8), x, &untouched));
   EXPECT_EQ(untouched, 42);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <string>
 
+#include "coil/error.h"
 #include "sym/random_expr.h"
 
 using namespace coil::sym;
@@ -182,4 +183,18 @@ TEST(SymPrint, TextAndCMeanTheExpression) {
       ASSERT_EQ(Reader(c, true, env).read(), want) << c << " at " << point_str(env);
     }
   }
+}
+
+TEST(SymPrint, ParseReadsTheTextBack) {
+  using namespace coil::sym;
+  const Expr s = size_var("s0"), t = size_var("s1"), x = index_var("x", 64);
+  auto var_of = [&](const std::string& name) -> Expr {
+    return name == "s0" ? s : name == "s1" ? t : name == "x" ? x : nullptr;
+  };
+  for (Expr e : {s * t + 3, floordiv(s * t, 2) - s, mod(x, s) + floordiv(x, s * 4), min(s, t) * -2,
+                 max(s - 3, constant(0)), -s * t + 5 * x, constant(-7)})
+    EXPECT_EQ(parse(to_string(e), var_of), e) << to_string(e);
+  EXPECT_THROW(parse("s0 + q", var_of), coil::Error);
+  EXPECT_THROW(parse("s0 +", var_of), coil::Error);
+  EXPECT_THROW(parse("(s0", var_of), coil::Error);
 }

@@ -31,12 +31,6 @@ std::optional<int> decision_kernel(const std::string& d) {
   return std::nullopt;
 }
 
-std::string loops(const Shape& sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
 class Explainer {
  public:
   Explainer(const Graph& g, const Pipeline::Scheduled& s) : s_(s) {
@@ -49,9 +43,9 @@ class Explainer {
   void kernel(int k) {
     const schedule::Kernel& kernel = s_.schedule.kernels[k];
     std::cout << kernel.name << ": "
-              << (kernel.is_reduction()
-                      ? "reduction over " + loops(kernel.outer) + " x " + loops(kernel.inner)
-                      : "pointwise over " + loops(kernel.outer))
+              << (kernel.is_reduction() ? "reduction over " + sym_shape_str(kernel.outer) + " x " +
+                                              sym_shape_str(kernel.inner)
+                                        : "pointwise over " + sym_shape_str(kernel.outer))
               << "\n";
     std::vector<std::string> nodes, buffers;
     for (const schedule::KernelNode& n : kernel.nodes) {

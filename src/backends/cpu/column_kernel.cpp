@@ -49,7 +49,7 @@ class ColumnKernel : public LoopEmitter {
  public:
   ColumnKernel(const Kernel& k, const ir::Program& p, std::vector<codegen::IndexCheck>* checks)
       : LoopEmitter(k, p, false, checks),
-        chunk_start_(sym::var("chunk", sym::Range{0, k.outer.back()})),
+        chunk_start_(sym::index_var("chunk", k.outer.back() + 1)),
         fold_(column_fold(k, chunk_start_)) {}
 
   void body(CodeWriter& w) override {
@@ -60,12 +60,12 @@ class ColumnKernel : public LoopEmitter {
     vector_ = true;
     for (const KernelNode* n : fold)
       vector_ = vector_ && n->dtype == kFloat32 && cpu::vectorizable(n->body, lane_);
-    const int64_t n_last = k_.outer.back();
-    parallel_ = numel_of(k_.outer) * numel_of(k_.inner) >= kParallelMin &&
-                numel_of(k_.outer) / std::min(kColumnChunk, n_last) > 1;
-    if (numel_of(k_.outer) == 0) return;
+    const int64_t outputs = hint_numel(k_.outer);
+    parallel_ = outputs * hint_numel(k_.inner) >= kParallelMin &&
+                outputs / std::min(kColumnChunk, hint(k_.outer.back())) > 1;
+    if (sym_numel(k_.outer)->is_const(0)) return;
     const size_t depth = k_.outer.size();
-    const std::string n = std::to_string(n_last), c = std::to_string(kColumnChunk);
+    const std::string n = sym::to_c(k_.outer.back()), c = std::to_string(kColumnChunk);
     if (parallel_)
       w.line("#pragma omp parallel for schedule(static) collapse(" + std::to_string(depth) + ")");
     auto loops = outer_loops(w, depth - 1);
@@ -79,7 +79,7 @@ class ColumnKernel : public LoopEmitter {
     }
     std::vector<CodeWriter::Scope> steps;
     for (size_t d = 0; d < k_.inner.size(); ++d)
-      steps.push_back(w.block(loop_head(k_.inner_vars[d], "0", std::to_string(k_.inner[d]))));
+      steps.push_back(w.block(loop_head(k_.inner_vars[d], "0", sym::to_c(k_.inner[d]))));
     innermost(w, lane_, "chunk", "end", fold);
   }
 

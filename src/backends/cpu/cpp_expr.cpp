@@ -121,10 +121,11 @@ sym::Expr BodyEmitter::checked_index(const ir::ValueNode& v, const std::vector<E
     const IndexCheck check{v.bounds_op(), v.index_bounds()[k]};
     auto it = std::find(checks->begin(), checks->end(), check);
     if (it == checks->end()) it = checks->insert(it, check);
-    Emitted i = temp("i64",
-                     "coil_checked_index(" + args[k].text + ", " + std::to_string(check.bound) +
-                         "LL, " + std::to_string(it - checks->begin()) + ", index_error)",
-                     false);
+    Emitted i =
+        temp("i64",
+             "coil_checked_index(" + args[k].text + ", " + codegen::bound_text(check.bound) + ", " +
+                 std::to_string(it - checks->begin()) + ", index_error)",
+             false);
     at.emplace(ir::ValueNode::indirect_var(k, check.bound), sym::index_var(i.text, check.bound));
   }
   return sym::substitute(v.index(), at);

@@ -38,8 +38,9 @@ KernelSource combo_kernel(const Kernel& k, const ir::Program& program) {
       for (const std::string& b : written(part)) all_written.insert(b);
     }
   }
-  src.code =
-      function_head(k.name, src.args, all_written, program, src.index_checks) + w.text() + "}\n";
+  src.symbols = codegen::kernel_symbols(k);
+  src.code = function_head(k.name, src.args, all_written, program, src.index_checks, src.symbols) +
+             w.text() + "}\n";
   return src;
 }
 
@@ -56,8 +57,9 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   src.parallel = s->parallel();
   src.args = arguments(s->kernel());
   src.inplace = s->inplace_pairs();
+  src.symbols = codegen::kernel_symbols(s->kernel());
   src.code = function_head(k.name, src.args, written(s->kernel()), program, src.index_checks,
-                           src.inplace) +
+                           src.symbols, src.inplace) +
              w.text() + "}\n";
   return src;
 }

@@ -52,6 +52,7 @@ std::string store_stmt(const KernelNode& n, const std::string& index, const std:
 std::string function_head(const std::string& name, const std::vector<std::string>& args,
                           const std::set<std::string>& written, const ir::Program& p,
                           const std::vector<codegen::IndexCheck>& checks,
+                          const std::vector<sym::Expr>& symbols,
                           const std::vector<std::pair<std::string, std::string>>& inplace) {
   std::set<std::string> aliased;
   for (const auto& [w, r] : inplace) aliased.insert({w, r});
@@ -65,8 +66,19 @@ std::string function_head(const std::string& name, const std::vector<std::string
   }
   if (!checks.empty())
     head += "  i64* index_error = (i64*)args[" + std::to_string(args.size()) + "];\n";
+  if (!symbols.empty()) {
+    const size_t at = args.size() + (checks.empty() ? 0 : 1);
+    head += "  const i64* sizes_ = (const i64*)args[" + std::to_string(at) + "];\n";
+    for (sym::Expr s : symbols)
+      head +=
+          "  const i64 " + s->name() + " = sizes_[" + std::to_string(size_symbol_index(s)) + "];\n";
+  }
   return head;
 }
+
+int64_t LoopEmitter::hint(sym::Expr e) const { return p_.hint(e); }
+
+int64_t LoopEmitter::hint_numel(const SymShape& s) const { return p_.hint(sym_numel(s)); }
 
 LoopEmitter::LoopEmitter(const Kernel& k, const ir::Program& p, bool in_region,
                          std::vector<codegen::IndexCheck>* checks)
@@ -187,7 +199,7 @@ std::vector<CodeWriter::Scope> LoopEmitter::outer_loops(CodeWriter& w, size_t de
   std::vector<CodeWriter::Scope> loops;
   loops.reserve(depth);
   for (size_t d = 0; d < depth; ++d)
-    loops.push_back(w.block(loop_head(k_.outer_vars[d], "0", std::to_string(k_.outer[d]))));
+    loops.push_back(w.block(loop_head(k_.outer_vars[d], "0", sym::to_c(k_.outer[d]))));
   return loops;
 }
 

@@ -48,10 +48,12 @@ std::string store_stmt(const KernelNode& n, const std::string& index, const std:
 bool vectorizable(const Kernel& k, sym::Expr lane);
 
 // The kernel function's head: each argument's pointer, const unless the kernel stores to it,
-// and __restrict unless it may share memory with another (an in-place pair).
+// and __restrict unless it may share memory with another (an in-place pair); then the size
+// symbols the code reads (a dynamic graph's s0, s1, ...), from the array after the buffers.
 std::string function_head(const std::string& name, const std::vector<std::string>& args,
                           const std::set<std::string>& written, const ir::Program& p,
                           const std::vector<codegen::IndexCheck>& checks,
+                          const std::vector<sym::Expr>& symbols,
                           const std::vector<std::pair<std::string, std::string>>& inplace = {});
 
 // The printer of one kernel's loop nest; each strategy derives from it.
@@ -76,6 +78,10 @@ class LoopEmitter {
   bool parallel() const { return parallel_; }
 
  protected:
+  // A size's value at the graph's hints: what the heuristics (threads, splits, scratch rows)
+  // decide on. The code itself holds for every value.
+  int64_t hint(sym::Expr e) const;
+  int64_t hint_numel(const SymShape& s) const;
   // A body emitter for one point (or COIL_VEC points, `vector`) of the innermost loop.
   BodyEmitter emitter(CodeWriter& w, bool vector);
   // Strategies add what their bodies share (a row kernel's arrays of kept values), and what

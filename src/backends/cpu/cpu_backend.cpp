@@ -33,7 +33,7 @@ std::unique_ptr<jit::Compiler> CpuBackend::compiler() const {
 codegen::KernelCall CpuBackend::bind(const jit::Module& module,
                                      const codegen::WrapperPlan::Step& step) const {
   auto fn = static_cast<const Library&>(module).function<void(void* const*)>(step.kernel);
-  return [fn](void* const* args) { fn(args); };
+  return [fn](void* const* args, const int64_t*) { fn(args); };
 }
 
 }  // namespace coil::cpu

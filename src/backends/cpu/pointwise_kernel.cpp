@@ -13,13 +13,14 @@ class PointwiseKernel : public LoopEmitter {
   void body(CodeWriter& w) override {
     lane_ = k_.outer_vars.back();
     vector_ = vectorizable(k_, lane_);
-    parallel_ = in_region_ || (numel_of(k_.outer) >= kParallelMin && numel_of(k_.outer) > 1);
-    if (numel_of(k_.outer) == 0) return;
+    const int64_t points = hint_numel(k_.outer);
+    parallel_ = in_region_ || (points >= kParallelMin && points > 1);
+    if (sym_numel(k_.outer)->is_const(0)) return;
     std::vector<const KernelNode*> nodes;
     for (const KernelNode& n : k_.nodes) nodes.push_back(&n);
     const size_t depth = k_.outer.size();
     if (depth == 1 && parallel_) {
-      const std::string n = std::to_string(k_.outer[0]), c = std::to_string(kChunk);
+      const std::string n = sym::to_c(k_.outer[0]), c = std::to_string(kChunk);
       w.line(omp_for(1));
       auto chunks = w.block("for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ")");
       w.line("i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";");
@@ -28,7 +29,7 @@ class PointwiseKernel : public LoopEmitter {
     }
     if (parallel_ && depth > 1) w.line(omp_for(static_cast<int>(depth) - 1));
     auto loops = outer_loops(w, depth - 1);
-    innermost(w, lane_, "0", std::to_string(k_.outer.back()), nodes);
+    innermost(w, lane_, "0", sym::to_c(k_.outer.back()), nodes);
   }
 
   std::vector<std::pair<std::string, std::string>> inplace_pairs() const override {

@@ -20,12 +20,12 @@ using ir::ReduceKind;
 // by Welford's update (a division per step, in a dependent chain): when the row is a vector
 // kernel's, fits in L1 for the second pass (kMaxScratch), and is read rather than computed (a
 // second pass recomputes the body).
-bool two_pass_variance(const KernelNode& n, const Kernel& k) {
+bool two_pass_variance(const KernelNode& n, const Kernel& k, const ir::Program& p) {
   if (n.reduce != ReduceKind::WelfordM2) return false;
   const ir::Value& b = n.body;
   const bool read =
       b->op() == ir::Op::Load || (b->op() == ir::Op::Cast && b->args()[0]->op() == ir::Op::Load);
-  return numel_of(k.inner) <= kMaxScratch && read;
+  return p.hint(sym_numel(k.inner)) <= kMaxScratch && read;
 }
 
 class RowKernel : public LoopEmitter {
@@ -39,8 +39,9 @@ class RowKernel : public LoopEmitter {
   }
 
   void body(CodeWriter& w) override {
-    parallel_ = numel_of(k_.outer) * numel_of(k_.inner) >= kParallelMin && numel_of(k_.outer) > 1;
-    if (numel_of(k_.outer) == 0) return;
+    const int64_t rows = hint_numel(k_.outer);
+    parallel_ = rows * hint_numel(k_.inner) >= kParallelMin && rows > 1;
+    if (sym_numel(k_.outer)->is_const(0)) return;
     std::vector<RowBlock> bs = row_blocks(k_);
     plan_scratch(bs);
     const size_t depth = k_.outer.size();
@@ -49,7 +50,7 @@ class RowKernel : public LoopEmitter {
              (depth > 1 ? " collapse(" + std::to_string(depth) + ")" : std::string()));
     auto loops = outer_loops(w, depth);
     for (const auto& [key, name] : scratch_)
-      w.line("float " + name + "[" + std::to_string(numel_of(k_.inner)) + "];");
+      w.line("float " + name + "[" + sym::to_c(sym_numel(k_.inner)) + "];");
     for (size_t b = 0; b < bs.size(); ++b) {
       current_block_ = b;
       if (!bs[b].outer) {
@@ -95,7 +96,7 @@ class RowKernel : public LoopEmitter {
   // rounding order changes as it already does across the vector's lanes.
   static constexpr int64_t kSplitMinTrip = 128;
   int split_accumulators(const std::vector<const KernelNode*>& section) const {
-    if (!vector_ || k_.inner.back() < kSplitMinTrip) return 1;
+    if (!vector_ || hint(k_.inner.back()) < kSplitMinTrip) return 1;
     bool any = false;
     for (const KernelNode* n : section) {
       if (!n->reduce) continue;
@@ -113,13 +114,13 @@ class RowKernel : public LoopEmitter {
   // kPrefetchRowBytes, whose passes are long, and for the first such pass.
   static constexpr int64_t kPrefetchRowBytes = 1024;
   void plan_prefetch(CodeWriter& w, const std::vector<const KernelNode*>& section) {
-    if (!vector_ || pass_ < 2 || prefetched_ || k_.outer.empty() || k_.outer.back() < 2 ||
-        numel_of(k_.inner) * 4 < kPrefetchRowBytes)
+    if (!vector_ || pass_ < 2 || prefetched_ || k_.outer.empty() || hint(k_.outer.back()) < 2 ||
+        hint_numel(k_.inner) * 4 < kPrefetchRowBytes)
       return;
     if (!computes_transcendentals(section)) return;
     const sym::Expr row = k_.outer_vars.back();
     const std::string next = sym::to_string(row) + "_next";
-    const sym::Expr next_var = sym::var(next, sym::Range{0, k_.outer.back() - 1});
+    const sym::Expr next_var = sym::index_var(next, k_.outer.back());
     std::set<std::string> seen;
     for (const KernelNode* n : section)
       ir::for_each_load(n->body, [&](const ir::ValueNode& l) {
@@ -132,7 +133,7 @@ class RowKernel : public LoopEmitter {
       });
     if (prefetch_.empty()) return;
     prefetched_ = true;
-    const std::string last = std::to_string(k_.outer.back() - 1), r = sym::to_string(row);
+    const std::string last = sym::to_c(k_.outer.back() - 1), r = sym::to_string(row);
     w.line("const i64 " + next + " = " + r + " < " + last + " ? " + r + " + 1 : " + r + ";");
   }
 
@@ -147,8 +148,8 @@ class RowKernel : public LoopEmitter {
       auto pass = w.block();
       std::vector<CodeWriter::Scope> loops;
       for (size_t d = 0; d + 1 < k_.inner.size(); ++d)
-        loops.push_back(w.block(loop_head(k_.inner_vars[d], "0", std::to_string(k_.inner[d]))));
-      innermost(w, lane_, "0", std::to_string(k_.inner.back()), section, parts);
+        loops.push_back(w.block(loop_head(k_.inner_vars[d], "0", sym::to_c(k_.inner[d]))));
+      innermost(w, lane_, "0", sym::to_c(k_.inner.back()), section, parts);
     }
     prefetch_.clear();
     for (const KernelNode* n : section) {
@@ -167,7 +168,8 @@ class RowKernel : public LoopEmitter {
   // Transcendental values that a later pass over the same row computes again (softmax's exp:
   // once for the sum, once for the output) are kept in a row-sized array on the stack instead.
   void plan_scratch(const std::vector<RowBlock>& bs) {
-    if (numel_of(k_.inner) > kMaxScratch) return;
+    // A stack array needs a size the compiler knows.
+    if (!is_static(k_.inner) || hint_numel(k_.inner) > kMaxScratch) return;
     std::map<std::string, size_t> first_section;
     for (size_t b = 0; b < bs.size(); ++b) {
       for (const KernelNode* n : bs[b].section) {
@@ -198,7 +200,10 @@ class RowKernel : public LoopEmitter {
 Strategy row_kernel(const Kernel& k, const ir::Program& p,
                     std::vector<codegen::IndexCheck>* checks) {
   const bool vector = vectorizable(k, k.inner_vars.back());
-  auto rewritten = std::make_unique<Kernel>(vector ? two_pass_variances(k, two_pass_variance) : k);
+  auto two_pass = [&p](const KernelNode& n, const Kernel& kk) {
+    return two_pass_variance(n, kk, p);
+  };
+  auto rewritten = std::make_unique<Kernel>(vector ? two_pass_variances(k, two_pass) : k);
   return std::make_unique<RowKernel>(std::move(rewritten), p, checks, vector);
 }
 

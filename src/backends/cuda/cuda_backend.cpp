@@ -85,17 +85,21 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
   const codegen::Launch l = step.launch;
   const size_t nargs = step.args.size();
   const bool checks = !step.index_checks.empty();
-  return [f, device, l, nargs, checks, name = step.kernel](void* const* args) {
-    std::vector<void*> params(nargs + 1);
+  return [f, device, l, nargs, checks, symbols = step.symbols, name = step.kernel](
+             void* const* args, const int64_t* sizes) {
+    std::vector<void*> params(nargs + 1 + symbols.size());
     for (size_t i = 0; i < nargs; ++i) params[i] = const_cast<void**>(args) + i;
     void* record = nullptr;
+    size_t at = nargs;
     if (checks) {
       record = cuda::allocate(2 * sizeof(int64_t), device);
       cuda::zero(record, 2 * sizeof(int64_t), device);
-      params[nargs] = &record;
+      params[at++] = &record;
     }
-    launch(f, name, device, static_cast<unsigned>(l.grid), static_cast<unsigned>(l.block),
-           static_cast<unsigned>(l.shared), params.data());
+    // Sizes by value: the launch copies each from the call's array.
+    for (int s : symbols) params[at++] = const_cast<int64_t*>(sizes + s);
+    launch(f, name, device, static_cast<unsigned>(evaluate_sizes(l.grid, sizes)),
+           static_cast<unsigned>(l.block), static_cast<unsigned>(l.shared), params.data());
     if (checks) {
       cuda::copy(args[nargs], kCPU, record, Device(DeviceType::CUDA, device), 2 * sizeof(int64_t));
       cuda::free(record, device);

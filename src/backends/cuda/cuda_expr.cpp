@@ -65,8 +65,8 @@ std::string CudaEmitter::emit_load(const ir::ValueNode& v, const std::vector<std
       auto it = std::find(checks->begin(), checks->end(), check);
       if (it == checks->end()) it = checks->insert(it, check);
       std::string i =
-          temp("i64", "coil_checked_index(" + args[k] + ", " + std::to_string(check.bound) +
-                          "LL, " + std::to_string(it - checks->begin()) + ", index_error)");
+          temp("i64", "coil_checked_index(" + args[k] + ", " + codegen::bound_text(check.bound) +
+                          ", " + std::to_string(it - checks->begin()) + ", index_error)");
       at.emplace(ir::ValueNode::indirect_var(k, check.bound), sym::index_var(i, check.bound));
     }
     index = sym::substitute(index, at);

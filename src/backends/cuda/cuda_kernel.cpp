@@ -35,7 +35,7 @@ Kernel bound(const Kernel& k, const sym::Bindings& b) {
 }
 
 // Each of `vars` (sizes `sizes`) as an expression of the flat index `flat`.
-void bind_flat(sym::Bindings& b, const std::vector<sym::Expr>& vars, const Shape& sizes,
+void bind_flat(sym::Bindings& b, const std::vector<sym::Expr>& vars, const SymShape& sizes,
                sym::Expr flat) {
   std::vector<sym::Expr> parts = ir::unravel(flat, sizes);
   for (size_t d = 0; d < vars.size(); ++d) b.emplace(vars[d], parts[d]);
@@ -43,7 +43,8 @@ void bind_flat(sym::Bindings& b, const std::vector<sym::Expr>& vars, const Shape
 
 std::string head(const std::string& name, const std::vector<std::string>& args,
                  const std::set<std::string>& written, const ir::Program& p,
-                 const std::set<std::string>& aliased, bool checks, int64_t block) {
+                 const std::set<std::string>& aliased, bool checks,
+                 const std::vector<sym::Expr>& symbols, int64_t block) {
   std::string h =
       "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " + name + "(";
   for (size_t i = 0; i < args.size(); ++i) {
@@ -53,6 +54,9 @@ std::string head(const std::string& name, const std::vector<std::string>& args,
          (aliased.count(args[i]) ? "* " : "* __restrict__ ") + args[i];
   }
   if (checks) h += std::string(args.empty() ? "" : ", ") + "i64* index_error";
+  // A dynamic graph's sizes, by value.
+  for (sym::Expr s : symbols)
+    h += std::string(args.empty() && !checks && s == symbols[0] ? "" : ", ") + "i64 " + s->name();
   return h + ")";
 }
 
@@ -136,17 +140,19 @@ class Printer {
   }
 
   // A pointwise kernel's body at flat index `flat` (< numel), for threads of a block of kBlock.
-  void pointwise_body(const Kernel& k, const std::string& first_block) {
-    const int64_t numel = numel_of(k.outer);
-    sym::Expr i = sym::var("i", sym::Range{0, std::max<int64_t>(numel, 1) - 1});
+  void pointwise_body(const Kernel& k, sym::Expr first_block) {
+    const sym::Expr numel = sym_numel(k.outer);
+    sym::Expr i = sym::index_var("i", numel);
     sym::Bindings b;
     bind_flat(b, k.outer_vars, k.outer, i);
     bound_.push_back(bound(k, b));
     const Kernel& bk = bound_.back();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
-    w_.line("const i64 i = ((i64)blockIdx.x - " + first_block + ") * " +
-            std::to_string(kPointwiseBlock) + " + threadIdx.x;");
-    auto guard = w_.block("if (i < " + std::to_string(numel) + ")");
+    const std::string first =
+        first_block->is_const() ? sym::to_c(first_block) : "(" + sym::to_c(first_block) + ")";
+    w_.line("const i64 i = ((i64)blockIdx.x - " + first + ") * " + std::to_string(kPointwiseBlock) +
+            " + threadIdx.x;");
+    auto guard = w_.block("if (i < " + sym::to_c(numel) + ")");
     CudaEmitter em = emitter();
     std::vector<const KernelNode*> nodes;
     for (const KernelNode& n : bk.nodes) nodes.push_back(&n);
@@ -154,9 +160,9 @@ class Printer {
   }
 
   void row_body(const Kernel& k, int64_t threads) {
-    const int64_t rows = numel_of(k.outer), r_numel = numel_of(k.inner);
-    sym::Expr row = sym::var("row", sym::Range{0, std::max<int64_t>(rows, 1) - 1});
-    sym::Expr r = sym::var("r", sym::Range{0, std::max<int64_t>(r_numel, 1) - 1});
+    const sym::Expr rows = sym_numel(k.outer), r_numel = sym_numel(k.inner);
+    sym::Expr row = sym::index_var("row", rows);
+    sym::Expr r = sym::index_var("r", r_numel);
     sym::Bindings b;
     bind_flat(b, k.outer_vars, k.outer, row);
     bind_flat(b, k.inner_vars, k.inner, r);
@@ -166,7 +172,7 @@ class Printer {
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
     w_.line("__shared__ double coil_smem[66];");
     w_.line("const i64 row = blockIdx.x;");
-    const std::string t = std::to_string(threads), rn = std::to_string(r_numel);
+    const std::string t = std::to_string(threads), rn = sym::to_c(r_numel);
     for (const codegen::RowBlock& blk : codegen::row_blocks(bk)) {
       if (blk.outer) {
         CudaEmitter em = emitter();
@@ -258,25 +264,27 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   Printer pr(rewritten, program, src);
   int64_t block = kPointwiseBlock;
   if (rows) {
-    const int64_t r_numel = numel_of(k.inner);
+    // The block's width from the row length at the hints; every length loops over the row.
+    const int64_t r_numel = program.hint(sym_numel(k.inner));
     block = r_numel >= kRowBlock ? kRowBlock : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
     pr.row_body(rewritten, block);
-    src.launch = {numel_of(k.outer), block, 0};
+    src.launch = {sym_numel(k.outer), block, 0};
     std::map<const KernelNode*, size_t> pass_of;
     std::vector<codegen::RowBlock> bs = codegen::row_blocks(rewritten);
     for (size_t b = 0; b < bs.size(); ++b)
       for (const KernelNode* n : bs[b].section) pass_of[n] = b;
     src.inplace = codegen::inplace_pairs(rewritten, program, pass_of);
   } else {
-    int64_t blocks = 0;
+    sym::Expr blocks = sym::constant(0);
     for (const Kernel& part : parts) {
-      const int64_t n = (numel_of(part.outer) + kPointwiseBlock - 1) / kPointwiseBlock;
-      auto scope = pr.writer().block(
-          parts.size() == 1 ? std::string()
-                            : "if (blockIdx.x >= " + std::to_string(blocks) + " && blockIdx.x < " +
-                                  std::to_string(blocks + n) + ")");
-      pr.pointwise_body(part, std::to_string(blocks));
-      blocks += n;
+      const sym::Expr n =
+          sym::floordiv(sym_numel(part.outer) + (kPointwiseBlock - 1), kPointwiseBlock);
+      auto scope = pr.writer().block(parts.size() == 1
+                                         ? std::string()
+                                         : "if (blockIdx.x >= " + sym::to_c(blocks) +
+                                               " && blockIdx.x < " + sym::to_c(blocks + n) + ")");
+      pr.pointwise_body(part, blocks);
+      blocks = blocks + n;
     }
     src.launch = {blocks, block, 0};
     if (k.parts.empty()) src.inplace = codegen::inplace_pairs(k, program, {});
@@ -290,7 +298,9 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   }
   std::set<std::string> aliased;
   for (const auto& [w, r] : src.inplace) aliased.insert({w, r});
-  src.code = head(k.name, src.args, written, program, aliased, !src.index_checks.empty(), block) +
+  src.symbols = codegen::kernel_symbols(k);
+  src.code = head(k.name, src.args, written, program, aliased, !src.index_checks.empty(),
+                  src.symbols, block) +
              " {\n" + pr.writer().text() + "}\n";
   return src;
 }
