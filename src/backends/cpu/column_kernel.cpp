@@ -60,14 +60,16 @@ class ColumnKernel : public LoopEmitter {
     vector_ = true;
     for (const KernelNode* n : fold)
       vector_ = vector_ && n->dtype == kFloat32 && cpu::vectorizable(n->body, lane_);
-    const int64_t outputs = hint_numel(k_.outer);
-    parallel_ = outputs * hint_numel(k_.inner) >= kParallelMin &&
-                outputs / std::min(kColumnChunk, hint(k_.outer.back())) > 1;
+    // More than one chunk of outputs: outputs / chunk > 1.
+    const sym::Expr outputs = sym_numel(k_.outer);
+    decide_parallel({{outputs * sym_numel(k_.inner), sym::constant(kParallelMin)},
+                     {outputs, 2 * sym::min(sym::constant(kColumnChunk), k_.outer.back())}});
     if (sym_numel(k_.outer)->is_const(0)) return;
     const size_t depth = k_.outer.size();
     const std::string n = sym::to_c(k_.outer.back()), c = std::to_string(kColumnChunk);
     if (parallel_)
-      w.line("#pragma omp parallel for schedule(static) collapse(" + std::to_string(depth) + ")");
+      w.line("#pragma omp parallel for schedule(static)" + parallel_if_ + " collapse(" +
+             std::to_string(depth) + ")");
     auto loops = outer_loops(w, depth - 1);
     auto chunks = w.block("for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ")");
     w.line("i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";");

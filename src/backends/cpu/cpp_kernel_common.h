@@ -97,8 +97,13 @@ class LoopEmitter {
   void innermost(CodeWriter& w, sym::Expr var, const std::string& lo, const std::string& hi,
                  const std::vector<const KernelNode*>& nodes, int parts = 1);
   // The pragma that shares out the next `collapse` loops among the threads: its own parallel
-  // region, or (a combo's part) the region already open, with no barrier after it.
+  // region (with parallel_if_'s clause), or (a combo's part) the region already open, with no
+  // barrier after it.
   std::string omp_for(int collapse) const;
+  // Whether the loops run on the thread team: when every `lhs >= rhs` of `tests` holds. Static
+  // sizes decide here; sizes known only at run time give the pragma an if clause with the tests
+  // the ranges leave open, so each call decides.
+  void decide_parallel(const std::vector<std::pair<sym::Expr, sym::Expr>>& tests);
   // The outer loops `0 .. depth - 1`, each a block of the previous one.
   std::vector<CodeWriter::Scope> outer_loops(CodeWriter& w, size_t depth);
 
@@ -110,7 +115,8 @@ class LoopEmitter {
   bool vector_ = false;
   bool parallel_ = false;
   bool in_region_ = false;
-  int acc_part_ = 0;  // which of a split reduction's accumulators the body updates
+  std::string parallel_if_;  // " if(...)", a dynamic kernel's run-time choice of threads
+  int acc_part_ = 0;         // which of a split reduction's accumulators the body updates
   int counter_ = 0;
   std::vector<codegen::IndexCheck>* checks_;
 };

@@ -13,8 +13,11 @@ class PointwiseKernel : public LoopEmitter {
   void body(CodeWriter& w) override {
     lane_ = k_.outer_vars.back();
     vector_ = vectorizable(k_, lane_);
-    const int64_t points = hint_numel(k_.outer);
-    parallel_ = in_region_ || (points >= kParallelMin && points > 1);
+    const sym::Expr points = sym_numel(k_.outer);
+    if (in_region_)
+      parallel_ = true;
+    else
+      decide_parallel({{points, sym::constant(kParallelMin)}, {points, sym::constant(2)}});
     if (sym_numel(k_.outer)->is_const(0)) return;
     std::vector<const KernelNode*> nodes;
     for (const KernelNode& n : k_.nodes) nodes.push_back(&n);

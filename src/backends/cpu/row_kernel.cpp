@@ -39,15 +39,14 @@ class RowKernel : public LoopEmitter {
   }
 
   void body(CodeWriter& w) override {
-    const int64_t rows = hint_numel(k_.outer);
-    parallel_ = rows * hint_numel(k_.inner) >= kParallelMin && rows > 1;
+    const sym::Expr rows = sym_numel(k_.outer);
+    decide_parallel(
+        {{rows * sym_numel(k_.inner), sym::constant(kParallelMin)}, {rows, sym::constant(2)}});
     if (sym_numel(k_.outer)->is_const(0)) return;
     std::vector<RowBlock> bs = row_blocks(k_);
     plan_scratch(bs);
     const size_t depth = k_.outer.size();
-    if (parallel_)
-      w.line("#pragma omp parallel for schedule(static)" +
-             (depth > 1 ? " collapse(" + std::to_string(depth) + ")" : std::string()));
+    if (parallel_) w.line(omp_for(static_cast<int>(depth)));
     auto loops = outer_loops(w, depth);
     for (const auto& [key, name] : scratch_)
       w.line("float " + name + "[" + sym::to_c(sym_numel(k_.inner)) + "];");
