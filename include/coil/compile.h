@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -32,7 +33,12 @@ struct CompileOptions {
   std::string backend = "inductor";
   std::string mode = "default";
   bool fullgraph = false;  // a graph break is an error instead of a split into segments
-  bool dynamic = false;    // reserved: dynamic shapes are not supported yet
+  // Dynamic shapes (docs/dynamic.md). Unset (the default): automatic, as torch.compile: the
+  // first graph is static; when a call misses because sizes changed, the dims that changed
+  // become symbolic and the recompiled graph serves every later size. true: every input dim
+  // symbolic from the first call. false: always static, a recompile per new size.
+  // coil::mark_dynamic / mark_static choose single dims. Sizes 0 and 1 are always specialised.
+  std::optional<bool> dynamic;
   // Free-form options as in torch.compile(options={...}), each true or false:
   // "trace.enabled", "trace.graph_diagram" (docs/debugging.md) and "async_compile" (default
   // true: the C++ compiler runs beside the first call's library calls; docs/pipeline.md).
@@ -50,6 +56,13 @@ struct CompileOptions {
 std::map<std::string, int64_t> counters();
 // Forgets every compiled graph and zeroes the counters.
 void compiler_reset();
+
+// As torch._dynamo.mark_dynamic / mark_static: when a compiled function is next captured with
+// `t` as an input, dim `dim` of it is symbolic (its graph serves every size of that dim) or
+// static (a new size recompiles), whatever CompileOptions::dynamic says, unless that is false.
+// mark_dynamic of a dim of size 0 or 1 is a coil::Error: those sizes are always specialised.
+void mark_dynamic(const Tensor& t, int64_t dim);
+void mark_static(const Tensor& t, int64_t dim);
 
 namespace detail {
 

@@ -63,6 +63,8 @@ struct Tracer::State {
   void mark_view(const Tensor& out, const Tensor& input, ViewStep step);
   Tensor make_proxy(Node* node, const TensorMeta& meta);
   Node* current_value(const Tensor& t);
+  std::optional<SymLayout> symbolic_layout(const TensorMeta& m, const std::string& name,
+                                           uint64_t dynamic);
   void flush();
   void start_segment();
   std::vector<Node*> mutation_nodes();
@@ -80,6 +82,10 @@ struct Proxy : TensorExtension {
                "(it has no data); return it from the function instead of storing it elsewhere");
     state->owner->graph_break(self, what, where);
   }
+  // The program read a size of a dynamic graph's tensor as a number: whatever it does with it
+  // holds only for that value, so the graph is specialised to it (torch guards on the
+  // SymInt's value when Python turns it into an int).
+  void read_geometry(const TensorImpl& self, GeometryRead what, int64_t dim) override;
 };
 Proxy* proxy_of(const Tensor& t, const Tracer::State* state) {
   auto* p = dynamic_cast<Proxy*>(t.impl()->proxy.get());
@@ -166,10 +172,57 @@ Tracer::~Tracer() {
 bool Tracer::had_break() const { return state_->broke; }
 const std::vector<Tensor>& Tracer::input_values() const { return state_->real_inputs; }
 
-Tensor Tracer::input(const Tensor& real, const std::string& name) {
+void Proxy::read_geometry(const TensorImpl& self, GeometryRead what, int64_t dim) {
+  const std::shared_ptr<ShapeEnv>& env = state->graph->shape_env();
+  if (!state->alive || !env || node->graph() != state->graph.get()) return;
+  const SymLayout l = node->sym_layout();
+  auto fix = [&](sym::Expr e, const std::string& read) {
+    if (!e->is_const())
+      env->guard_int(e, node->name() + "." + read + " read by the program as a number");
+  };
+  const std::string d = std::to_string(dim);
+  switch (what) {
+    case GeometryRead::Size:
+      return fix(l.sizes.at(static_cast<size_t>(dim)), "size(" + d + ")");
+    case GeometryRead::Stride:
+      return fix(l.strides.at(static_cast<size_t>(dim)), "stride(" + d + ")");
+    case GeometryRead::Sizes:
+      for (sym::Expr e : l.sizes) fix(e, "sizes()");
+      return;
+    case GeometryRead::Strides:
+      for (sym::Expr e : l.strides) fix(e, "strides()");
+      return;
+    case GeometryRead::Numel:
+      return fix(sym_numel(l.sizes), "numel()");
+  }
+}
+
+namespace {
+
+// Strides dense in some order of the dims (contiguous, or a permutation of it): the order,
+// innermost last; nullopt for other layouts.
+std::optional<std::vector<size_t>> dense_order(const TensorMeta& m) {
+  std::vector<size_t> order(m.sizes.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return m.strides[a] > m.strides[b]; });
+  int64_t expected = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    if (m.strides[order[i]] != expected) return std::nullopt;
+    expected *= m.sizes[order[i]];
+  }
+  return order;
+}
+
+}  // namespace
+
+Tensor Tracer::input(const Tensor& real, const std::string& name, uint64_t dynamic) {
   COIL_CHECK(real.defined(), "compiled function '", state_->options.name, "': input '", name,
              "' is an undefined tensor");
-  Node* n = state_->graph->placeholder(name, meta_of(real));
+  const TensorMeta meta = meta_of(real);
+  std::optional<SymLayout> layout;
+  if (dynamic) layout = state_->symbolic_layout(meta, name, dynamic);
+  Node* n = state_->graph->placeholder(name, meta, layout);
   Tensor p = meta_tensor(meta_of(real));
   p.impl()->requires_grad = real.requires_grad();
   p.impl()->proxy = std::make_shared<Proxy>(state_, n);
@@ -268,6 +321,46 @@ void Tracer::assign(const Tensor& self, const Tensor& value) {
     s.written.push_back({self, m});
   }
   s.known[self.impl()] = v;
+}
+
+// An input's geometry with a symbol for each dynamic dim of size >= 2, strides dense in the
+// same dim order as the real ones; nullopt when no dim is symbolic.
+std::optional<SymLayout> Tracer::State::symbolic_layout(const TensorMeta& m,
+                                                        const std::string& name, uint64_t dynamic) {
+  auto log = [&](const std::string& text) { debug::log("dynamic", options.name, text); };
+  std::optional<std::vector<size_t>> order = dense_order(m);
+  if (!order) {
+    log(name + ": strides " + shape_str(m.strides) + " are not dense in any dim order: static");
+    return std::nullopt;
+  }
+  if (!graph->shape_env()) {
+    auto env = std::make_shared<ShapeEnv>();
+    env->on_event = [log](const std::string& text) { log(text); };
+    graph->set_shape_env(std::move(env));
+  }
+  ShapeEnv& env = *graph->shape_env();
+  SymShape sizes;
+  bool any = false;
+  for (size_t d = 0; d < m.sizes.size(); ++d) {
+    const std::string source = name + ".size(" + std::to_string(d) + ")";
+    if (!(dynamic >> d & 1) || m.sizes[d] < 2) {
+      if (dynamic >> d & 1)
+        log(source + " = " + std::to_string(m.sizes[d]) +
+            ": specialised (sizes 0 and 1 are never symbolic)");
+      sizes.push_back(sym::constant(m.sizes[d]));
+      continue;
+    }
+    sizes.push_back(env.create_symbol(m.sizes[d], source));
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  SymShape strides(sizes.size());
+  sym::Expr expected = sym::constant(1);
+  for (size_t i = order->size(); i-- > 0;) {
+    strides[(*order)[i]] = expected;
+    expected = expected * sizes[(*order)[i]];
+  }
+  return SymLayout{sizes, strides, sym::constant(m.offset)};
 }
 
 Node* Tracer::State::current_value(const Tensor& t) {

@@ -41,8 +41,10 @@ class Tracer : public DispatchHook {
   Tracer(const CompileOptions& options, GraphCompiler compile_segment);
   ~Tracer() override;
 
-  // Proxies for the function's tensor inputs (placeholders, in order).
-  Tensor input(const Tensor& real, const std::string& name);
+  // Proxies for the function's tensor inputs (placeholders, in order). Dims in `dynamic` (bit
+  // d for dim d) get size symbols, but sizes 0 and 1, and inputs whose strides are not dense
+  // in some dim order, which stay static (logged).
+  Tensor input(const Tensor& real, const std::string& name, uint64_t dynamic = 0);
 
   std::vector<Tensor> call(OpId op, std::vector<Arg>& args) override;
   void assign(const Tensor& self, const Tensor& value) override;

@@ -179,6 +179,7 @@ capture::CompiledGraph compile_inner(std::shared_ptr<Graph> g, const Graph& keye
   codegen::ModuleFuture module;
   if (!kernels.empty()) module = module_of(backend, compiled.source, options, trace);
   compiled.plan = stages::wrapper(program, sched, kernels, trace);
+  if (const std::shared_ptr<ShapeEnv>& env = g->shape_env()) compiled.guards = env->guards();
   if (!cache_key.empty())
     trace.timeline().stage("graph cache store", "cache",
                            [&] { return store_cached_graph(cache_key, keyed, compiled); });

@@ -46,8 +46,6 @@ void validate(const CompileOptions& o) {
              "'; known modes: ", join(kModes));
   COIL_CHECK(o.mode == "default", "coil::compile: mode '", o.mode,
              "' is not implemented yet; use mode \"default\"");
-  COIL_CHECK(!o.dynamic, "coil::compile: dynamic=true (dynamic shapes) is not supported yet; ",
-             "coil specialises on sizes and recompiles when they change");
   COIL_CHECK(o.cache_size_limit >= 1, "coil::compile: cache_size_limit must be at least 1, got ",
              o.cache_size_limit);
   for (const auto& [key, value] : o.options) {
@@ -102,6 +100,7 @@ class CompiledFunctionImpl {
     std::unique_lock lock(mutex);
     entries.clear();
     segments.clear();
+    changed_dims.clear();
     warned_limit = false;
   }
 
@@ -117,12 +116,20 @@ class CompiledFunctionImpl {
   std::string folder(const std::string& graph) const {
     return options.name + "_" + std::to_string(id) + "_" + graph;
   }
+  // `dynamic`: for each tensor input (flattened), the dims captured with size symbols.
   ValueList trace(const ValueList& inputs, const std::function<ValueList(const ValueList&)>& run,
-                  CacheEntry* capture_into, debug::CompileTrace* compile_trace = nullptr);
+                  CacheEntry* capture_into, debug::CompileTrace* compile_trace = nullptr,
+                  const std::vector<uint64_t>& dynamic = {});
+  std::vector<uint64_t> dynamic_dims(const ValueList& inputs) const;
+  // Automatic dynamic: the dims whose size differs from the last graph's join changed_dims.
+  void note_changed_sizes(const ValueList& inputs);
   capture::CompiledGraph compile_segment(std::shared_ptr<const Graph> g);
 
   std::shared_mutex mutex;
   std::vector<std::unique_ptr<CacheEntry>> entries;
+  // Automatic dynamic shapes: per tensor input (flattened), the dims whose size changed
+  // between calls; later captures make them symbolic.
+  std::vector<uint64_t> changed_dims;
   bool warned_limit = false;
   std::mutex segments_mutex;
   std::unordered_map<std::string, capture::CompiledGraph> segments;
@@ -181,26 +188,54 @@ capture::CompiledGraph CompiledFunctionImpl::compile_segment(std::shared_ptr<con
 // Runs `run` on proxies (or, after a break, in segments). With `capture_into`, a graph
 // without breaks is compiled into that entry (its compile recorded in `compile_trace`) and
 // run; the results are always real.
+std::vector<uint64_t> CompiledFunctionImpl::dynamic_dims(const ValueList& inputs) const {
+  std::vector<uint64_t> out;
+  if (options.dynamic == false) return out;
+  for (const Tensor& t : tensors_of(inputs)) {
+    const size_t i = out.size();
+    uint64_t mask =
+        options.dynamic == true ? ~uint64_t{0} : (i < changed_dims.size() ? changed_dims[i] : 0);
+    if (t.defined()) mask = (mask | t.impl()->marked_dynamic) & ~t.impl()->marked_static;
+    out.push_back(mask);
+  }
+  return out;
+}
+
+void CompiledFunctionImpl::note_changed_sizes(const ValueList& inputs) {
+  std::vector<uint64_t> changed = entries.back()->guards.changed_sizes(inputs);
+  if (changed_dims.size() < changed.size()) changed_dims.resize(changed.size(), 0);
+  for (size_t i = 0; i < changed.size(); ++i) {
+    const uint64_t fresh = changed[i] & ~changed_dims[i];
+    changed_dims[i] |= changed[i];
+    for (int d = 0; d < 64; ++d)
+      if (fresh >> d & 1)
+        debug::log("dynamic", prefix(entries.size()),
+                   "automatic dynamic: tensor input " + std::to_string(i) + " dim " +
+                       std::to_string(d) + " changed size; capturing it as a symbol");
+  }
+}
+
 ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
                                       const std::function<ValueList(const ValueList&)>& run,
-                                      CacheEntry* capture_into,
-                                      debug::CompileTrace* compile_trace) {
+                                      CacheEntry* capture_into, debug::CompileTrace* compile_trace,
+                                      const std::vector<uint64_t>& dynamic) {
   auto capture_start = debug::Clock::now();
   capture::Tracer tracer(
       options, [this](std::shared_ptr<const Graph> g) { return compile_segment(std::move(g)); });
   ValueList proxies;
-  size_t k = 0;
+  size_t k = 0;  // tensors so far
   auto name = [&](size_t i) {
     return i < options.arg_names.size() ? options.arg_names[i] : "arg" + std::to_string(i);
   };
+  auto dims = [&] { return k < dynamic.size() ? dynamic[k] : 0; };
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (auto* t = std::get_if<Tensor>(&inputs[i])) {
-      proxies.push_back(tracer.input(*t, name(i)));
+      proxies.push_back(tracer.input(*t, name(i), dims()));
       ++k;
     } else if (auto* l = std::get_if<std::vector<Tensor>>(&inputs[i])) {
       std::vector<Tensor> ps;
-      for (size_t j = 0; j < l->size(); ++j)
-        ps.push_back(tracer.input((*l)[j], name(i) + "_" + std::to_string(j)));
+      for (size_t j = 0; j < l->size(); ++j, ++k)
+        ps.push_back(tracer.input((*l)[j], name(i) + "_" + std::to_string(j), dims()));
       proxies.push_back(std::move(ps));
     } else {
       proxies.push_back(inputs[i]);
@@ -264,6 +299,13 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
       aot::needs_joint_graph(*graph, real_inputs)
           ? compile_fx_training(graph, options, *compile_trace, real_inputs, result_tensors.size())
           : compile_fx(graph, options, *compile_trace);
+  // Compiling may have added size guards (lowering decides with the hints): collected now.
+  e.guards.guard_symbols(*graph);
+  if (e.guards.is_dynamic()) {
+    std::string guards = e.guards.str(options.arg_names);
+    debug::log("guards", prefix(entries.size()), "guards of the dynamic graph:\n" + guards);
+    compile_trace->write("guards.txt", [&] { return guards; });
+  }
   return run_entry(e, inputs);
 }
 
@@ -338,6 +380,7 @@ ValueList CompiledFunctionImpl::call(const ValueList& inputs,
     trigger = "recompile: " + why.value_or("no cached graph matched");
     debug::log("recompiles", prefix(entries.size()),
                "recompiling " + options.name + ": " + why.value_or("no cached graph matched"));
+    if (!options.dynamic.has_value()) note_changed_sizes(inputs);
   }
   bump(Counter::captures);
   auto entry = std::make_unique<CacheEntry>();
@@ -350,7 +393,7 @@ ValueList CompiledFunctionImpl::call(const ValueList& inputs,
       prefix(entries.size()), folder(std::to_string(entries.size())), options,
       {{"function", options.name}, {"graph", graph_id}, {"trigger", trigger}, {"guards", guards}});
   compile_trace.write("guards.txt", [&] { return guards; });
-  ValueList results = trace(inputs, run, entry.get(), &compile_trace);
+  ValueList results = trace(inputs, run, entry.get(), &compile_trace, dynamic_dims(inputs));
   entries.push_back(std::move(entry));
   return results;
 }
@@ -373,6 +416,32 @@ ValueList call_compiled(CompiledFunctionImpl& impl, const ValueList& inputs,
 }  // namespace coil::detail
 
 namespace coil {
+
+namespace {
+TensorImpl& marked(const Tensor& t, int64_t dim, const char* fn) {
+  COIL_CHECK(t.defined(), fn, ": the tensor is undefined");
+  COIL_CHECK(dim >= -t.dim() && dim < t.dim() && t.dim() <= 64, fn, ": dim ", dim,
+             " is out of range for a tensor with ", t.dim(), " dims");
+  return *t.impl();
+}
+}  // namespace
+
+void mark_dynamic(const Tensor& t, int64_t dim) {
+  TensorImpl& impl = marked(t, dim, "coil::mark_dynamic");
+  if (dim < 0) dim += t.dim();
+  const int64_t size = impl.meta.sizes[static_cast<size_t>(dim)];
+  COIL_CHECK(size >= 2, "coil::mark_dynamic: dim ", dim, " has size ", size,
+             "; sizes 0 and 1 are always specialised (as torch does), so it cannot be dynamic");
+  impl.marked_dynamic |= uint64_t{1} << dim;
+  impl.marked_static &= ~(uint64_t{1} << dim);
+}
+
+void mark_static(const Tensor& t, int64_t dim) {
+  TensorImpl& impl = marked(t, dim, "coil::mark_static");
+  if (dim < 0) dim += t.dim();
+  impl.marked_static |= uint64_t{1} << dim;
+  impl.marked_dynamic &= ~(uint64_t{1} << dim);
+}
 
 void compiler_reset() {
   {

@@ -34,7 +34,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the entries' layout or the meaning of a key changes.
-constexpr const char* kFormat = "coil-graph-3";
+constexpr const char* kFormat = "coil-graph-4";
 constexpr const char* kArea = "graphs";
 
 // Thrown while writing an entry down: what the cache cannot keep.
@@ -399,7 +399,8 @@ std::string graph_cache_key(const Graph& graph, const CompileOptions& options) {
   h.add(kFormat);
   h.add(coil_identity());
   h.add(options.backend);
-  h.add(print_graph(graph));
+  // A dynamic graph without its hints: one entry serves every size its guards allow.
+  h.add(print_graph(graph, /*hints=*/false));
   return h.hex();
 }
 
@@ -413,7 +414,24 @@ std::optional<CachedGraph> load_cached_graph(const std::string& key, const Graph
   try {
     json j = json::parse(*text);
     if (j.at("format").get<std::string>() != kFormat) throw std::runtime_error("an old format");
-    CachedGraph entry{"", plan_of(j.at("plan"), graph)};
+    CachedGraph entry{"", plan_of(j.at("plan"), graph), {}};
+    for (const json& g : j.at("guards")) {
+      const int kind = g.at(0).get<int>();
+      if (kind < 0 || kind > static_cast<int>(SymGuard::Kind::Le))
+        throw std::runtime_error("a guard of unknown kind");
+      entry.guards.push_back({static_cast<SymGuard::Kind>(kind), expr_of(g.at(1)), expr_of(g.at(2)),
+                              g.at(3).get<std::string>()});
+    }
+    if (!entry.guards.empty()) {
+      ShapeEnv* env = graph.shape_env().get();
+      if (!env) throw std::runtime_error("size guards for a static graph");
+      for (const SymGuard& g : entry.guards)
+        if (!g.holds(env->hint_values())) {
+          log_cache("miss " + key + ": made for sizes where " + g.str());
+          return std::nullopt;
+        }
+      for (const SymGuard& g : entry.guards) env->restore_guard(g);
+    }
     if (j.at("kernels").get<bool>()) {
       std::optional<std::string> source = read_file(place.path(".src"));
       if (!source) throw std::runtime_error("its source is missing");
@@ -431,9 +449,14 @@ std::string store_cached_graph(const std::string& key, const Graph& graph,
                                const CachedGraph& entry) {
   json j;
   try {
+    json guards = json::array();
+    for (const SymGuard& g : entry.guards)
+      guards.push_back(
+          json::array({static_cast<int>(g.kind), expr_json(g.lhs), expr_json(g.rhs), g.reason}));
     j = {{"format", kFormat},
          {"kernels", !entry.source.empty()},
-         {"plan", plan_json(entry.plan, graph)}};
+         {"plan", plan_json(entry.plan, graph)},
+         {"guards", guards}};
   } catch (const NotCacheable& e) {
     log_cache("not stored " + key + ": " + e.why);
     return e.why;

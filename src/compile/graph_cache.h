@@ -9,6 +9,8 @@
 // storage offset, and each constant's elements to the last bit. A parameter enters by name and
 // layout but not by value, since no stage reads a parameter's elements: an entry stores which
 // parameter each constant buffer is, and loading binds the graph's parameters of that call.
+// A dynamic graph is printed over its size symbols without their hints, so one entry serves
+// every size; the entry keeps the size guards compiling added, and loading restores them.
 //
 // Entries: <cache root>/graphs/<first 2 hex of key>/<key>.json, the plan, and <key>.src beside it,
 // the source (disk_cache.h). COIL_GRAPH_CACHE=0 turns the cache off.
@@ -28,6 +30,9 @@ namespace coil {
 struct CachedGraph {
   std::string source;  // the kernels' C++, as codegen::cpp_source writes it; empty without kernels
   codegen::WrapperPlan plan;
+  // A dynamic graph's size guards after compiling (lowering may add some, deciding with the
+  // hints): loading restores them, and is a miss when this call's hints break one.
+  std::vector<SymGuard> guards;
 };
 
 // The key of `graph` compiled with `options`; "" when the cache is off.

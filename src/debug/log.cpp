@@ -16,6 +16,9 @@ const std::vector<Artifact>& artifacts() {
       {"graph_code", "the graph captured from each compiled function"},
       {"guards", "the guards a captured graph holds for"},
       {"recompiles", "why a call did not match any cached graph and recompiled"},
+      {"dynamic",
+       "dynamic shapes: size symbols as they are made, guards on them and why, "
+       "specialisations, dims made dynamic after a recompile"},
       {"graph_breaks", "each graph break: the operation that needed a value and its source line"},
       {"cache", "compiled-graph and compiled-code (jit) cache hits and misses"},
       {"timeline", "a one-line summary of each compile's stage times"},

@@ -119,6 +119,7 @@ void install_autograd_layer(const AutogradLayer& layer) { autograd_layer = layer
 // The dispatch order is PyTorch's: autograd first (it records, then calls below itself),
 // then capture or the eager kernel.
 std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
+  OpScope inside;
   normalize_args(op, args);
   const AutogradLayer& ag = autograd_layer;
   std::vector<Tensor> outs = ag.should_record && ag.should_record(args)

@@ -17,19 +17,28 @@ bool SymLayout::is_static() const {
   return coil::is_static(sizes) && coil::is_static(strides) && offset->is_const();
 }
 
-bool SymGuard::holds(const std::unordered_map<sym::Expr, int64_t>& values) const {
-  int64_t a = sym::evaluate(lhs, values), b = sym::evaluate(rhs, values);
+namespace {
+bool compare(SymGuard::Kind kind, int64_t a, int64_t b) {
   switch (kind) {
-    case Kind::Eq:
+    case SymGuard::Kind::Eq:
       return a == b;
-    case Kind::Ne:
+    case SymGuard::Kind::Ne:
       return a != b;
-    case Kind::Lt:
+    case SymGuard::Kind::Lt:
       return a < b;
-    case Kind::Le:
+    case SymGuard::Kind::Le:
       return a <= b;
   }
   return false;
+}
+}  // namespace
+
+bool SymGuard::holds(const std::unordered_map<sym::Expr, int64_t>& values) const {
+  return compare(kind, sym::evaluate(lhs, values), sym::evaluate(rhs, values));
+}
+
+bool SymGuard::holds_at(const int64_t* sizes) const {
+  return compare(kind, evaluate_sizes(lhs, sizes), evaluate_sizes(rhs, sizes));
 }
 
 std::string SymGuard::str() const {
@@ -70,6 +79,15 @@ SymShape ShapeEnv::simplify(const SymShape& s) const {
 
 void ShapeEnv::event(const std::string& text) const {
   if (on_event) on_event(text);
+}
+
+bool ShapeEnv::restore_guard(const SymGuard& g) {
+  if (!g.holds(hints_)) return false;
+  for (const SymGuard& have : guards_)
+    if (have.kind == g.kind && have.lhs == g.lhs && have.rhs == g.rhs) return true;
+  guards_.push_back(g);
+  event("guard " + g.str() + " (from the compiled-graph cache)");
+  return true;
 }
 
 void ShapeEnv::add_guard(SymGuard::Kind kind, sym::Expr a, sym::Expr b, const std::string& reason) {

@@ -40,6 +40,8 @@ struct SymGuard {
   std::string reason;
 
   bool holds(const std::unordered_map<sym::Expr, int64_t>& values) const;
+  // The same with s<k> taking sizes[k] (the guard check's hot path: no map).
+  bool holds_at(const int64_t* sizes) const;
   std::string str() const;  // "s1 == s0  (add: broadcasting x and y)"
 };
 
@@ -69,6 +71,10 @@ class ShapeEnv {
   bool le(sym::Expr a, sym::Expr b, const std::string& reason);
   // The value of `e` as a plain number: guards e == hint(e) (a lone symbol is specialised).
   int64_t guard_int(sym::Expr e, const std::string& reason);
+  // A guard a compile of the same graph made before (the compiled-graph cache keeps them):
+  // added unless already there. False, adding nothing, when the hints break it (the cached
+  // code was made for other sizes).
+  bool restore_guard(const SymGuard& g);
 
   const std::vector<Symbol>& symbols() const { return symbols_; }
   const std::vector<SymGuard>& guards() const { return guards_; }

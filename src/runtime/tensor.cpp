@@ -117,17 +117,36 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
 }
 }  // namespace
 
-const Shape& Tensor::sizes() const { return impl_of(*this).meta.sizes; }
-const Shape& Tensor::strides() const { return impl_of(*this).meta.strides; }
-int64_t Tensor::dim() const { return static_cast<int64_t>(sizes().size()); }
+namespace {
+thread_local int tls_op_depth = 0;
+
+// A proxy's geometry read outside the ops (see TensorExtension::read_geometry).
+const TensorImpl& read(const Tensor& t, GeometryRead what, int64_t dim = -1) {
+  const TensorImpl& impl = impl_of(t);
+  if (impl.proxy && tls_op_depth == 0) impl.proxy->read_geometry(impl, what, dim);
+  return impl;
+}
+}  // namespace
+
+OpScope::OpScope() { ++tls_op_depth; }
+OpScope::~OpScope() { --tls_op_depth; }
+bool inside_op() { return tls_op_depth > 0; }
+
+const Shape& Tensor::sizes() const { return read(*this, GeometryRead::Sizes).meta.sizes; }
+const Shape& Tensor::strides() const { return read(*this, GeometryRead::Strides).meta.strides; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(impl_of(*this).meta.sizes.size()); }
 int64_t Tensor::size(int64_t d) const {
   if (dim() == 0) wrap_dim(d, 0, "size");
-  return dim() == 0 ? 1 : sizes()[wrap_dim(d, dim(), "size")];
+  if (dim() == 0) return 1;
+  d = wrap_dim(d, dim(), "size");
+  return read(*this, GeometryRead::Size, d).meta.sizes[static_cast<size_t>(d)];
 }
 int64_t Tensor::stride(int64_t d) const {
-  return dim() == 0 ? 1 : strides()[wrap_dim(d, dim(), "stride")];
+  if (dim() == 0) return 1;
+  d = wrap_dim(d, dim(), "stride");
+  return read(*this, GeometryRead::Stride, d).meta.strides[static_cast<size_t>(d)];
 }
-int64_t Tensor::numel() const { return impl_of(*this).meta.numel(); }
+int64_t Tensor::numel() const { return read(*this, GeometryRead::Numel).meta.numel(); }
 int64_t Tensor::storage_offset() const { return impl_of(*this).meta.offset; }
 DType Tensor::dtype() const { return impl_of(*this).meta.dtype; }
 Device Tensor::device() const { return impl_of(*this).meta.device; }

@@ -43,6 +43,9 @@ struct TensorMeta {
   }
 };
 
+// What code read of a tensor's geometry: one size or stride (of `dim`), all of them, the count.
+enum class GeometryRead : uint8_t { Size, Sizes, Stride, Strides, Numel };
+
 // Extra state other layers attach to a tensor (capture's proxy node, autograd's grad_fn).
 // The runtime only holds it.
 struct TensorExtension {
@@ -50,7 +53,21 @@ struct TensorExtension {
   // Called when code asks for the data of `self`, which has no storage (a capture proxy):
   // either gives `self` real storage (a graph break) or throws coil::Error.
   virtual void materialize(TensorImpl& self, const char* what, const std::source_location& where) {}
+  // Called when code outside any op reads a capture proxy's geometry: a number that leaves the
+  // ops for the user's code, which a dynamic graph then fixes, with a guard.
+  virtual void read_geometry(const TensorImpl& self, GeometryRead what, int64_t dim) {}
 };
+
+// Ops read their arguments' geometry freely (a dynamic graph's ops compute over its size
+// symbols): the dispatcher holds an OpScope while an op runs on this thread.
+class OpScope {
+ public:
+  OpScope();
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+};
+bool inside_op();
 
 class TensorImpl {
  public:
@@ -59,6 +76,9 @@ class TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorExtension> proxy;     // set while capturing
   std::shared_ptr<TensorExtension> autograd;  // set by autograd
+  // Dims coil::mark_dynamic / mark_static named (bit d for dim d), read when a compiled
+  // function captures with this tensor as an input.
+  uint64_t marked_dynamic = 0, marked_static = 0;
 
   char* data() const {
     return static_cast<char*>(storage->data) + meta.offset * itemsize(meta.dtype);
