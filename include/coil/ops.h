@@ -18,6 +18,10 @@ Tensor empty_strided(const Shape& size, const Shape& stride, DType dtype = kFloa
 Tensor full(const Shape& size, const Scalar& fill_value, std::optional<DType> dtype = std::nullopt,
             Device device = kCPU);
 Tensor zeros(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
+// full and zeros over sizes that may be symbolic (coil/symint.h).
+Tensor full_symint(const SymInts& size, const Scalar& fill_value, DType dtype = kFloat32,
+                   Device device = kCPU);
+Tensor zeros_symint(const SymInts& size, DType dtype = kFloat32, Device device = kCPU);
 Tensor ones(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
 Tensor arange(const Scalar& end, std::optional<DType> dtype = std::nullopt, Device device = kCPU);
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,

@@ -15,6 +15,7 @@
 #include <coil/dtype.h>
 #include <coil/error.h>
 #include <coil/scalar.h>
+#include <coil/symint.h>
 
 namespace coil {
 
@@ -35,6 +36,11 @@ class Tensor {
   int64_t dim() const;
   int64_t numel() const;
   int64_t storage_offset() const;
+  // Sizes that stay symbolic while a dynamic graph is captured (coil/symint.h); plain numbers
+  // otherwise. Reading them never specialises the graph.
+  SymInt sym_size(int64_t dim) const;
+  SymInts sym_sizes() const;
+  SymInt sym_numel() const;
   DType dtype() const;
   DType scalar_type() const { return dtype(); }
   Device device() const;
@@ -86,6 +92,11 @@ class Tensor {
   // --- views (share storage) --------------------------------------------------------------
   Tensor view(const Shape& size) const;
   Tensor reshape(const Shape& shape) const;
+  // view, reshape, expand and narrow with sizes that may be symbolic (coil/symint.h).
+  Tensor view_symint(const SymInts& size) const;
+  Tensor reshape_symint(const SymInts& shape) const;
+  Tensor expand_symint(const SymInts& size) const;
+  Tensor narrow_symint(int64_t dim, const SymInt& start, const SymInt& length) const;
   Tensor permute(const Shape& dims) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor t() const;

@@ -47,12 +47,19 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requ
     return {};
   });
   JointGraph j;
+  // A dynamic forward's joint graph is over the same symbols: it shares the env, and what the
+  // derivative rules read or relate is guarded there too.
+  const std::shared_ptr<ShapeEnv>& env = forward.shape_env();
+  auto input = [&](const Tensor& m, const std::string& name, const SymLayout& layout) {
+    return env ? tracer.input(m, name, layout, env) : tracer.input(m, name);
+  };
   std::vector<Node*> placeholders = forward.placeholders();
   std::vector<Tensor> primals;
   for (size_t i = 0; i < placeholders.size(); ++i) {
     Tensor m = meta_tensor(placeholders[i]->tensor_meta());
     if (requires_grad.at(i)) m.requires_grad_();
-    primals.push_back(tracer.input(m, placeholders[i]->name()));
+    primals.push_back(
+        input(m, placeholders[i]->name(), placeholders[i]->sym_layout(0, /*as_made=*/true)));
   }
   j.num_primals = primals.size();
 
@@ -67,8 +74,9 @@ JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requ
       if (!outputs[i].requires_grad()) continue;
       j.differentiable_outputs.push_back(i);
       differentiable.push_back(outputs[i]);
-      tangents.push_back(tracer.input(meta_tensor(meta_of(outputs[i])),
-                                      "tangent_" + std::to_string(tangents.size())));
+      tangents.push_back(input(meta_tensor(meta_of(outputs[i])),
+                               "tangent_" + std::to_string(tangents.size()),
+                               tracer.sym_layout(outputs[i])));
     }
     std::vector<Tensor> targets;
     for (size_t i = 0; i < primals.size(); ++i) {

@@ -134,12 +134,20 @@ NodeArg remap(const NodeArg& a, const std::unordered_map<const Node*, Node*>& ma
   return a;
 }
 
+// A dynamic graph's value as an input of a half: its geometry over the symbols (an input of
+// the joint graph as it declared them: they bind the symbols).
+std::optional<SymLayout> symbolic_layout(const Node& n) {
+  SymLayout l = n.sym_layout(0, /*as_made=*/n.kind() == NodeKind::Placeholder);
+  if (l.is_static()) return std::nullopt;
+  return l;
+}
+
 // A copy of `n` in `dst`, its inputs already copied (in `map`).
 Node* copy_node(Graph& dst, const Node* n, std::unordered_map<const Node*, Node*>& map) {
   Node* c = nullptr;
   switch (n->kind()) {
     case NodeKind::Placeholder:
-      c = dst.placeholder(n->name(), n->tensor_meta());
+      c = dst.placeholder(n->name(), n->tensor_meta(), symbolic_layout(*n));
       break;
     case NodeKind::Parameter:
       c = dst.parameter(n->target(), n->value());
@@ -235,6 +243,7 @@ Partition partition(const JointGraph& joint) {
     for (const Node* u : n->inputs()) stack.push_back(u);
   }
   p.forward = std::make_shared<Graph>();
+  p.forward->set_shape_env(joint.graph->shape_env());  // both halves over the joint's symbols
   std::unordered_map<const Node*, Node*> fmap;
   for (const Node* n : nodes) {
     const bool primal = n->kind() == NodeKind::Placeholder && !tangent_dependent.count(n);
@@ -258,9 +267,10 @@ Partition partition(const JointGraph& joint) {
     for (const Node* u : n->inputs()) stack.push_back(u);
   }
   p.backward = std::make_shared<Graph>();
+  p.backward->set_shape_env(joint.graph->shape_env());
   std::unordered_map<const Node*, Node*> bmap;
   for (const Node* n : saved) {
-    bmap[n] = p.backward->placeholder("saved_" + n->name(), n->tensor_meta());
+    bmap[n] = p.backward->placeholder("saved_" + n->name(), n->tensor_meta(), symbolic_layout(*n));
     p.saved_names.push_back(n->name());
   }
   for (size_t i = joint.num_primals; i < placeholders.size(); ++i)

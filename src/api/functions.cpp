@@ -4,6 +4,7 @@
 #include <coil/ops.h>
 
 #include "graph/registry.h"
+#include "graph/sym_node.h"
 #include <cmath>
 
 #include "runtime/copy.h"
@@ -29,6 +30,12 @@ Tensor full(const Shape& size, const Scalar& v, std::optional<DType> dtype, Devi
   return call_op1(OpId::full, {size, v, none_or(dtype), dev(device)});
 }
 Tensor zeros(const Shape& size, DType dtype, Device device) { return full(size, 0, dtype, device); }
+Tensor full_symint(const SymInts& size, const Scalar& v, DType dtype, Device device) {
+  return call_op1(OpId::full, {symints_arg(size), v, dtype, dev(device)});
+}
+Tensor zeros_symint(const SymInts& size, DType dtype, Device device) {
+  return full_symint(size, 0, dtype, device);
+}
 Tensor ones(const Shape& size, DType dtype, Device device) { return full(size, 1, dtype, device); }
 Tensor arange(const Scalar& end, std::optional<DType> dtype, Device device) {
   return arange(0, end, 1, dtype, device);
@@ -56,16 +63,17 @@ Tensor randint(int64_t high, const Shape& size, DType dtype, Device device) {
   return randint(0, high, size, dtype, device);
 }
 Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.dtype(), t.device()); }
-Tensor zeros_like(const Tensor& t) { return full(t.sizes(), 0, t.dtype(), t.device()); }
-Tensor ones_like(const Tensor& t) { return full(t.sizes(), 1, t.dtype(), t.device()); }
+Tensor zeros_like(const Tensor& t) { return full_symint(t.sym_sizes(), 0, t.dtype(), t.device()); }
+// The *_like factories take the sizes as they are: symbolic in a dynamic capture.
+Tensor ones_like(const Tensor& t) { return full_symint(t.sym_sizes(), 1, t.dtype(), t.device()); }
 Tensor full_like(const Tensor& t, const Scalar& v) {
-  return full(t.sizes(), v, t.dtype(), t.device());
+  return full_symint(t.sym_sizes(), v, t.dtype(), t.device());
 }
 Tensor rand_like(const Tensor& t) {
-  return call_op1(OpId::rand, {t.sizes(), t.dtype(), dev(t.device())});
+  return call_op1(OpId::rand, {symints_arg(t.sym_sizes()), t.dtype(), dev(t.device())});
 }
 Tensor randn_like(const Tensor& t) {
-  return call_op1(OpId::randn, {t.sizes(), t.dtype(), dev(t.device())});
+  return call_op1(OpId::randn, {symints_arg(t.sym_sizes()), t.dtype(), dev(t.device())});
 }
 
 Tensor from_blob(void* data, const Shape& sizes, DType dtype) {

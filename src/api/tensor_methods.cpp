@@ -3,6 +3,7 @@
 
 #include "autograd/record.h"
 #include "graph/registry.h"
+#include "graph/sym_node.h"
 #include "runtime/copy.h"
 #include "runtime/loops.h"
 
@@ -22,6 +23,23 @@ Tensor Tensor::unsqueeze(int64_t dim) const { return call_op1(OpId::unsqueeze, {
 Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
                      int64_t step) const {
   return call_op1(OpId::slice, {*this, dim, none_or(start), none_or(end), step});
+}
+SymInt Tensor::sym_numel() const {
+  SymInt n = 1;
+  for (const SymInt& s : sym_sizes()) n = n * s;
+  return n;
+}
+Tensor Tensor::view_symint(const SymInts& size) const {
+  return call_op1(OpId::view, {*this, symints_arg(size)});
+}
+Tensor Tensor::reshape_symint(const SymInts& shape) const {
+  return call_op1(OpId::reshape, {*this, symints_arg(shape)});
+}
+Tensor Tensor::expand_symint(const SymInts& size) const {
+  return call_op1(OpId::expand, {*this, symints_arg(size)});
+}
+Tensor Tensor::narrow_symint(int64_t dim, const SymInt& start, const SymInt& length) const {
+  return call_op1(OpId::narrow, {*this, dim, symint_arg(start), symint_arg(length)});
 }
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   return call_op1(OpId::narrow, {*this, dim, start, length});

@@ -9,6 +9,7 @@
 
 #include "autograd/record.h"
 #include "graph/dims.h"
+#include "graph/sym_node.h"
 
 namespace coil::autograd {
 
@@ -30,7 +31,7 @@ std::vector<Tensor> dropout(const Args& a) {
   const Tensor& x = a.tensor(0);
   const double p = a.f64(1);
   if (p >= 1) return one(x * 0.0);
-  Tensor keep = rand(x.sizes(), kFloat64, x.device()) < (1 - p);
+  Tensor keep = call_op1(OpId::rand, {symints_arg(x.sym_sizes()), kFloat64, x.device()}) < (1 - p);
   return one(x * (keep.to(x.dtype()) * (1 / (1 - p))));
 }
 
@@ -48,9 +49,9 @@ std::vector<Tensor> group_norm(const Args& a) {
   const Tensor& x = a.tensor(0);
   const int64_t groups = a.i64(1);
   Tensor w = a.opt_tensor(2), b = a.opt_tensor(3);
-  Tensor xg = x.reshape({x.size(0), groups, -1});
+  Tensor xg = x.reshape_symint({x.sym_size(0), groups, -1});
   Tensor centred = xg - mean(xg, {2}, true);
-  Tensor y = (centred * rsqrt(var(xg, {2}, 0, true) + a.f64(4))).reshape(x.sizes());
+  Tensor y = (centred * rsqrt(var(xg, {2}, 0, true) + a.f64(4))).reshape_symint(x.sym_sizes());
   Shape param_shape(x.dim(), 1);
   param_shape[1] = x.size(1);
   if (w.defined()) y = y * w.reshape(param_shape);
@@ -92,7 +93,7 @@ Tensor attention_weights(const Args& a) {
   Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
   const double inf = std::numeric_limits<double>::infinity();
   if (a.b(5)) {
-    Tensor causal = tril(ones({q.size(-2), k.size(-2)}, kBool, q.device()));
+    Tensor causal = tril(full_symint({q.sym_size(-2), k.sym_size(-2)}, 1, kBool, q.device()));
     scores = where(causal, scores, -inf);
   }
   if (mask.defined()) scores = mask.dtype() == kBool ? where(mask, scores, -inf) : scores + mask;

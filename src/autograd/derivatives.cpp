@@ -1,5 +1,6 @@
 // The rule table and the helpers every rule shares.
 #include "autograd/derivatives.h"
+#include "graph/sym_node.h"
 
 #include <coil/ops.h>
 
@@ -60,20 +61,31 @@ void GradCtx::set_list(size_t i, const std::vector<Tensor>& gs) const {
     if (needed[k + j] && gs[j].defined()) result[k + j] = grad_like(gs[j], list[j]);
 }
 
-Tensor sum_to(const Tensor& g, const Shape& sizes) {
-  if (g.sizes() == sizes) return g;
+// Sizes compared as they are written (a symbolic size is never 1): no guard.
+Tensor sum_to(const Tensor& g, const SymInts& sizes) {
+  const SymInts have = g.sym_sizes();
+  auto one = [](const SymInt& s) { return !s.is_symbolic() && s.hint() == 1; };
+  if (have.size() == sizes.size()) {
+    bool same = true;
+    for (size_t d = 0; d < sizes.size(); ++d) same = same && same_symint(have[d], sizes[d]);
+    if (same) return g;
+  }
   const int64_t lead = g.dim() - static_cast<int64_t>(sizes.size());
-  COIL_ASSERT(lead >= 0, "sum_to: gradient of sizes ", shape_str(g.sizes()), " cannot reduce to ",
-              shape_str(sizes));
+  COIL_ASSERT(lead >= 0, "sum_to: gradient of sizes ", shape_str(hints_of(have)),
+              " cannot reduce to ", shape_str(hints_of(sizes)));
   Shape dims;
   for (int64_t d = 0; d < g.dim(); ++d)
-    if (d < lead || (sizes[d - lead] == 1 && g.size(d) != 1)) dims.push_back(d);
+    if (d < lead || (one(sizes[d - lead]) && !one(have[d]))) dims.push_back(d);
   Tensor r = dims.empty() ? g : sum(g, dims, /*keepdim=*/true);
-  return r.reshape(sizes);
+  return r.reshape_symint(sizes);
+}
+
+Tensor size_scalar(const SymInt& n, const Tensor& like) {
+  return call_op1(OpId::full, {Shape{}, symint_arg(n), like.dtype(), like.device()});
 }
 
 Tensor grad_like(const Tensor& g, const Tensor& input) {
-  Tensor r = sum_to(g, input.sizes());
+  Tensor r = sum_to(g, input.sym_sizes());
   return r.dtype() == input.dtype() ? r : r.to(input.dtype());
 }
 

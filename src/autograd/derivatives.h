@@ -43,7 +43,10 @@ using DerivativeFn = void (*)(const GradCtx& ctx);
 DerivativeFn find_derivative(OpId op);
 
 // `g` summed over the dims broadcasting added or expanded so that it has `sizes`.
-Tensor sum_to(const Tensor& g, const Shape& sizes);
+Tensor sum_to(const Tensor& g, const SymInts& sizes);
+// A size as a 0-dim tensor of `like`'s dtype and device (symbolic in a dynamic capture): what
+// a mean's gradient divides by.
+Tensor size_scalar(const SymInt& n, const Tensor& like);
 // `g` in the dtype and sizes of `input` (sum_to, then a cast).
 Tensor grad_like(const Tensor& g, const Tensor& input);
 

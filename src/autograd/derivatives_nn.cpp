@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/derivatives.h"
+#include "graph/sym_node.h"
 #include "autograd/record.h"
 #include "graph/dims.h"
 #include "runtime/loops.h"
@@ -97,8 +98,10 @@ void matmul_rule(C c) {
   Tensor g = c.grad();
   if (a.dim() == 1) g = g.unsqueeze(g.dim() == 0 ? 0 : -2);
   if (b.dim() == 1) g = g.unsqueeze(-1);
-  if (c.wants(0)) c.set(0, sum_to(matmul(g, b2.transpose(-1, -2)), a2.sizes()).reshape(a.sizes()));
-  if (c.wants(1)) c.set(1, sum_to(matmul(a2.transpose(-1, -2), g), b2.sizes()).reshape(b.sizes()));
+  if (c.wants(0))
+    c.set(0, sum_to(matmul(g, b2.transpose(-1, -2)), a2.sym_sizes()).reshape_symint(a.sym_sizes()));
+  if (c.wants(1))
+    c.set(1, sum_to(matmul(a2.transpose(-1, -2), g), b2.sym_sizes()).reshape_symint(b.sym_sizes()));
 }
 
 void mse_loss_rule(C c) {
@@ -156,7 +159,7 @@ void cross_entropy_rule(C c) {
   const double classes = static_cast<double>(x.size(cd));
   Tensor sm = softmax(x, cd);
   Tensor g = reduction == "none" ? c.grad().unsqueeze(cd) : c.grad();
-  if (target.is_floating_point() && target.sizes() == x.sizes()) {  // class probabilities
+  if (target.is_floating_point() && target.dim() == x.dim()) {  // class probabilities
     Tensor q = target.to(x.dtype()) * (1 - eps) + eps / classes;
     Tensor n = scalar_tensor(static_cast<double>(x.numel()) / classes, x.dtype(), x.device());
     Tensor scale = loss_scale(g, reduction, n);
@@ -173,11 +176,12 @@ void cross_entropy_rule(C c) {
 void embedding_rule(C c) {
   if (!c.wants(0)) return;
   const Tensor &weight = c.in(0), &indices = c.in(1);
-  const int64_t dim = weight.size(1), padding_idx = c.args.i64(2);
+  const SymInt dim = weight.sym_size(1);
+  const int64_t padding_idx = c.args.i64(2);
   Tensor index = indices.reshape({-1, 1});
-  Tensor g = c.grad().reshape({-1, dim});
+  Tensor g = c.grad().reshape_symint({-1, dim});
   if (padding_idx >= 0) g = where(index != padding_idx, g, 0.0);
-  Tensor idx = index.expand({index.size(0), dim});
+  Tensor idx = index.expand_symint({index.sym_size(0), dim});
   c.set(0, scatter_add(zeros_like(weight), 0, idx, g.to(weight.dtype())));
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "autograd/derivatives.h"
+#include "graph/sym_node.h"
 #include "graph/dims.h"
 
 namespace coil::autograd {
@@ -33,9 +34,9 @@ Tensor keep_dims(const Tensor& r, const Tensor& x, const Shape& dims, bool keepd
   return k;
 }
 
-int64_t reduced_count(const Tensor& x, const Shape& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x.size(d);
+SymInt reduced_count(const Tensor& x, const Shape& dims) {
+  SymInt n = 1;
+  for (int64_t d : dims) n = n * x.sym_size(d);
   return n;
 }
 
@@ -51,7 +52,7 @@ Reduction reduction(C c, size_t keepdim_arg) {
   Reduction r;
   r.dims = reduced_dims(x, c.args.ints(1), op_name(c.op));
   r.keepdim = c.args.b(keepdim_arg);
-  r.grad = keep_dims(c.grad(), x, r.dims, r.keepdim).expand(x.sizes());
+  r.grad = keep_dims(c.grad(), x, r.dims, r.keepdim).expand_symint(x.sym_sizes());
   r.out = keep_dims(c.out(), x, r.dims, r.keepdim);
   return r;
 }
@@ -60,7 +61,10 @@ void sum_rule(C c) { c.set(0, reduction(c, 2).grad); }
 
 void mean_rule(C c) {
   Reduction r = reduction(c, 2);
-  c.set(0, r.grad / static_cast<double>(std::max<int64_t>(reduced_count(c.in(0), r.dims), 1)));
+  const SymInt n = reduced_count(c.in(0), r.dims);
+  // An empty reduction's gradient is empty: no division by its zero count.
+  c.set(0, !n.is_symbolic() ? r.grad / static_cast<double>(std::max<int64_t>(n.hint(), 1))
+                            : r.grad / size_scalar(n, r.grad));
 }
 
 void prod_rule(C c) {
@@ -78,15 +82,21 @@ void extreme_rule(C c) {
 void var_rule(C c) {
   Reduction r = reduction(c, 3);
   const Tensor& x = c.in(0);
-  const double n = static_cast<double>(reduced_count(x, r.dims)) - c.args.f64(2);
-  c.set(0, r.grad * (x - mean(x, r.dims, true)) * (2 / n));
+  const SymInt n = reduced_count(x, r.dims);
+  const double correction = c.args.f64(2);
+  Tensor d = r.grad * (x - mean(x, r.dims, true));
+  c.set(0, n.is_symbolic() ? d * 2 / (size_scalar(n, x) - correction)
+                           : d * (2 / (static_cast<double>(n.hint()) - correction)));
 }
 
 void std_rule(C c) {
   Reduction r = reduction(c, 3);
   const Tensor& x = c.in(0);
-  const double n = static_cast<double>(reduced_count(x, r.dims)) - c.args.f64(2);
-  c.set(0, r.grad * (x - mean(x, r.dims, true)) / (r.out * n));
+  const SymInt n = reduced_count(x, r.dims);
+  const double correction = c.args.f64(2);
+  Tensor d = r.grad * (x - mean(x, r.dims, true));
+  c.set(0, n.is_symbolic() ? d / (r.out * (size_scalar(n, x) - correction))
+                           : d / (r.out * (static_cast<double>(n.hint()) - correction)));
 }
 
 void logsumexp_rule(C c) {

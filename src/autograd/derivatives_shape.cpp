@@ -14,7 +14,7 @@ namespace {
 
 using C = const GradCtx&;
 
-void reshape_back(C c) { c.set(0, c.grad().reshape(c.in(0).sizes())); }
+void reshape_back(C c) { c.set(0, c.grad().reshape_symint(c.in(0).sym_sizes())); }
 
 // `g` placed at [start, start + g.size(dim) * step) along `dim` of zeros shaped as `x`.
 Tensor embed(const Tensor& g, const Tensor& x, int64_t dim, int64_t start, int64_t step) {
@@ -71,15 +71,15 @@ void cat_rule(C c) {
   const auto& inputs = c.args.tensors(0);
   const int64_t dim = wrap_dim(c.args.i64(1), c.out().dim(), "cat");
   std::vector<Tensor> grads;
-  int64_t start = 0;
+  SymInt start = 0;
   for (const Tensor& t : inputs) {
     // PyTorch's cat skips 1-D empty tensors whatever the dim: they get an empty gradient.
     if (t.dim() == 1 && t.numel() == 0 && c.out().dim() != 1) {
       grads.push_back(zeros_like(t));
       continue;
     }
-    grads.push_back(c.grad().narrow(dim, start, t.size(dim)));
-    start += t.size(dim);
+    grads.push_back(c.grad().narrow_symint(dim, start, t.sym_size(dim)));
+    start = start + t.sym_size(dim);
   }
   c.set_list(0, grads);
 }
@@ -100,7 +100,7 @@ void index_select_rule(C c) {
   const int64_t dim = wrap_dim(c.args.i64(1), x.dim(), "index_select");
   Shape shape(x.dim(), 1);
   shape[dim] = -1;
-  Tensor index = c.in(2).reshape(shape).expand(c.grad().sizes());
+  Tensor index = c.in(2).reshape(shape).expand_symint(c.grad().sym_sizes());
   c.set(0, scatter_add(zeros_like(x).to(c.grad().dtype()), dim, index, c.grad()));
 }
 
@@ -129,7 +129,7 @@ void repeat_rule(C c) {
     split.push_back(repeats[i]);
     split.push_back(size);
   }
-  c.set(0, sum(c.grad().reshape(split), dims).reshape(x.sizes()));
+  c.set(0, sum(c.grad().reshape(split), dims).reshape_symint(x.sym_sizes()));
 }
 
 // The storage positions of the elements of a view (sizes, strides, offset), minus `base`: an

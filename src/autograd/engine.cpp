@@ -282,8 +282,9 @@ void prepare_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>
                  "; pass grad_outputs (or backward(gradient))");
       g = ones_like(out);
     }
-    COIL_CHECK(g.sizes() == out.sizes(), api, ": grad_outputs[", i, "] has sizes ",
-               shape_str(g.sizes()), " but output ", i, " has sizes ", shape_str(out.sizes()));
+    COIL_CHECK(g.impl()->meta.sizes == out.impl()->meta.sizes, api, ": grad_outputs[", i,
+               "] has sizes ", shape_str(g.sizes()), " but output ", i, " has sizes ",
+               shape_str(out.sizes()));
     edges.push_back(e);
     grads.push_back(g.dtype() == out.dtype() ? g : g.to(out.dtype()));
   }

@@ -112,7 +112,8 @@ class OpNode : public Node {
         result[i] = Tensor();
         continue;
       }
-      COIL_ASSERT(!result[i].defined() || result[i].sizes() == input_metas_[i].sizes,
+      // The metas themselves: a check is no reason to specialise a dynamic capture.
+      COIL_ASSERT(!result[i].defined() || result[i].impl()->meta.sizes == input_metas_[i].sizes,
                   "the derivative of ", op_name(op_), " gave input ", i, " a gradient of sizes ",
                   shape_str(result[i].sizes()), " for an input of sizes ",
                   shape_str(input_metas_[i].sizes));
@@ -226,6 +227,8 @@ void note_views(OpId op, const std::vector<Arg>& args, const std::vector<Tensor>
 std::vector<Tensor> call_recording(OpId op, std::vector<Arg>& args) {
   if (CompositeFn composite = find_autograd_composite(op, Args(args))) {
     run_meta(op, args);  // the op's own checks and errors, before its parts run
+    // Its parts are code like the program's: a size it reads as a number specialises.
+    ProgramScope program;
     return composite(Args(args));
   }
   std::vector<Tensor> outs = call_below_autograd(op, args);

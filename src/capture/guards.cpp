@@ -153,7 +153,7 @@ void Guards::guard_symbols(const Graph& graph) {
   for (ArgGuard& a : args_) {
     for (TensorGuard& t : a.tensors) {
       const Node* p = placeholders.at(next++);
-      const SymLayout l = p->sym_layout();
+      const SymLayout l = p->sym_layout(0, /*as_made=*/true);
       if (l.is_static()) continue;
       t.symbols.clear();
       for (sym::Expr e : l.sizes)

@@ -3,6 +3,7 @@
 #include <coil/autograd.h>
 
 #include "capture/counters.h"
+#include "graph/sym_node.h"
 #include "graph/view_replay.h"
 #include "debug/log.h"
 #include "runtime/copy.h"
@@ -63,6 +64,7 @@ struct Tracer::State {
   void mark_view(const Tensor& out, const Tensor& input, ViewStep step);
   Tensor make_proxy(Node* node, const TensorMeta& meta);
   Node* current_value(const Tensor& t);
+  Tensor input(const Tensor& real, const std::string& name, const std::optional<SymLayout>& layout);
   std::optional<SymLayout> symbolic_layout(const TensorMeta& m, const std::string& name,
                                            uint64_t dynamic);
   void flush();
@@ -86,6 +88,13 @@ struct Proxy : TensorExtension {
   // holds only for that value, so the graph is specialised to it (torch guards on the
   // SymInt's value when Python turns it into an int).
   void read_geometry(const TensorImpl& self, GeometryRead what, int64_t dim) override;
+  std::optional<std::vector<SymInt>> sym_sizes(const TensorImpl& self) override {
+    const std::shared_ptr<ShapeEnv>& env = state->graph->shape_env();
+    if (!state->alive || !env || node->graph() != state->graph.get()) return std::nullopt;
+    std::vector<SymInt> out;
+    for (sym::Expr e : node->sym_layout().sizes) out.push_back(make_symint(e, env));
+    return out;
+  }
 };
 Proxy* proxy_of(const Tensor& t, const Tracer::State* state) {
   auto* p = dynamic_cast<Proxy*>(t.impl()->proxy.get());
@@ -219,16 +228,33 @@ std::optional<std::vector<size_t>> dense_order(const TensorMeta& m) {
 Tensor Tracer::input(const Tensor& real, const std::string& name, uint64_t dynamic) {
   COIL_CHECK(real.defined(), "compiled function '", state_->options.name, "': input '", name,
              "' is an undefined tensor");
-  const TensorMeta meta = meta_of(real);
   std::optional<SymLayout> layout;
-  if (dynamic) layout = state_->symbolic_layout(meta, name, dynamic);
-  Node* n = state_->graph->placeholder(name, meta, layout);
-  Tensor p = meta_tensor(meta_of(real));
+  if (dynamic) layout = state_->symbolic_layout(meta_of(real), name, dynamic);
+  return state_->input(real, name, layout);
+}
+
+Tensor Tracer::input(const Tensor& real, const std::string& name, const SymLayout& layout,
+                     std::shared_ptr<ShapeEnv> env) {
+  COIL_ASSERT(!state_->graph->shape_env() || state_->graph->shape_env() == env,
+              "a trace over two shape envs");
+  state_->graph->set_shape_env(std::move(env));
+  return state_->input(real, name, layout);
+}
+
+SymLayout Tracer::sym_layout(const Tensor& proxy) const {
+  return state_->node_of(proxy)->sym_layout();
+}
+
+Tensor Tracer::State::input(const Tensor& real, const std::string& name,
+                            const std::optional<SymLayout>& layout) {
+  const TensorMeta meta = meta_of(real);
+  Node* n = graph->placeholder(name, meta, layout);
+  Tensor p = meta_tensor(meta);
   p.impl()->requires_grad = real.requires_grad();
-  p.impl()->proxy = std::make_shared<Proxy>(state_, n);
-  state_->segment_inputs.push_back(real);
-  state_->input_proxies.push_back(p);
-  state_->real_inputs.push_back(real);
+  p.impl()->proxy = std::make_shared<Proxy>(self.lock(), n);
+  segment_inputs.push_back(real);
+  input_proxies.push_back(p);
+  real_inputs.push_back(real);
   return p;
 }
 

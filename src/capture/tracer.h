@@ -45,6 +45,12 @@ class Tracer : public DispatchHook {
   // d for dim d) get size symbols, but sizes 0 and 1, and inputs whose strides are not dense
   // in some dim order, which stay static (logged).
   Tensor input(const Tensor& real, const std::string& name, uint64_t dynamic = 0);
+  // A proxy input with a given geometry over `env`'s symbols: a graph traced from another
+  // dynamic graph (the joint graph from the forward) shares its env and symbols.
+  Tensor input(const Tensor& real, const std::string& name, const SymLayout& layout,
+               std::shared_ptr<ShapeEnv> env);
+  // A proxy's geometry over the size symbols.
+  SymLayout sym_layout(const Tensor& proxy) const;
 
   std::vector<Tensor> call(OpId op, std::vector<Arg>& args) override;
   void assign(const Tensor& self, const Tensor& value) override;

@@ -42,6 +42,25 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       plan.num_sizes = std::max(plan.num_sizes, k + 1);
     }
   }
+  // Every symbol the code reads must come from an input (InternalError otherwise: a kernel
+  // would read a size nobody set).
+  auto check_source = [&](sym::Expr e) {
+    std::vector<sym::Expr> used;
+    collect_size_symbols(e, used);
+    for (sym::Expr s : used) {
+      bool found = false;
+      for (const WrapperPlan::SizeSource& src : plan.sizes)
+        found |= src.symbol == size_symbol_index(s);
+      COIL_ASSERT(found, "wrapper: size ", sym::to_string(s), " is read but no input has it");
+    }
+  };
+  for (const KernelSource& k : kernels)
+    for (sym::Expr s : k.symbols) check_source(s);
+  for (const ir::Buffer& b : program.buffers) {
+    for (sym::Expr e : b.layout.sizes) check_source(e);
+    for (sym::Expr e : b.layout.strides) check_source(e);
+    check_source(b.layout.offset);
+  }
   // Which step fills each buffer and which step reads it last (outputs: never released).
   const int kForever = static_cast<int>(schedule.steps.size());
   std::map<std::string, int> last_use;

@@ -85,9 +85,12 @@ const TensorMeta& Node::tensor_meta() const {
   return meta_[0];
 }
 
-SymLayout Node::sym_layout(size_t i) const {
+SymLayout Node::sym_layout(size_t i, bool as_made) const {
   if (sym_.empty()) return SymLayout::of(meta_.at(i));
-  return sym_.at(i);
+  const ShapeEnv* env = graph_->shape_env().get();
+  if (as_made || !env || env->replacements().empty()) return sym_.at(i);
+  const SymLayout& l = sym_.at(i);
+  return SymLayout{env->simplify(l.sizes), env->simplify(l.strides), env->simplify(l.offset)};
 }
 
 std::vector<Node*> Node::inputs() const {
@@ -423,13 +426,7 @@ bool same_values(const Node& a, const Node& b) {
     const TensorMeta &x = a.meta()[i], &y = b.meta()[i];
     if (x.dtype != y.dtype || x.sizes != y.sizes || x.device != y.device) return false;
     // Equal under what the env learned (a symbol specialised between the two nodes' making).
-    const ShapeEnv* env = a.graph()->shape_env().get();
-    SymShape sa = a.sym_layout(i).sizes, sb = b.sym_layout(i).sizes;
-    if (env) {
-      sa = env->simplify(sa);
-      sb = env->simplify(sb);
-    }
-    if (sa != sb) return false;
+    if (a.sym_layout(i).sizes != b.sym_layout(i).sizes) return false;
   }
   return true;
 }

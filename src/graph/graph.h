@@ -81,7 +81,9 @@ class Node {
   const TensorMeta& tensor_meta() const;
   // Output i's geometry over the graph's size symbols (graph/shape_env.h): in a dynamic graph,
   // what meta() holds for the hints generalised; in a static one, meta()'s numbers.
-  SymLayout sym_layout(size_t i = 0) const;
+  // Simplified by what the env has learned since (symbols unified or specialised are replaced);
+  // `as_made` gives it as computed, over the symbols the inputs declared (what binds them).
+  SymLayout sym_layout(size_t i = 0, bool as_made = false) const;
   bool is_multi_output() const { return kind_ == NodeKind::Call && op_info(op_).returns_list(); }
 
   // The nodes that take this one as an argument, each once, in the order they started to.

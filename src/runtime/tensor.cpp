@@ -131,6 +131,8 @@ const TensorImpl& read(const Tensor& t, GeometryRead what, int64_t dim = -1) {
 OpScope::OpScope() { ++tls_op_depth; }
 OpScope::~OpScope() { --tls_op_depth; }
 bool inside_op() { return tls_op_depth > 0; }
+ProgramScope::ProgramScope() : saved_(tls_op_depth) { tls_op_depth = 0; }
+ProgramScope::~ProgramScope() { tls_op_depth = saved_; }
 
 const Shape& Tensor::sizes() const { return read(*this, GeometryRead::Sizes).meta.sizes; }
 const Shape& Tensor::strides() const { return read(*this, GeometryRead::Strides).meta.strides; }
@@ -147,6 +149,18 @@ int64_t Tensor::stride(int64_t d) const {
   return read(*this, GeometryRead::Stride, d).meta.strides[static_cast<size_t>(d)];
 }
 int64_t Tensor::numel() const { return read(*this, GeometryRead::Numel).meta.numel(); }
+SymInts Tensor::sym_sizes() const {
+  const TensorImpl& impl = impl_of(*this);
+  if (impl.proxy)
+    if (std::optional<SymInts> s = impl.proxy->sym_sizes(impl)) return *s;
+  return SymInts(impl.meta.sizes.begin(), impl.meta.sizes.end());
+}
+SymInt Tensor::sym_size(int64_t d) const {
+  if (dim() == 0) wrap_dim(d, 0, "sym_size");
+  if (dim() == 0) return 1;
+  return sym_sizes()[static_cast<size_t>(wrap_dim(d, dim(), "sym_size"))];
+}
+
 int64_t Tensor::storage_offset() const { return impl_of(*this).meta.offset; }
 DType Tensor::dtype() const { return impl_of(*this).meta.dtype; }
 Device Tensor::device() const { return impl_of(*this).meta.device; }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <source_location>
 
 #include <coil/tensor.h>
@@ -56,6 +57,10 @@ struct TensorExtension {
   // Called when code outside any op reads a capture proxy's geometry: a number that leaves the
   // ops for the user's code, which a dynamic graph then fixes, with a guard.
   virtual void read_geometry(const TensorImpl& self, GeometryRead what, int64_t dim) {}
+  // A dynamic capture's proxy: its sizes over the graph's size symbols (nullopt: plain sizes).
+  virtual std::optional<std::vector<SymInt>> sym_sizes(const TensorImpl& self) {
+    return std::nullopt;
+  }
 };
 
 // Ops read their arguments' geometry freely (a dynamic graph's ops compute over its size
@@ -68,6 +73,18 @@ class OpScope {
   OpScope& operator=(const OpScope&) = delete;
 };
 bool inside_op();
+// Code that an op runs as a program would (an autograd composite's parts): inside it, geometry
+// reads count as the program's again.
+class ProgramScope {
+ public:
+  ProgramScope();
+  ~ProgramScope();
+  ProgramScope(const ProgramScope&) = delete;
+  ProgramScope& operator=(const ProgramScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 class TensorImpl {
  public:

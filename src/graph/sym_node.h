@@ -1,0 +1,30 @@
+// What a symbolic coil::SymInt holds (include/coil/symint.h): an expression over a dynamic
+// graph's size symbols and the ShapeEnv they belong to, which guards what code decides on it.
+#pragma once
+
+#include <memory>
+
+#include <coil/symint.h>
+
+#include "graph/arg.h"
+#include "graph/shape_env.h"
+
+namespace coil {
+
+namespace detail {
+struct SymNode {
+  sym::Expr expr;
+  std::shared_ptr<ShapeEnv> env;
+};
+}  // namespace detail
+
+// A SymInt for `e` in `env`: a plain number when `e` is a constant.
+SymInt make_symint(sym::Expr e, const std::shared_ptr<ShapeEnv>& env);
+// SymInts as an op argument: a Shape when all are plain numbers, else a SymIntsArg.
+Arg symints_arg(const SymInts& sizes);
+// One SymInt as an op argument: an int64 or a SymIntArg.
+Arg symint_arg(const SymInt& size);
+// The same size as written (the same expression, or the same number): no guard.
+bool same_symint(const SymInt& a, const SymInt& b);
+
+}  // namespace coil
