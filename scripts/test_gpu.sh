@@ -4,7 +4,8 @@
 # bench/device_setup.sh). Builds coil with its tests, then runs the CUDA tests (every registry
 # op eager and compiled on the GPU against the CPU, the random-program fuzzer, compiled training)
 # and, unless COIL_GPU_QUICK=1, the whole suite and (unless COIL_GPU_SANITIZER=0) the CUDA tests
-# once more under compute-sanitizer. Logs go to $OUT when it is set; it fails when any step did.
+# once more under compute-sanitizer. COIL_GPU_FILTER picks the tests of a quick run. Logs go to
+# $OUT when it is set; it fails when any step did.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp}
@@ -31,7 +32,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_BUILD_EXAMPLES=ON \
   -DCOIL_BUILD_BENCH=ON > "$out/cmake.log" 2>&1 || { tail -40 "$out/cmake.log"; exit 1; }
 grep "coil:" "$out/cmake.log"
-ninja -C build-gpu > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
+# COIL_GPU_TARGET=coil_tests builds only what the CUDA tests need (a quick run).
+ninja -C build-gpu ${COIL_GPU_TARGET:-} > "$out/build.log" 2>&1 ||
+  { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
 status=0
 echo "== CUDA tests"
 build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" 2>&1 |

@@ -16,3 +16,20 @@ TEST(CudaCodegen, EveryOpCompilesWithNvrtc) {
   g.output(results);
   EXPECT_EQ(cuda_compile_errors(g), "");
 }
+
+// A dynamic graph's kernels (sizes as by-value arguments, loop bounds and indices over them)
+// compile too.
+TEST(CudaCodegen, DynamicKernelsCompileWithNvrtc) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  g.set_shape_env(std::make_shared<ShapeEnv>());
+  ShapeEnv& env = *g.shape_env();
+  sym::Expr rows = env.create_symbol(8, "x.size(0)"), cols = env.create_symbol(16, "x.size(1)");
+  Node* x = g.placeholder("x", TensorMeta{kFloat32, {8, 16}, {16, 1}, 0, kCPU},
+                          SymLayout::contiguous({rows, cols}));
+  Node* y = g.call(OpId::softmax, {g.call(OpId::exp, {x}), int64_t{1}});
+  Node* cols_sum = g.call(OpId::sum, {g.call(OpId::mul, {y, x}), Shape{0}});
+  Node* flat = g.call(OpId::relu, {g.call(OpId::view, {x, Shape{-1}})});
+  g.output({y, cols_sum, flat});
+  EXPECT_EQ(cuda_compile_errors(g), "");
+}

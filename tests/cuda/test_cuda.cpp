@@ -199,6 +199,24 @@ TEST(Cuda, CompiledFunctionsMatchTheCpu) {
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i], "reductions");
 }
 
+// Dynamic graphs on the GPU: one graph per function (sizes as kernel arguments, the grid from
+// them at each launch) serves every size, pointwise, rows, columns and products.
+TEST(Cuda, DynamicGraphsServeEverySize) {
+  COIL_REQUIRE_GPU();
+  compiler_reset();
+  auto f = [](const Tensor& x, const Tensor& b) {
+    Tensor y = softmax(x + b, -1);
+    return std::vector<Tensor>{y, (y * x).sum({0}), matmul(x.t(), x), gelu(x).flatten()};
+  };
+  auto cf = compile(f, {.dynamic = true});
+  for (auto [rows, cols] : {std::pair{33, 300}, {5, 7}, {1000, 129}, {2, 2048}}) {
+    Tensor x = random({rows, cols}), b = random({cols});
+    std::vector<Tensor> got = cf(x.cuda(), b.cuda()), want = f(x, b);
+    for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i], "dynamic", 1e-4);
+  }
+  EXPECT_EQ(counters()["captures"], 1);
+}
+
 // A training step on the GPU: eager autograd, and the compiled step (joint graph, partition,
 // both halves compiled for the GPU), against the CPU's eager gradients.
 TEST(Cuda, TrainingStepsMatchTheCpu) {
