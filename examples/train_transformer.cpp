@@ -62,8 +62,8 @@ class CharLM : public nn::Module {
   }
   // ids [B, T] -> logits [B, T, vocab]
   Tensor forward(const Tensor& ids) override {
-    Tensor x =
-        tokens->forward(ids) + positions->forward(arange(ids.size(1), std::nullopt, ids.device()));
+    Tensor x = tokens->forward(ids) +
+               positions->forward(arange_symint(ids.sym_size(1), std::nullopt, ids.device()));
     return head->forward(ln->forward(blocks->forward(x)));
   }
   std::shared_ptr<nn::Embedding> tokens, positions;

@@ -22,6 +22,9 @@ Tensor zeros(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
 Tensor full_symint(const SymInts& size, const Scalar& fill_value, DType dtype = kFloat32,
                    Device device = kCPU);
 Tensor zeros_symint(const SymInts& size, DType dtype = kFloat32, Device device = kCPU);
+// arange(end) with an end that may be symbolic: positions 0 .. end-1 of a dynamic length.
+Tensor arange_symint(const SymInt& end, std::optional<DType> dtype = std::nullopt,
+                     Device device = kCPU);
 Tensor ones(const Shape& size, DType dtype = kFloat32, Device device = kCPU);
 Tensor arange(const Scalar& end, std::optional<DType> dtype = std::nullopt, Device device = kCPU);
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,

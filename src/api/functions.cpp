@@ -33,6 +33,11 @@ Tensor zeros(const Shape& size, DType dtype, Device device) { return full(size, 
 Tensor full_symint(const SymInts& size, const Scalar& v, DType dtype, Device device) {
   return call_op1(OpId::full, {symints_arg(size), v, dtype, dev(device)});
 }
+Tensor arange_symint(const SymInt& end, std::optional<DType> dtype, Device device) {
+  if (!end.is_symbolic()) return arange(end.hint(), dtype, device);
+  return call_op1(OpId::arange, {Scalar(int64_t{0}), symint_arg(end), Scalar(int64_t{1}),
+                                 none_or(dtype), dev_or_none(device)});
+}
 Tensor zeros_symint(const SymInts& size, DType dtype, Device device) {
   return full_symint(size, 0, dtype, device);
 }

@@ -43,6 +43,13 @@ inline DType dtype(const Node* n) { return meta(n).dtype; }
 inline const Shape& sizes(const Node* n) { return meta(n).sizes; }
 inline int64_t rank(const Node* n) { return static_cast<int64_t>(sizes(n).size()); }
 inline int64_t numel(const Node* n) { return meta(n).numel(); }
+// Sizes over a dynamic graph's symbols (numbers in a static one): what the shapes a
+// decomposition emits are computed from, so that its nodes keep the symbols.
+inline SymShape sym_sizes(const Node* n) { return n->sym_layout().sizes; }
+// `s` as a shape argument of a node of `g`: a Shape when static, else a SymIntsArg.
+NodeArg shape_arg(const Graph& g, const SymShape& s);
+// `n` as a scalar argument: an int, or a SymIntArg.
+NodeArg size_arg(const Graph& g, sym::Expr n);
 
 // The dtype arithmetic happens in: float32 for float16/bfloat16, as the eager kernels do.
 inline DType compute_type(DType t) { return is_reduced_float(t) ? kFloat32 : t; }
@@ -58,7 +65,8 @@ struct Emit {
   Node* to(Node* x, DType t) const { return dtype(x) == t ? x : (*this)(OpId::to_dtype, {x, t}); }
   // A tensor of `like`'s sizes, dtype and device filled with `value`.
   Node* full_like(const Node* like, Scalar value) const {
-    return (*this)(OpId::full, {sizes(like), value, dtype(like), meta(like).device});
+    return (*this)(OpId::full,
+                   {shape_arg(g, sym_sizes(like)), value, dtype(like), meta(like).device});
   }
 };
 

@@ -62,3 +62,17 @@ std::vector<OpId> decomposed_ops() {
 }
 
 }  // namespace coil
+
+namespace coil::decomp {
+
+NodeArg shape_arg(const Graph& g, const SymShape& s) {
+  if (is_static(s)) return const_values(s);
+  return SymIntsArg{g.shape_env()->hints(s), s};
+}
+
+NodeArg size_arg(const Graph& g, sym::Expr n) {
+  if (n->is_const()) return n->value();
+  return SymIntArg{g.shape_env()->hint(n), n};
+}
+
+}  // namespace coil::decomp

@@ -25,26 +25,32 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
-// The broadcast of two batch shapes (the meta function has checked that they broadcast).
-Shape broadcast(const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()), 1);
+// The broadcast of two batch shapes (the meta function has checked that they broadcast; a
+// symbolic size is never 1).
+SymShape broadcast(const SymShape& a, const SymShape& b) {
+  SymShape out(std::max(a.size(), b.size()), sym::constant(1));
   for (size_t i = 0; i < a.size(); ++i) out[out.size() - a.size() + i] = a[i];
   for (size_t i = 0; i < b.size(); ++i)
-    if (b[i] != 1) out[out.size() - b.size() + i] = b[i];
+    if (!b[i]->is_const(1)) out[out.size() - b.size() + i] = b[i];
   return out;
 }
 
 // t reshaped to `shape` unless it already has it.
-Node* reshaped(const Emit& e, Node* t, const Shape& shape) {
-  return sizes(t) == shape ? t : e(OpId::reshape, {t, shape});
+Node* reshaped(const Emit& e, Node* t, const SymShape& shape) {
+  return sym_sizes(t) == shape ? t : e(OpId::reshape, {t, shape_arg(e.g, shape)});
+}
+
+sym::Expr product(SymShape::const_iterator begin, SymShape::const_iterator end) {
+  return sym_numel(SymShape(begin, end));
 }
 
 // A [..., r, c] operand expanded to `batch` and folded into the [B, r, c] that bmm takes.
-Node* as_batch(const Emit& e, Node* t, const Shape& batch) {
-  const int64_t r = sizes(t)[sizes(t).size() - 2], c = sizes(t).back();
-  Shape full = batch;
+Node* as_batch(const Emit& e, Node* t, const SymShape& batch) {
+  const SymShape ts = sym_sizes(t);
+  const sym::Expr r = ts[ts.size() - 2], c = ts.back();
+  SymShape full = batch;
   full.insert(full.end(), {r, c});
-  if (sizes(t) != full) t = e(OpId::expand, {t, full});
+  if (ts != full) t = e(OpId::expand, {t, shape_arg(e.g, full)});
   return reshaped(e, t, {product(batch.begin(), batch.end()), r, c});
 }
 
@@ -57,8 +63,11 @@ Node* reduce_loss(const Emit& e, Node* terms, const std::string& reduction, Node
   if (reduction == "none") return terms;
   Node* sum = e(OpId::sum, {terms});
   if (reduction == "sum") return sum;
-  return e(OpId::div,
-           {sum, valid ? NodeArg{e(OpId::sum, {valid})} : NodeArg{Scalar(numel(terms))}});
+  if (valid) return e(OpId::div, {sum, e(OpId::sum, {valid})});
+  const sym::Expr n = sym_numel(sym_sizes(terms));
+  if (n->is_const()) return e(OpId::div, {sum, Scalar(n->value())});
+  Node* count = e(OpId::full, {Shape{}, size_arg(e.g, n), dtype(sum), meta(sum).device});
+  return e(OpId::div, {sum, count});
 }
 
 }  // namespace
@@ -67,14 +76,15 @@ Node* reduce_loss(const Emit& e, Node* terms, const std::string& reduction, Node
 Node* decompose_linear(Graph& g, Node* node) {
   Emit e{g, node};
   Node *x = input(node, 0), *bias = input(node, 2);
-  const Shape& xs = sizes(x);
-  const int64_t rows = product(xs.begin(), xs.end() - 1);
-  const Shape mat{rows, sizes(node).back()};
+  const SymShape xs = sym_sizes(x);
+  const sym::Expr rows = product(xs.begin(), xs.end() - 1);
+  const Shape mat{product(sizes(x).begin(), sizes(x).end() - 1), sizes(node).back()};
   Node* x2 = reshaped(e, x, {rows, xs.back()});
   Node* wt = e(OpId::t, {input(node, 1)});
   // A bias that does not broadcast to the 2-D product (one with batch dims) is added after.
   const bool fold = bias && broadcasts_to(sizes(bias), mat);
-  Node* y = reshaped(e, fold ? e(OpId::addmm, {bias, x2, wt}) : e(OpId::mm, {x2, wt}), sizes(node));
+  Node* y =
+      reshaped(e, fold ? e(OpId::addmm, {bias, x2, wt}) : e(OpId::mm, {x2, wt}), sym_sizes(node));
   return bias && !fold ? e(OpId::add, {y, bias}) : y;
 }
 
@@ -87,13 +97,14 @@ Node* decompose_matmul(Graph& g, Node* node) {
   Node* a = rx == 1 ? e(OpId::unsqueeze, {x, int64_t{0}}) : x;
   Node* b = ry == 1 ? e(OpId::unsqueeze, {y, int64_t{1}}) : y;
   if (ry <= 2) {
-    const Shape& as = sizes(a);
+    const SymShape as = sym_sizes(a);
     Node* a2 = reshaped(e, a, {product(as.begin(), as.end() - 1), as.back()});
-    return reshaped(e, e(OpId::mm, {a2, b}), sizes(node));
+    return reshaped(e, e(OpId::mm, {a2, b}), sym_sizes(node));
   }
-  Shape batch = broadcast(Shape(sizes(a).begin(), sizes(a).end() - 2),
-                          Shape(sizes(b).begin(), sizes(b).end() - 2));
-  return reshaped(e, e(OpId::bmm, {as_batch(e, a, batch), as_batch(e, b, batch)}), sizes(node));
+  const SymShape as = sym_sizes(a), bs = sym_sizes(b);
+  const SymShape batch =
+      broadcast(SymShape(as.begin(), as.end() - 2), SymShape(bs.begin(), bs.end() - 2));
+  return reshaped(e, e(OpId::bmm, {as_batch(e, a, batch), as_batch(e, b, batch)}), sym_sizes(node));
 }
 
 // dropout that draws nothing: eval mode or p = 0 copies, p = 1 is x * 0 (a NaN stays NaN).

@@ -93,7 +93,7 @@ Node* decompose_logsumexp(Graph& g, Node* node) {
   Node* shift = e(OpId::where, {e(OpId::isinf, {max}), Scalar(0.0), max});
   Node* sum = e(OpId::sum, {e(OpId::exp, {e(OpId::sub, {x, shift})}), dims, true});
   Node* y = e(OpId::add, {e(OpId::log, {sum}), shift});
-  if (!arg<bool>(node, 2)) y = e(OpId::reshape, {y, sizes(node)});
+  if (!arg<bool>(node, 2)) y = e(OpId::reshape, {y, shape_arg(g, sym_sizes(node))});
   return e.to(y, dtype(node));
 }
 
@@ -157,7 +157,8 @@ Node* decompose_group_norm(Graph& g, Node* node) {
   int64_t per_group = sizes(x)[1] / groups;
   for (size_t d = 2; d < sizes(x).size(); ++d) per_group *= sizes(x)[d];
   Node* grouped = e(OpId::reshape, {x, Shape{n, groups, per_group}});
-  Node* y = e(OpId::reshape, {standardize(e, grouped, {-1}, arg<double>(node, 4)), sizes(x)});
+  Node* y = e(OpId::reshape,
+              {standardize(e, grouped, {-1}, arg<double>(node, 4)), shape_arg(g, sym_sizes(x))});
   y = affine(e, y, per_channel(e, input(node, 2), x), per_channel(e, input(node, 3), x));
   return e.to(y, dtype(node));
 }

@@ -69,7 +69,9 @@ MultiheadAttention::Heads MultiheadAttention::prepare(const Tensor& query, const
              ": query, key and value must all be 3-D (batched) or all 2-D (unbatched), got ",
              shape_str(query.sizes()), ", ", shape_str(key.sizes()), " and ",
              shape_str(value.sizes()));
-  COIL_CHECK(query.size(-1) == e && key.size(-1) == e && value.size(-1) == e, kWho,
+  // Sizes as SymInts: a dynamic capture keeps the batch and the lengths symbolic, and these
+  // checks become guards on relations between them.
+  COIL_CHECK(query.sym_size(-1) == e && key.sym_size(-1) == e && value.sym_size(-1) == e, kWho,
              ": query, key and value must have embed_dim=", e, " features in their last dim, got ",
              shape_str(query.sizes()), ", ", shape_str(key.sizes()), " and ",
              shape_str(value.sizes()), " (a kdim/vdim different from embed_dim is not supported)");
@@ -79,8 +81,8 @@ MultiheadAttention::Heads MultiheadAttention::prepare(const Tensor& query, const
     return options.batch_first ? t : t.transpose(0, 1);
   };
   Tensor q = batch_major(query), k = batch_major(key), v = batch_major(value);
-  const int64_t n = q.size(0), l = q.size(1), s = k.size(1);
-  COIL_CHECK(k.size(0) == n && v.size(0) == n && v.size(1) == s, kWho,
+  const SymInt n = q.sym_size(0), l = q.sym_size(1), s = k.sym_size(1);
+  COIL_CHECK(k.sym_size(0) == n && v.sym_size(0) == n && v.sym_size(1) == s, kWho,
              ": key and value must have the same batch size as the query and the same sequence ",
              "length, got query ", shape_str(query.sizes()), ", key ", shape_str(key.sizes()),
              " and value ", shape_str(value.sizes()),
@@ -93,28 +95,31 @@ MultiheadAttention::Heads MultiheadAttention::prepare(const Tensor& query, const
                "attn_mask or is_causal, not both");
     check_mask_dtype(attn_mask, "attn_mask");
     if (attn_mask.dim() == 2) {
-      COIL_CHECK(attn_mask.size(0) == l && attn_mask.size(1) == s, kWho,
-                 ": a 2-D attn_mask must be (L, S) = ", shape_str({l, s}), ", got ",
+      COIL_CHECK(attn_mask.sym_size(0) == l && attn_mask.sym_size(1) == s, kWho,
+                 ": a 2-D attn_mask must be (L, S) = ", shape_str(hints_of({l, s})), ", got ",
                  shape_str(attn_mask.sizes()));
       am = attn_mask;
     } else {
-      COIL_CHECK(attn_mask.dim() == 3 && attn_mask.size(0) == n * h && attn_mask.size(1) == l &&
-                     attn_mask.size(2) == s,
-                 kWho, ": attn_mask must be (L, S) = ", shape_str({l, s}),
-                 " or (N * num_heads, L, S) = ", shape_str({n * h, l, s}), ", got ",
+      COIL_CHECK(attn_mask.dim() == 3 && attn_mask.sym_size(0) == n * h &&
+                     attn_mask.sym_size(1) == l && attn_mask.sym_size(2) == s,
+                 kWho, ": attn_mask must be (L, S) = ", shape_str(hints_of({l, s})),
+                 " or (N * num_heads, L, S) = ", shape_str(hints_of({n * h, l, s})), ", got ",
                  shape_str(attn_mask.sizes()));
-      am = attn_mask.reshape({n, h, l, s});
+      am = attn_mask.reshape_symint({n, h, l, s});
     }
   }
   if (key_padding_mask.defined()) {
     check_mask_dtype(key_padding_mask, "key_padding_mask");
-    Shape expected = rank == 2 ? Shape{s} : Shape{n, s};
-    COIL_CHECK(key_padding_mask.sizes() == expected, kWho, ": key_padding_mask must be ",
-               rank == 2 ? "(S) = " : "(N, S) = ", shape_str(expected), ", got ",
+    const SymInts expected = rank == 2 ? SymInts{s} : SymInts{n, s};
+    const SymInts got = key_padding_mask.sym_sizes();
+    bool same = got.size() == expected.size();
+    for (size_t i = 0; same && i < got.size(); ++i) same = got[i] == expected[i];
+    COIL_CHECK(same, kWho, ": key_padding_mask must be ",
+               rank == 2 ? "(S) = " : "(N, S) = ", shape_str(hints_of(expected)), ", got ",
                shape_str(key_padding_mask.sizes()));
-    kpm = key_padding_mask.reshape({n, 1, 1, s});
+    kpm = key_padding_mask.reshape_symint({n, 1, 1, s});
     if (is_causal) {  // SDPA takes a mask or is_causal: make the causal mask explicit
-      am = triu(ones({l, s}, kBool, q.device()), 1);
+      am = triu(full_symint({l, s}, 1, kBool, q.device()), 1);
       is_causal = false;
     }
   }
@@ -132,15 +137,15 @@ MultiheadAttention::Heads MultiheadAttention::prepare(const Tensor& query, const
     };
     qp = part(q, 0), kp = part(k, 1), vp = part(v, 2);
   }
-  auto heads = [&](const Tensor& t, int64_t len) {
-    return t.reshape({n, len, h, d}).transpose(1, 2);  // (N, H, len, D)
+  auto heads = [&](const Tensor& t, const SymInt& len) {
+    return t.reshape_symint({n, len, h, d}).transpose(1, 2);  // (N, H, len, D)
   };
   return {heads(qp, l), heads(kp, s), heads(vp, s), mask, is_causal, rank == 2};
 }
 
 Tensor MultiheadAttention::finish(const Tensor& heads_out, bool unbatched) const {
-  const int64_t n = heads_out.size(0), l = heads_out.size(2);
-  Tensor out = out_proj->forward(heads_out.transpose(1, 2).reshape({n, l, embed_dim}));
+  const SymInt n = heads_out.sym_size(0), l = heads_out.sym_size(2);
+  Tensor out = out_proj->forward(heads_out.transpose(1, 2).reshape_symint({n, l, embed_dim}));
   if (unbatched) return out.squeeze(0);
   return options.batch_first ? out : out.transpose(0, 1);
 }
@@ -159,10 +164,11 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward_with_weights(
   Heads x = prepare(query, key, value, attn_mask, key_padding_mask, is_causal);
   // SDPA's arithmetic, written out so that the weights exist as a tensor.
   Tensor scores = matmul(x.q, x.k.transpose(-2, -1)) * (1.0 / std::sqrt(double(head_dim)));
-  Tensor allowed = x.is_causal
-                       ? logical_not(triu(ones({x.q.size(2), x.k.size(2)}, kBool, x.q.device()), 1))
-                   : x.mask.defined() && x.mask.dtype() == kBool ? x.mask
-                                                                 : Tensor();
+  Tensor allowed =
+      x.is_causal                                   ? logical_not(triu(
+                                                          full_symint({x.q.sym_size(2), x.k.sym_size(2)}, 1, kBool, x.q.device()), 1))
+      : x.mask.defined() && x.mask.dtype() == kBool ? x.mask
+                                                    : Tensor();
   if (allowed.defined())
     scores = where(allowed, scores, zeros({}, scores.dtype(), scores.device()) - INFINITY);
   else if (x.mask.defined())
