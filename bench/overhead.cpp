@@ -31,6 +31,27 @@ void BM_CompiledIdentity3Inputs(benchmark::State& state) {
 }
 BENCHMARK(BM_CompiledIdentity3Inputs);
 
+// The same over size symbols (dynamic=true): the guards bind every dim's symbol, check the
+// strides as expressions of the sizes, then the env's relations.
+void BM_CompiledIdentity3InputsDynamic(benchmark::State& state) {
+  auto cf = coil::compile(
+      [](const coil::Tensor& a, const coil::Tensor& b, const coil::Tensor& c) { return a; },
+      {.dynamic = true});
+  coil::Tensor a = coil::randn({8, 8}), b = coil::randn({8}), c = coil::randn({2, 3, 4});
+  cf(a, b, c);
+  for (auto _ : state) benchmark::DoNotOptimize(cf(a, b, c));
+}
+BENCHMARK(BM_CompiledIdentity3InputsDynamic);
+
+// One kernel over a symbolic size: the wrapper reads the size and allocates per call.
+void BM_CompiledAddOneDynamic(benchmark::State& state) {
+  auto cf = coil::compile([](const coil::Tensor& x) { return x + 1; }, {.dynamic = true});
+  coil::Tensor x = coil::randn({8});
+  cf(x);
+  for (auto _ : state) benchmark::DoNotOptimize(cf(x));
+}
+BENCHMARK(BM_CompiledAddOneDynamic);
+
 // An eager op on the GPU: the host's cost of one launch (kernels queue on coil's stream; the
 // loop waits for the GPU only at its end), for a new tensor per call and for an in-place one.
 void BM_EagerAddOneCuda(benchmark::State& state) {

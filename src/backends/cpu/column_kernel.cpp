@@ -68,8 +68,7 @@ class ColumnKernel : public LoopEmitter {
     const size_t depth = k_.outer.size();
     const std::string n = sym::to_c(k_.outer.back()), c = std::to_string(kColumnChunk);
     if (parallel_)
-      w.line("#pragma omp parallel for schedule(static)" + parallel_if_ + " collapse(" +
-             std::to_string(depth) + ")");
+      w.line("#pragma omp parallel for schedule(static) collapse(" + std::to_string(depth) + ")");
     auto loops = outer_loops(w, depth - 1);
     auto chunks = w.block("for (i64 chunk = 0; chunk < " + n + "; chunk += " + c + ")");
     w.line("i64 end = chunk + " + c + " < " + n + " ? chunk + " + c + " : " + n + ";");

@@ -53,6 +53,15 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   Strategy s = strategy_for(k, program, /*in_region=*/false, &src.index_checks);
   CodeWriter w(1);
   s->body(w);
+  // Threads chosen per call: a serial copy of the loops runs when the condition fails.
+  std::string serial;
+  if (!s->parallel_condition().empty()) {
+    Strategy copy = strategy_for(k, program, /*in_region=*/false, &src.index_checks);
+    copy->run_serially();
+    CodeWriter sw(2);
+    copy->body(sw);
+    serial = "  if (!(" + s->parallel_condition() + ")) {\n" + sw.text() + "    return;\n  }\n";
+  }
   src.vectorized = s->vectorized();
   src.parallel = s->parallel();
   src.args = arguments(s->kernel());
@@ -60,7 +69,7 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   src.symbols = codegen::kernel_symbols(s->kernel());
   src.code = function_head(k.name, src.args, written(s->kernel()), program, src.index_checks,
                            src.symbols, src.inplace) +
-             w.text() + "}\n";
+             serial + w.text() + "}\n";
   return src;
 }
 

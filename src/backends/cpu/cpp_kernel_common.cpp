@@ -174,11 +174,15 @@ void LoopEmitter::innermost(CodeWriter& w, sym::Expr var, const std::string& lo,
 
 std::string LoopEmitter::omp_for(int collapse) const {
   std::string p = in_region_ ? "#pragma omp for schedule(static) nowait"
-                             : "#pragma omp parallel for schedule(static)" + parallel_if_;
+                             : "#pragma omp parallel for schedule(static)";
   return collapse > 1 ? p + " collapse(" + std::to_string(collapse) + ")" : p;
 }
 
 void LoopEmitter::decide_parallel(const std::vector<std::pair<sym::Expr, sym::Expr>>& tests) {
+  if (serial_) {
+    parallel_ = false;
+    return;
+  }
   std::string open;
   for (const auto& [lhs, rhs] : tests) {
     const sym::Range r = (lhs - rhs)->range();
@@ -189,7 +193,7 @@ void LoopEmitter::decide_parallel(const std::vector<std::pair<sym::Expr, sym::Ex
     if (r.lo < 0) open += (open.empty() ? "" : " && ") + sym::to_c(lhs) + " >= " + sym::to_c(rhs);
   }
   parallel_ = true;
-  if (!open.empty() && !in_region_) parallel_if_ = " if(" + open + ")";
+  if (!in_region_) parallel_condition_ = open;
 }
 
 bool vectorizable(const Kernel& k, sym::Expr lane) {

@@ -97,13 +97,22 @@ class LoopEmitter {
   void innermost(CodeWriter& w, sym::Expr var, const std::string& lo, const std::string& hi,
                  const std::vector<const KernelNode*>& nodes, int parts = 1);
   // The pragma that shares out the next `collapse` loops among the threads: its own parallel
-  // region (with parallel_if_'s clause), or (a combo's part) the region already open, with no
-  // barrier after it.
+  // region, or (a combo's part) the region already open, with no barrier after it.
   std::string omp_for(int collapse) const;
   // Whether the loops run on the thread team: when every `lhs >= rhs` of `tests` holds. Static
-  // sizes decide here; sizes known only at run time give the pragma an if clause with the tests
-  // the ranges leave open, so each call decides.
+  // sizes decide here; with sizes known only at run time the loops are parallel and the tests
+  // the ranges leave open are the run-time condition (parallel_condition()), which the kernel
+  // checks before them, running a serial copy when it fails.
   void decide_parallel(const std::vector<std::pair<sym::Expr, sym::Expr>>& tests);
+
+ public:
+  // The run-time condition of the loops' threads (C; empty when decided while compiling).
+  const std::string& parallel_condition() const { return parallel_condition_; }
+  // Emit the loops without threads whatever the sizes: the serial copy a kernel with a run-time
+  // condition runs when it fails (an OpenMP region with a false if clause still costs a team).
+  void run_serially() { serial_ = true; }
+
+ protected:
   // The outer loops `0 .. depth - 1`, each a block of the previous one.
   std::vector<CodeWriter::Scope> outer_loops(CodeWriter& w, size_t depth);
 
@@ -115,8 +124,9 @@ class LoopEmitter {
   bool vector_ = false;
   bool parallel_ = false;
   bool in_region_ = false;
-  std::string parallel_if_;  // " if(...)", a dynamic kernel's run-time choice of threads
-  int acc_part_ = 0;         // which of a split reduction's accumulators the body updates
+  std::string parallel_condition_;  // see parallel_condition()
+  bool serial_ = false;
+  int acc_part_ = 0;  // which of a split reduction's accumulators the body updates
   int counter_ = 0;
   std::vector<codegen::IndexCheck>* checks_;
 };
