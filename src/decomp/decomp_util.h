@@ -6,6 +6,7 @@
 #include <string>
 
 #include "decomp/decompose.h"
+#include "graph/sym_node.h"
 
 namespace coil::decomp {
 
@@ -46,10 +47,9 @@ inline int64_t numel(const Node* n) { return meta(n).numel(); }
 // Sizes over a dynamic graph's symbols (numbers in a static one): what the shapes a
 // decomposition emits are computed from, so that its nodes keep the symbols.
 inline SymShape sym_sizes(const Node* n) { return n->sym_layout().sizes; }
-// `s` as a shape argument of a node of `g`: a Shape when static, else a SymIntsArg.
-NodeArg shape_arg(const Graph& g, const SymShape& s);
-// `n` as a scalar argument: an int, or a SymIntArg.
-NodeArg size_arg(const Graph& g, sym::Expr n);
+// A size used as a plain number (a scale computed from it): its value, and in a dynamic graph
+// a guard that fixes it (a decomposition must never bake a hint in silently).
+int64_t size_value(const Graph& g, sym::Expr n, const std::string& reason);
 
 // The dtype arithmetic happens in: float32 for float16/bfloat16, as the eager kernels do.
 inline DType compute_type(DType t) { return is_reduced_float(t) ? kFloat32 : t; }

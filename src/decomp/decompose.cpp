@@ -65,14 +65,9 @@ std::vector<OpId> decomposed_ops() {
 
 namespace coil::decomp {
 
-NodeArg shape_arg(const Graph& g, const SymShape& s) {
-  if (is_static(s)) return const_values(s);
-  return SymIntsArg{g.shape_env()->hints(s), s};
-}
-
-NodeArg size_arg(const Graph& g, sym::Expr n) {
+int64_t size_value(const Graph& g, sym::Expr n, const std::string& reason) {
   if (n->is_const()) return n->value();
-  return SymIntArg{g.shape_env()->hint(n), n};
+  return g.shape_env()->guard_int(n, reason);
 }
 
 }  // namespace coil::decomp

@@ -141,7 +141,9 @@ Node* decompose_cross_entropy(Graph& g, Node* node) {
   Node *x = input(node, 0), *target = input(node, 1);
   const std::string reduction = arg<std::string>(node, 2);
   const int64_t ignore_index = arg<int64_t>(node, 3), cd = class_dim(x);
-  const double eps = arg<double>(node, 4), uniform = eps / static_cast<double>(sizes(x)[cd]);
+  const int64_t classes =
+      size_value(g, sym_sizes(x)[static_cast<size_t>(cd)], "cross_entropy: label smoothing");
+  const double eps = arg<double>(node, 4), uniform = eps / static_cast<double>(classes);
   const DType t = dtype(node), ct = compute_type(t);
   Node* logp = e(OpId::log_softmax, {e.to(x, ct), cd});
   if (sizes(target) == sizes(x)) {
@@ -184,13 +186,16 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   const DType t = dtype(node), ct = compute_type(t);
   Node *q = e.to(input(node, 0), ct), *k = e.to(input(node, 1), ct), *v = e.to(input(node, 2), ct);
   Node* mask = input(node, 3);
-  const double scale =
-      opt_arg<double>(node, 6).value_or(1 / std::sqrt(static_cast<double>(sizes(q).back())));
+  std::optional<double> scale = opt_arg<double>(node, 6);
+  if (!scale)
+    scale = 1 / std::sqrt(static_cast<double>(size_value(
+                    g, sym_sizes(q).back(), "scaled_dot_product_attention: 1/sqrt(head size)")));
   Node* kt = e(OpId::transpose, {k, int64_t{-2}, int64_t{-1}});
-  Node* scores = e(OpId::mul, {e(OpId::matmul, {q, kt}), Scalar(scale)});
+  Node* scores = e(OpId::mul, {e(OpId::matmul, {q, kt}), Scalar(*scale)});
   if (causal) {
-    const int64_t l = sizes(q).end()[-2], s = sizes(k).end()[-2];
-    Node* ones = e(OpId::full, {Shape{l, s}, Scalar(1), kBool, node->tensor_meta().device});
+    const SymShape qs = sym_sizes(q), ks = sym_sizes(k);
+    Node* ones = e(OpId::full, {shape_arg(g, {qs.end()[-2], ks.end()[-2]}), Scalar(1), kBool,
+                                node->tensor_meta().device});
     scores = e(OpId::where, {e(OpId::tril, {ones, int64_t{0}}), scores, Scalar(-kInf)});
   } else if (mask && dtype(mask) == kBool) {
     scores = e(OpId::where, {mask, scores, Scalar(-kInf)});

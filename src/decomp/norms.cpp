@@ -70,7 +70,13 @@ Node* decompose_mean(Graph& g, Node* node) {
   std::vector<NodeArg> args{x, dims, arg<bool>(node, 2)};
   if (ct != t) args.push_back(ct);  // sum(dtype=) widens before it adds
   Node* sum = e(OpId::sum, std::move(args));
-  return e.to(e(OpId::div, {sum, Scalar(reduced_numel(x, dims))}), t);
+  // The count: a number, or (over symbols) a 0-dim tensor of its value at run time.
+  const SymShape xs = sym_sizes(x);
+  sym::Expr count = sym::constant(1);
+  for (int64_t d : reduced_dims(dims, rank(x))) count = count * xs[static_cast<size_t>(d)];
+  if (count->is_const()) return e.to(e(OpId::div, {sum, Scalar(count->value())}), t);
+  Node* n = e(OpId::full, {Shape{}, size_arg(g, count), dtype(sum), meta(sum).device});
+  return e.to(e(OpId::div, {sum, n}), t);
 }
 
 // std = sqrt(var).

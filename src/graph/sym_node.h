@@ -7,6 +7,7 @@
 #include <coil/symint.h>
 
 #include "graph/arg.h"
+#include "graph/graph.h"
 #include "graph/shape_env.h"
 
 namespace coil {
@@ -26,5 +27,11 @@ Arg symints_arg(const SymInts& sizes);
 Arg symint_arg(const SymInt& size);
 // The same size as written (the same expression, or the same number): no guard.
 bool same_symint(const SymInt& a, const SymInt& b);
+
+// Sizes over `g`'s symbols as an argument of a node of `g` (what passes and decompositions
+// emit): a Shape when static, else a SymIntsArg with the hints.
+NodeArg shape_arg(const Graph& g, const SymShape& s);
+// One size as a scalar argument: an int, or a SymIntArg.
+NodeArg size_arg(const Graph& g, sym::Expr n);
 
 }  // namespace coil

@@ -62,6 +62,16 @@ Arg symint_arg(const SymInt& size) {
 
 bool same_symint(const SymInt& a, const SymInt& b) { return expr_of(a) == expr_of(b); }
 
+NodeArg shape_arg(const Graph& g, const SymShape& s) {
+  if (is_static(s)) return const_values(s);
+  return SymIntsArg{g.shape_env()->hints(s), s};
+}
+
+NodeArg size_arg(const Graph& g, sym::Expr n) {
+  if (n->is_const()) return n->value();
+  return SymIntArg{g.shape_env()->hint(n), n};
+}
+
 int64_t SymInt::guard_int() const {
   if (node_) node_->env->guard_int(node_->expr, str() + " used as a plain number by the program");
   return hint_;

@@ -16,9 +16,14 @@ Result box_of(const Node& n, Loader f) {
       Context::memoized(n.tensor_meta().dtype, n.sym_layout().sizes, std::move(f))};
 }
 
+// The fill may be a size known only at run time (a mean's count over symbols).
 Result lower_full(Context&, const Node& n, std::string*) {
-  Scalar fill = std::get<Scalar>(n.args()[1]);
   DType dtype = n.tensor_meta().dtype;
+  if (auto* s = std::get_if<SymIntArg>(&n.args()[1])) {
+    ir::Value v = size_value(s->expr, dtype);
+    return box_of(n, [v](const Index&) { return v; });
+  }
+  Scalar fill = std::get<Scalar>(n.args()[1]);
   return box_of(n, [fill, dtype](const Index&) { return V::make_constant(fill, dtype); });
 }
 

@@ -4,6 +4,7 @@
 // unsqueeze undone by a squeeze disappears.
 #include <numeric>
 
+#include "graph/sym_node.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 
@@ -71,7 +72,7 @@ Node* merge_reshapes(Graph& g, Node* n) {
   Node* in = n;
   for (; reshape_like(in); ++length) in = node_arg(in->args()[0]);
   if (length < 2 || !in->tensor_meta().is_contiguous()) return nullptr;
-  return g.call(OpId::reshape, {in, n->tensor_meta().sizes}, n);
+  return g.call(OpId::reshape, {in, shape_arg(g, n->sym_layout().sizes)}, n);
 }
 
 // squeeze(unsqueeze(x, d), [d]) -> x.

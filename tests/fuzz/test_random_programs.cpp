@@ -65,9 +65,34 @@ class ProgramGenerator {
   // Inputs are sometimes laid out transposed (a non-contiguous placeholder).
   Node* input(const Shape& sizes) {
     Shape strides = contiguous_strides(sizes);
-    if (sizes.size() >= 2 && pick(0, 2) == 0) strides = transposed_strides(sizes);
-    return g_.placeholder(prefix_ + "in" + std::to_string(n_inputs_++),
-                          TensorMeta{kFloat32, sizes, strides, 0, kCPU});
+    const bool transposed = sizes.size() >= 2 && pick(0, 2) == 0;
+    if (transposed) strides = transposed_strides(sizes);
+    const std::string name = prefix_ + "in" + std::to_string(n_inputs_++);
+    return g_.placeholder(name, TensorMeta{kFloat32, sizes, strides, 0, kCPU},
+                          symbolic(name, sizes, transposed));
+  }
+  // In a dynamic graph (one with a ShapeEnv), an input's dims of size >= 2 are symbols, its
+  // strides the same layout over them.
+  std::optional<SymLayout> symbolic(const std::string& name, const Shape& sizes, bool transposed) {
+    ShapeEnv* env = g_.shape_env().get();
+    if (!env) return std::nullopt;
+    SymShape s;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      s.push_back(sizes[d] >= 2
+                      ? env->create_symbol(sizes[d], name + ".size(" + std::to_string(d) + ")")
+                      : sym::constant(sizes[d]));
+    SymLayout l = SymLayout::contiguous(s);
+    if (transposed) {  // column-major in the last two dims, row-major above them
+      const size_t r = s.size();
+      l.strides[r - 2] = sym::constant(1);
+      l.strides[r - 1] = s[r - 2];
+      sym::Expr inner = s[r - 2] * s[r - 1];
+      for (size_t k = r - 2; k-- > 0;) {
+        l.strides[k] = inner;
+        inner = inner * s[k];
+      }
+    }
+    return l;
   }
   static Shape transposed_strides(const Shape& sizes) {
     // Column-major in the last two dims, row-major above them.
@@ -86,7 +111,8 @@ class ProgramGenerator {
   Node* index_input(const Shape& sizes, int64_t bound) {
     std::string name = prefix_ + "idx" + std::to_string(n_inputs_++);
     index_bounds_[name] = bound;
-    return g_.placeholder(name, TensorMeta{kInt64, sizes, contiguous_strides(sizes), 0, kCPU});
+    return g_.placeholder(name, TensorMeta{kInt64, sizes, contiguous_strides(sizes), 0, kCPU},
+                          symbolic(name, sizes, false));
   }
 
   Node* call(OpId op, std::vector<NodeArg> args) {
@@ -197,9 +223,11 @@ struct ProgramGroup {
   std::vector<int> program_of;
   int indexing_ops = 0;
 };
-ProgramGroup program_group(std::mt19937_64& rng, int start) {
+// `dynamic`: the inputs' sizes are symbols (the graph has a ShapeEnv).
+ProgramGroup program_group(std::mt19937_64& rng, int start, bool dynamic = false) {
   ProgramGroup out;
   Graph g;
+  if (dynamic) g.set_shape_env(std::make_shared<ShapeEnv>());
   std::vector<Node*> results;
   for (int p = start; p < start + kProgramsPerGraph; ++p) {
     ProgramGenerator gen(g, rng, "p" + std::to_string(p) + "_", out.index_bounds);
@@ -216,11 +244,20 @@ ProgramGroup program_group(std::mt19937_64& rng, int start) {
   return out;
 }
 
-// Random inputs for a group's placeholders (index inputs within their bounds).
-std::vector<Tensor> program_inputs(const ProgramGroup& group) {
+// Random inputs for a group's placeholders (index inputs within their bounds); a dynamic
+// group's at `symbols` (each size symbol's value; empty: the hints).
+std::vector<Tensor> program_inputs(const ProgramGroup& group,
+                                   const std::unordered_map<sym::Expr, int64_t>& symbols = {}) {
   std::vector<Tensor> inputs;
   for (const Node* ph : group.graph->placeholders()) {
-    const TensorMeta& m = ph->tensor_meta();
+    TensorMeta m = ph->tensor_meta();
+    if (!symbols.empty()) {
+      const SymLayout l = ph->sym_layout(0, /*as_made=*/true);
+      for (size_t d = 0; d < l.sizes.size(); ++d) {
+        m.sizes[d] = sym::evaluate(l.sizes[d], symbols);
+        m.strides[d] = sym::evaluate(l.strides[d], symbols);
+      }
+    }
     Tensor t = empty_from_meta(m);
     if (auto it = group.index_bounds.find(ph->name()); it != group.index_bounds.end())
       t.copy_(randint(0, it->second, m.sizes));
@@ -259,6 +296,49 @@ TEST(Fuzz, RandomProgramsMatchEager) {
   }
   EXPECT_GE(checked, 200);
   EXPECT_GE(indexing_ops, 20);
+}
+
+// The programs over size symbols: each group compiles once and runs at its capture sizes and at
+// larger ones (index inputs keep their bounds: the dims they index only grow), against the
+// interpreter at both. A group whose guards a larger size breaks (a size fixed by an op that
+// needs a number, say) runs at its hints only.
+TEST(Fuzz, DynamicProgramsMatchEagerAtOtherSizes) {
+  std::mt19937_64 rng(20261126);
+  int grown = 0;
+  for (int start = 0; start < 3 * kProgramsPerGraph; start += kProgramsPerGraph) {
+    ProgramGroup group = program_group(rng, start, /*dynamic=*/true);
+    const Graph& graph = *group.graph;
+    const ShapeEnv& env = *graph.shape_env();
+    capture::CompiledGraph cg = compile_fx(group.graph, CompileOptions{}, "fuzz_dynamic");
+    std::vector<std::unordered_map<sym::Expr, int64_t>> sizes{{}};
+    std::unordered_map<sym::Expr, int64_t> larger;
+    for (const ShapeEnv::Symbol& s : env.symbols())
+      larger[s.var] = s.hint + std::uniform_int_distribution<int64_t>(1, 5)(rng);
+    for (const ShapeEnv::Symbol& s : env.symbols())  // unified and specialised ones follow
+      larger[s.var] = sym::evaluate(env.simplify(s.var), larger);
+    bool holds = true;
+    for (const SymGuard& g : env.guards()) holds = holds && g.holds(larger);
+    if (holds) {
+      sizes.push_back(larger);
+      ++grown;
+    }
+    for (const auto& at : sizes) {
+      std::vector<Tensor> inputs = program_inputs(group, at);
+      std::vector<Tensor> got = cg.run(inputs), want = interpret(graph, inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        SCOPED_TRACE("program " + std::to_string(group.program_of[i]) + ", output " +
+                     graph.output_node()->results()[i]->name() +
+                     (at.empty() ? " at the hints" : " at larger sizes"));
+        expect_matches(got[i], want[i]);
+        if (::testing::Test::HasFailure()) {
+          std::cout << print_graph(graph);
+          return;
+        }
+      }
+    }
+  }
+  EXPECT_GE(grown, 1);
 }
 
 // The same programs' CUDA source compiles with NVRTC (no GPU needed); two groups keep CI short.
