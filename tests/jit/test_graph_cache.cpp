@@ -84,6 +84,27 @@ TEST_F(GraphCacheTest, SecondCompileIsServedFromDiskAndComputesTheSame) {
   EXPECT_EQ(entries().size(), 1u);
 }
 
+// A dynamic graph's entry serves a new process at any size: no stage, no C++ compile. Its size
+// guards (lowering's too) come with it: a call that breaks one still recompiles.
+TEST_F(GraphCacheTest, DynamicGraphsServeANewProcessAtOtherSizes) {
+  Tensor w = random({8, 8});
+  auto f = [&w](const Tensor& x) { return model(x, w); };
+  compile(f, {.dynamic = true})(random({6, 8}));
+  EXPECT_EQ(count("graph_cache_misses"), 1);
+
+  forget_process_state();
+  auto cf = compile(f, {.dynamic = true});
+  for (int64_t rows : {13, 2, 40}) {
+    Tensor x = random({rows, 8});
+    EXPECT_TRUE(allclose(cf(x), model(x, w), 1e-5, 1e-6)) << rows << " rows";
+  }
+  EXPECT_EQ(count("graph_cache_hits"), 1);
+  EXPECT_EQ(count("graph_cache_misses"), 0);
+  EXPECT_EQ(count("captures"), 1);
+  EXPECT_EQ(jit::stats().compiles, 0);
+  EXPECT_EQ(entries().size(), 1u);
+}
+
 TEST_F(GraphCacheTest, ParametersAreBoundNotBakedIn) {
   Tensor x = random({6, 8}), w1 = random({8, 8}), w2 = random({8, 8});
   compile([&w1](const Tensor& x) { return model(x, w1); })(x);
