@@ -37,7 +37,7 @@ Program train_mlp_step(bool compiled, bool gpu) {
   };
   std::function<Tensor(const Tensor&)> loss = loss_of;  // and Adam: eager, or compiled
   if (compiled)
-    loss = [cf = compile(loss_of, {.name = "train_mlp"})](const Tensor& x) { return cf(x); };
+    loss = [cf = compile(loss_of, bench_options("train_mlp"))](const Tensor& x) { return cf(x); };
   return [model, opt, loss](const std::vector<Tensor>& a) {
     Tensor l = loss(a[0]);
     l.backward();
@@ -49,12 +49,23 @@ Program train_mlp_step(bool compiled, bool gpu) {
 
 }  // namespace
 
+bool& dynamic_shapes() {
+  static bool dynamic = false;
+  return dynamic;
+}
+
 void use_device(Device device) { current_device() = device; }
+void use_dynamic_shapes(bool dynamic) { dynamic_shapes() = dynamic; }
+CompileOptions bench_options(const std::string& name) {
+  CompileOptions o{.name = name};
+  if (dynamic_shapes()) o.dynamic = true;
+  return o;
+}
 Device bench_device() { return current_device(); }
 
 Program Workload::compiled(bool gpu) const {
   if (make) return make(true, gpu);
-  auto cf = compile(fn, {.name = name});
+  auto cf = compile(fn, bench_options(name));
   return [cf](const std::vector<Tensor>& in) { return cf(in); };
 }
 

@@ -32,6 +32,9 @@ std::vector<Workload> workloads();
 // Where the workloads' inputs and models are made (the CPU unless coil-bench --device says).
 void use_device(Device device);
 Device bench_device();
+// coil-bench --dynamic: the compiled programs over size symbols (CompileOptions::dynamic).
+void use_dynamic_shapes(bool dynamic);
+CompileOptions bench_options(const std::string& name);
 
 // One matrix product of a workload: `batch` products of (m x k) by (k x n).
 struct Product {
