@@ -151,10 +151,37 @@ void check_divisor(Expr e, Expr d, const char* what) {
               ": divisors are positive");
 }
 
-// Is every value of e in [0, d)? By ranges, or because e is a loop index over d.
+// An upper bound of e over its loop indices over run-time sizes: each such index (a Var with a
+// bound()) replaced by its last value, bound - 1. Null unless e grows with each of them: a sum
+// of terms where an index appears only as a factor of a product of non-negative variables with
+// a positive coefficient (no floordiv, mod, min or max around it).
+Expr index_upper_bound(Expr e) {
+  Bindings last;
+  for (const Term& t : detail::as_sum(e).terms) {
+    const std::vector<Expr> factors =
+        t.core->kind() == Kind::Mul ? t.core->args() : std::vector<Expr>{t.core};
+    bool indexed = false, monotone = t.coef > 0;
+    for (Expr f : factors) {
+      if (f->kind() != Kind::Var || f->range().lo < 0) return nullptr;
+      if (f->bound()) {
+        indexed = true;
+        last.emplace(f, sub(f->bound(), constant(1)));
+      }
+    }
+    if (indexed && !monotone) return nullptr;
+  }
+  return last.empty() ? nullptr : substitute(e, last);
+}
+
+// Is every value of e in [0, d)? By ranges; because e is a loop index over d; or because its
+// largest value over loop indices is below d (a row-major offset in a tensor of d elements:
+// x3 + s3*x2 + s2*s3*x1 < s1*s2*s3).
 bool below(Expr e, Expr d) {
   if (e->range().lo < 0) return false;
-  return e->range().hi < d->range().lo || (e->kind() == Kind::Var && e->bound() == d);
+  if (e->range().hi < d->range().lo || (e->kind() == Kind::Var && e->bound() == d)) return true;
+  if (e->kind() != Kind::Add && e->kind() != Kind::Mul) return false;
+  Expr top = index_upper_bound(e);
+  return top && sub(sub(d, constant(1)), top)->range().lo >= 0;
 }
 
 }  // namespace

@@ -96,7 +96,8 @@ TEST_F(GraphCacheTest, DynamicGraphsServeANewProcessAtOtherSizes) {
   auto cf = compile(f, {.dynamic = true});
   for (int64_t rows : {13, 2, 40}) {
     Tensor x = random({rows, 8});
-    EXPECT_TRUE(allclose(cf(x), model(x, w), 1e-5, 1e-6)) << rows << " rows";
+    // The layer norm's row sums are zero up to rounding: an absolute tolerance above it.
+    EXPECT_TRUE(allclose(cf(x), model(x, w), 1e-5, 1e-5)) << rows << " rows";
   }
   EXPECT_EQ(count("graph_cache_hits"), 1);
   EXPECT_EQ(count("graph_cache_misses"), 0);
