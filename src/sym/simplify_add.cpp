@@ -83,6 +83,25 @@ bool merge_lower_half(Sum& s, size_t i) {
   return false;
 }
 
+// The same split scaled by sizes: c*e*(t % d) + c*e*d*(t // d) -> c*e*t for a size divisor d and
+// a product of sizes e (a flat row index split into batch and channel, times the row length).
+// Term i is the mod's.
+bool merge_scaled_split(Sum& s, size_t i) {
+  const std::vector<Expr>& factors = s.terms[i].core->args();
+  Expr split = nullptr, scale = constant(1);
+  for (Expr f : factors) {
+    if (f->kind() == Kind::Mod && !has_const_divisor(f) && !split)
+      split = f;
+    else
+      scale = mul(scale, f);
+  }
+  if (!split || split->args()[1]->kind() == Kind::Add) return false;
+  const Expr t = split->args()[0], d = split->args()[1];
+  const int64_t c = s.terms[i].coef;
+  Sum partner = as_sum(mul(constant(c), mul(scale, mul(d, floordiv(t, d)))));
+  return replace_pair(s, i, partner, mul(scale, t), c);
+}
+
 // Finds two terms that are the halves of a value split by a divisor and replaces them by the
 // value: c*(t % d) + c*d*(t // d) -> c*t, from either half. The other half is built by
 // floordiv/mod, so it matches whatever canonical form t // d or t % d takes (for t = x % 16
@@ -91,6 +110,7 @@ bool merge_split_pair(Sum& s) {
   for (size_t i = 0; i < s.terms.size(); ++i) {
     Expr core = s.terms[i].core;
     int64_t c = s.terms[i].coef;
+    if (core->kind() == Kind::Mul && merge_scaled_split(s, i)) return true;
     if (core->kind() != Kind::Mod && core->kind() != Kind::FloorDiv) continue;
     Expr t = core->args()[0];
     if (!has_const_divisor(core)) {

@@ -151,24 +151,28 @@ void check_divisor(Expr e, Expr d, const char* what) {
               ": divisors are positive");
 }
 
-// An upper bound of e over its loop indices over run-time sizes: each such index (a Var with a
-// bound()) replaced by its last value, bound - 1. Null unless e grows with each of them: a sum
-// of terms where an index appears only as a factor of a product of non-negative variables with
-// a positive coefficient (no floordiv, mod, min or max around it).
+// An upper bound of e over its loop indices: each index replaced by its last value (bound - 1
+// for a loop over a run-time size, the range's top for a constant extent), the sizes kept.
+// Null unless e grows with each index: a sum of terms where an index appears only as a factor
+// of a product of non-negative variables with a positive coefficient (no floordiv, mod, min or
+// max around it).
 Expr index_upper_bound(Expr e) {
   Bindings last;
   for (const Term& t : detail::as_sum(e).terms) {
     const std::vector<Expr> factors =
         t.core->kind() == Kind::Mul ? t.core->args() : std::vector<Expr>{t.core};
-    bool indexed = false, monotone = t.coef > 0;
+    bool indexed = false;
     for (Expr f : factors) {
       if (f->kind() != Kind::Var || f->range().lo < 0) return nullptr;
       if (f->bound()) {
         indexed = true;
         last.emplace(f, sub(f->bound(), constant(1)));
+      } else if (f->range().hi < kMaxSize) {  // an index of a constant extent, not a size
+        indexed = true;
+        last.emplace(f, constant(f->range().hi));
       }
     }
-    if (indexed && !monotone) return nullptr;
+    if (indexed && t.coef <= 0) return nullptr;
   }
   return last.empty() ? nullptr : substitute(e, last);
 }

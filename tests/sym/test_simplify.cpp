@@ -146,6 +146,28 @@ TEST(SymSimplify, DivisionBySizes) {
   EXPECT_EQ(evaluate(floordiv(z, s) + mod(z, t), {{z, 11}, {s, 3}, {t, 4}}), 3 + 3);
 }
 
+// Row-major offsets over loop indices of run-time (and constant) extents stay below the
+// product of the extents, so the divisions that unravel them vanish; a flat index split by a
+// size and scaled by others recombines.
+TEST(SymSimplify, OffsetsOverLoopsOfSizes) {
+  const Expr s1 = size_var("s1"), s2 = size_var("s2"), s3 = size_var("s3");
+  const Expr x1 = index_var("x1", s1), x2 = index_var("x2", s2), x3 = index_var("x3", s3);
+  const Expr c = index_var("c", 4);  // a constant extent among them
+  const Expr inner = x3 + s3 * x2 + s2 * s3 * x1;
+  check({
+      {floordiv(inner, s1 * s2 * s3), "0"},
+      {mod(inner, s1 * s2 * s3), to_string(inner)},
+      {floordiv(x3 + s3 * x2 + s2 * s3 * c, 4 * s2 * s3), "0"},
+      {floordiv(inner, s2 * s3), "x1"},  // not below: the multiples leave, the rest vanishes
+      {floordiv(inner + s1 * s2 * s3, s1 * s2 * s3), "1"},
+      {s1 * s2 * s3 * floordiv(z, s1) + s2 * s3 * mod(z, s1), "s2*s3*z"},
+  });
+  EXPECT_EQ(floordiv(x3 + s3, s3 * 2), constant(0));  // x3 + s3 <= 2*s3 - 1
+  // Not provable, left alone: a sum that may reach the divisor, a term that may be negative.
+  EXPECT_EQ(floordiv(x3 + x2, s3)->kind(), Kind::FloorDiv);
+  EXPECT_EQ(floordiv(s3 * x2 - x3 + s3, s2 * s3)->kind(), Kind::FloorDiv);
+}
+
 TEST(SymSimplify, MinMax) {
   check({
       {min(y, constant(10)), "y"},  // y <= 7
