@@ -1,6 +1,9 @@
 // Lowerings of the reductions: each becomes a Reduction buffer over the reduced dims.
 #include <coil/error.h>
 
+#include <cmath>
+#include <limits>
+
 #include "lower/context.h"
 #include "graph/dims.h"
 
@@ -26,31 +29,64 @@ int64_t split_pieces(int64_t n) {
   return 0;
 }
 
+// What a reduction of `kind` starts from: the value an element outside the range contributes.
+ir::Value identity(ReduceKind kind, DType t) {
+  const bool f = is_floating(t);
+  switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Any:
+      return V::make_constant(Scalar(int64_t{0}), t);
+    case ReduceKind::Prod:
+    case ReduceKind::All:
+      return V::make_constant(Scalar(int64_t{1}), t);
+    case ReduceKind::Max:
+      return V::make_constant(f ? Scalar(-INFINITY) : Scalar(std::numeric_limits<int64_t>::min()),
+                              t);
+    default:  // Min
+      return V::make_constant(f ? Scalar(INFINITY) : Scalar(std::numeric_limits<int64_t>::max()),
+                              t);
+  }
+}
+
 // Rewrites `c`, a reduction to one element, as a reduction over a new buffer of partials, when
-// it is large enough and its kind combines partials with itself.
-// Only for a static number of elements: the pieces must divide it.
+// it is large enough and its kind combines partials with itself. A static count is cut into
+// pieces that divide it; a count known only at run time (large at the hints) into 256 pieces of
+// ceil(n / 256), the last elements of the last piece masked to the reduction's identity (their
+// index clamped, so that nothing reads past the tensor).
 void split_full_reduction(Context& cx, ir::Computation& c) {
   const bool combines = *c.reduce == ReduceKind::Sum || *c.reduce == ReduceKind::Prod ||
                         *c.reduce == ReduceKind::Max || *c.reduce == ReduceKind::Min ||
                         *c.reduce == ReduceKind::Any || *c.reduce == ReduceKind::All;
   const sym::Expr numel = sym_numel(c.reduction_ranges);
-  if (!combines || !sym_numel(c.ranges)->is_const(1) || !numel->is_const()) return;
-  const int64_t n = numel->value();
-  const int64_t pieces = split_pieces(n);
-  if (n < kSplitMin || pieces == 0) return;
+  if (!combines || !sym_numel(c.ranges)->is_const(1)) return;
+  int64_t pieces = 256;
+  sym::Expr len;
+  if (numel->is_const()) {
+    const int64_t n = numel->value();
+    pieces = split_pieces(n);
+    if (n < kSplitMin || pieces == 0) return;
+    len = sym::constant(n / pieces);
+  } else {
+    if (cx.program().hint(numel) < kSplitMin) return;
+    len = sym::floordiv(numel + (pieces - 1), pieces);
+  }
   // Partials: piece p reduces elements [p * len, (p + 1) * len) of the flattened reduction.
-  const int64_t len = n / pieces;
   ir::Computation part;
   part.ranges = {sym::constant(pieces)};
   part.vars = Context::vars(part.ranges, "i");
-  part.reduction_ranges = {sym::constant(len)};
+  part.reduction_ranges = {len};
   part.rvars = Context::vars(part.reduction_ranges, "j");
+  const sym::Expr flat = part.vars[0] * len + part.rvars[0];
+  const bool ragged = !numel->is_const();
   sym::Bindings at;
   std::vector<sym::Expr> original =
-      ir::unravel(part.vars[0] * len + part.rvars[0], c.reduction_ranges);
+      ir::unravel(ragged ? sym::min(flat, numel - 1) : flat, c.reduction_ranges);
   for (size_t k = 0; k < c.rvars.size(); ++k) at[c.rvars[k]] = original[k];
   for (const sym::Expr& v : c.vars) at[v] = sym::constant(0);  // every output dim is 1
   part.body = ir::substitute(c.body, at);
+  if (ragged)
+    part.body = V::where(V::binary(Op::Lt, V::index_value(flat), size_value(numel, kInt64)),
+                         part.body, identity(*c.reduce, c.dtype));
   part.reduce = c.reduce;
   part.dtype = c.dtype;
   ir::Buffer b;

@@ -174,15 +174,19 @@ Expr index_upper_bound(Expr e) {
     }
     if (indexed && t.coef <= 0) return nullptr;
   }
-  return last.empty() ? nullptr : substitute(e, last);
+  return last.empty() ? e : substitute(e, last);
 }
 
 // Is every value of e in [0, d)? By ranges; because e is a loop index over d; or because its
 // largest value over loop indices is below d (a row-major offset in a tensor of d elements:
 // x3 + s3*x2 + s2*s3*x1 < s1*s2*s3).
+// A minimum is below d when either side is; a quotient a // k when a is below k*d (a partial
+// reduction's clamped index, min(i, n - 1) // s1 < s0 for n = s0*s1).
 bool below(Expr e, Expr d) {
   if (e->range().lo < 0) return false;
   if (e->range().hi < d->range().lo || (e->kind() == Kind::Var && e->bound() == d)) return true;
+  if (e->kind() == Kind::Min) return below(e->args()[0], d) || below(e->args()[1], d);
+  if (e->kind() == Kind::FloorDiv) return below(e->args()[0], mul(e->args()[1], d));
   if (e->kind() != Kind::Add && e->kind() != Kind::Mul) return false;
   Expr top = index_upper_bound(e);
   return top && sub(sub(d, constant(1)), top)->range().lo >= 0;

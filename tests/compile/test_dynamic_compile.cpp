@@ -102,3 +102,18 @@ TEST(DynamicCompile, NormsAndBroadcastsOverSymbols) {
   for (std::vector<int64_t> free : {std::vector<int64_t>{4, 6}, {3, 11}, {17, 2}})
     expect_matches_interpreter(*g, cg, free);
 }
+
+// A full reduction over run-time sizes, large at the hints: split into partials of
+// ceil(n / 256) elements, the last piece's excess masked to the identity (sizes that leave every
+// piece ragged, and ones smaller than the pieces).
+TEST(DynamicCompile, FullReductionsSplitOverRunTimeSizes) {
+  std::shared_ptr<Graph> g = dynamic_graph();
+  Node* x = dynamic_input(*g, "x", {300, 200});
+  Node* pos = g->call(OpId::gt, {x, Scalar(1.5)});
+  g->output({g->call(OpId::sum, {x}), g->call(OpId::amax, {x}), g->call(OpId::amin, {x}),
+             g->call(OpId::any, {pos}), g->call(OpId::all, {g->call(OpId::lt, {x, Scalar(5.0)})})});
+  capture::CompiledGraph cg = compile_fx(g, CompileOptions{}, "dynamic");
+  for (std::vector<int64_t> free :
+       {std::vector<int64_t>{300, 200}, {1001, 333}, {17, 5}, {2, 2}, {257, 3}})
+    expect_matches_interpreter(*g, cg, free);
+}
