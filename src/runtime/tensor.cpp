@@ -130,7 +130,6 @@ const TensorImpl& read(const Tensor& t, GeometryRead what, int64_t dim = -1) {
 
 OpScope::OpScope() { ++tls_op_depth; }
 OpScope::~OpScope() { --tls_op_depth; }
-bool inside_op() { return tls_op_depth > 0; }
 ProgramScope::ProgramScope() : saved_(tls_op_depth) { tls_op_depth = 0; }
 ProgramScope::~ProgramScope() { tls_op_depth = saved_; }
 

@@ -72,7 +72,6 @@ class OpScope {
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
 };
-bool inside_op();
 // Code that an op runs as a program would (an autograd composite's parts): inside it, geometry
 // reads count as the program's again.
 class ProgramScope {
