@@ -4,7 +4,9 @@
 //   NAME: "ANN" = coil.parameter("TARGET")  |  NAME: "ANN" = coil.constant([V, ...])
 //   NAME[: "ANN"] = NAME[INDEX]
 //   return (NAME, ...)
-// Blank lines and '#' comments are skipped; indentation does not matter.
+// Blank lines and '#' comments are skipped; indentation does not matter. A dynamic graph starts
+// with `# hints: s0=8 s1=16` (each size symbol's value at capture): its annotations and int
+// arguments may then be expressions of the symbols ("f32[s0, 64][64, 1]cpu", [s0*s1]).
 #include "graph/parser.h"
 
 #include <cctype>
@@ -54,6 +56,8 @@ class Parser {
 
   Graph run() {
     bool header = false, returned = false;
+    for (line_ = 0; line_ < lines_.size(); ++line_)
+      if (trim(lines_[line_]).rfind("# hints:", 0) == 0) parse_hints(trim(lines_[line_]));
     for (line_ = 0; line_ < lines_.size(); ++line_) {
       s_ = lines_[line_];
       i_ = 0;
@@ -163,8 +167,62 @@ class Parser {
     return n;
   }
 
-  // "f32[8, 16][16, 1]cpu" or "...cpu+4"; `col` is where the text starts in the line.
+  // "# hints: s0=8 s1=16": the graph's ShapeEnv, with its symbols in order.
+  void parse_hints(const std::string& line) {
+    s_ = line;
+    auto env = std::make_shared<ShapeEnv>();
+    std::istringstream in(line.substr(8));
+    for (std::string item; in >> item;) {
+      const size_t eq = item.find('=');
+      const std::string name = item.substr(0, eq);
+      const std::string expected = "s" + std::to_string(env->symbols().size());
+      if (eq == std::string::npos || name != expected)
+        error(line.find(item), "expected " + expected + "=VALUE in the hints");
+      int64_t v = 0;
+      try {
+        v = std::stoll(item.substr(eq + 1));
+      } catch (const std::exception&) {
+        error(line.find(item), "a hint must be a number: " + item);
+      }
+      if (v < 2) error(line.find(item), "a size symbol stands for 2 or more, got " + item);
+      env->create_symbol(v, name + " (from the graph text)");
+    }
+    g_.set_shape_env(std::move(env));
+  }
+
+  // A size expression of the hints' symbols ("s0*s1", "64").
+  sym::Expr parse_size(const std::string& text) {
+    const ShapeEnv* env = g_.shape_env().get();
+    return sym::parse(text, [env](const std::string& name) -> sym::Expr {
+      for (const ShapeEnv::Symbol& s : env->symbols())
+        if (sym::to_string(s.var) == name) return s.var;
+      return nullptr;
+    });
+  }
+  // Whether `text` names a size symbol (a dynamic graph's annotation or argument).
+  bool symbolic(const std::string& text) const {
+    if (!g_.shape_env()) return false;
+    for (size_t i = 0; i + 1 < text.size(); ++i)
+      if (text[i] == 's' && std::isdigit(static_cast<unsigned char>(text[i + 1])) &&
+          (i == 0 || !ident_char(text[i - 1])))
+        return true;
+    return false;
+  }
+  // "[s0, 64]" as expressions.
+  SymShape parse_sizes(const std::string& text) {
+    SymShape out;
+    auto items = list_items(text);
+    if (!items) throw Error("expected [size, ...]");
+    for (const auto& [item, off] : *items) out.push_back(parse_size(item));
+    return out;
+  }
+
+  // "f32[8, 16][16, 1]cpu" or "...cpu+4"; `col` is where the text starts in the line. In a
+  // dynamic graph the sizes, strides and offset may be expressions: last_layout_ receives them
+  // and the meta holds their values at the hints.
   TensorMeta parse_meta(const std::string& text, size_t col) {
+    last_layout_.reset();
+    if (symbolic(text)) return parse_symbolic_meta(text, col);
     auto bad = [&](size_t at, const std::string& why) {
       error(col + at, "bad annotation \"" + text + "\": " + why +
                           " (expected dtype[sizes][strides]device, like f32[8, 16][16, 1]cpu)");
@@ -201,6 +259,46 @@ class Parser {
     }
     return m;
   }
+  TensorMeta parse_symbolic_meta(const std::string& text, size_t col) {
+    auto bad = [&](size_t at, const std::string& why) {
+      error(col + at, "bad annotation \"" + text + "\": " + why +
+                          " (expected dtype[sizes][strides]device, like f32[s0, 16][16, 1]cpu)");
+    };
+    TensorMeta m;
+    SymLayout l{{}, {}, sym::constant(0)};
+    size_t open = text.find('[');
+    if (open == std::string::npos) bad(0, "no sizes");
+    try {
+      m.dtype = dtype_from_name(text.substr(0, open));
+      size_t at = open;
+      for (SymShape* dims : {&l.sizes, &l.strides}) {
+        size_t close = text.find(']', at);
+        if (at >= text.size() || text[at] != '[' || close == std::string::npos)
+          bad(at, dims == &l.sizes ? "no sizes" : "no strides");
+        *dims = parse_sizes(text.substr(at, close - at + 1));
+        at = close + 1;
+      }
+      std::string rest = text.substr(at);
+      size_t plus = rest.find('+');
+      m.device = Device(rest.substr(0, plus));
+      if (plus != std::string::npos) {
+        std::string offset = rest.substr(plus + 1);
+        if (offset.size() > 1 && offset.front() == '(' && offset.back() == ')')
+          offset = offset.substr(1, offset.size() - 2);
+        l.offset = parse_size(offset);
+      }
+    } catch (const Error& e) {
+      bad(open, e.what());
+    }
+    if (l.sizes.size() != l.strides.size()) bad(open, "sizes and strides differ in length");
+    const ShapeEnv& env = *g_.shape_env();
+    m.sizes = env.hints(l.sizes);
+    m.strides = env.hints(l.strides);
+    m.offset = env.hint(l.offset);
+    last_layout_ = l;
+    return m;
+  }
+
   // The optional ': "ANN"' after a name.
   std::optional<TensorMeta> annotation() {
     if (!peek(':')) return std::nullopt;
@@ -218,6 +316,9 @@ class Parser {
     if (!(*ann == n->tensor_meta()))
       error(ann_col_, "the annotation says " + meta_str(*ann) + " but " + what + " computes " +
                           meta_str(n->tensor_meta()));
+    if (last_layout_ && last_layout_->sizes != n->sym_layout().sizes)
+      error(ann_col_, "the annotation says sizes " + sym_shape_str(last_layout_->sizes) + " but " +
+                          what + " computes " + sym_shape_str(n->sym_layout().sizes));
   }
 
   // ---- statements
@@ -238,7 +339,7 @@ class Parser {
       expect(':', "and an annotation after input '" + name + "'");
       skip_ws();
       TensorMeta m = parse_meta(string_lit("an annotation"), i_ + 1);
-      g_.set_name(g_.placeholder(name, m), name);
+      g_.set_name(g_.placeholder(name, m, last_layout_), name);
     }
     ++i_;
     expect(':', "at the end of the def line");
@@ -458,6 +559,18 @@ class Parser {
       std::vector<Node*> nodes;
       for (const auto& [item, off] : *items) nodes.push_back(lookup_tensor(item, col + off));
       a = nodes;
+    } else if (symbolic(text) && (base == "int" || base == "int[]" || base == "Scalar")) {
+      try {
+        if (base == "int[]") {
+          SymShape exprs = parse_sizes(text);
+          a = SymIntsArg{g_.shape_env()->hints(exprs), exprs};
+        } else {
+          sym::Expr e = parse_size(text);
+          a = SymIntArg{g_.shape_env()->hint(e), e};
+        }
+      } catch (const Error& e) {
+        error(col, std::string("argument '") + p.name + "' of coil." + info.name + ": " + e.what());
+      }
     } else {
       try {
         a = to_node_arg(parse_literal(text, p.type));
@@ -477,8 +590,9 @@ class Parser {
   size_t line_ = 0;
   std::string s_;
   size_t i_ = 0;
-  size_t col_ = 0;      // where the last new_name() started
-  size_t ann_col_ = 0;  // where the last annotation's text started
+  size_t col_ = 0;                        // where the last new_name() started
+  size_t ann_col_ = 0;                    // where the last annotation's text started
+  std::optional<SymLayout> last_layout_;  // the last annotation's, when symbolic
   Graph g_;
 };
 

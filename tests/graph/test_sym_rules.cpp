@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "graph/op_examples.h"
+#include "graph/interpreter.h"
+#include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/sym_rules.h"
+#include "testing.h"
 
 namespace coil {
 namespace {
@@ -205,6 +208,31 @@ TEST(SymRules, RewritesMustKeepSymbolicSizes) {
   Node* fixed = f.g.call(OpId::full, {Shape{8, 16}, Scalar(0.0)});  // the hints, baked in
   f.g.output({r});
   EXPECT_THROW(f.g.replace_all_uses_with(r, fixed), InternalError);
+}
+
+// The printed text of a dynamic graph reads back (hints, symbolic annotations and int
+// arguments) into a graph that prints the same and runs at other sizes.
+TEST(SymRules, DynamicGraphsReadBack) {
+  Fixture f;
+  Node* sum = f.g.call(OpId::add, {f.x, f.y});
+  Node* flat = f.g.call(
+      OpId::view, {sum, SymIntsArg{{128}, {f.env->symbols()[0].var * f.env->symbols()[1].var}}});
+  Node* rows = f.g.call(OpId::sum, {f.g.call(OpId::relu, {sum}), Shape{1}});
+  f.g.output({flat, rows});
+  const std::string text = print_graph(f.g);
+  Graph back = parse_graph(text);
+  EXPECT_EQ(print_graph(back), text);
+  EXPECT_TRUE(back.is_dynamic());
+  Tensor x = testing::random({5, 3}), y = testing::random({3});
+  std::vector<Tensor> got = interpret(back, {x, y});
+  EXPECT_TRUE(allclose(got[0], (x + y).reshape({-1})));
+  EXPECT_TRUE(allclose(got[1], relu(x + y).sum({1})));
+  EXPECT_COIL_ERROR(parse_graph("# hints: s0=1\ndef forward(self, x: \"f32[s0][1]cpu\"):\n"
+                                "    return (x,)\n"),
+                    "2 or more");
+  EXPECT_COIL_ERROR(parse_graph("# hints: s0=4\ndef forward(self, x: \"f32[s7][1]cpu\"):\n"
+                                "    return (x,)\n"),
+                    "s7");
 }
 
 }  // namespace

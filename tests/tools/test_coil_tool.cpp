@@ -209,3 +209,16 @@ TEST(CoilTool, CommandLineMistakes) {
     EXPECT_CONTAINS(r.err, c.message);
   }
 }
+
+// A dynamic graph's file (size symbols and their hints) reads, prints back the same, and its
+// kernels run over the symbols.
+TEST(CoilTool, DynamicGraphFiles) {
+  const std::string file = "examples/graphs/dynamic_softmax.graph";
+  ShellResult print = run_shell("coil print " + file);
+  expect_ok(print);
+  std::ifstream in(std::string(COIL_SOURCE_DIR) + "/" + file);
+  EXPECT_EQ(print.out, std::string(std::istreambuf_iterator<char>(in), {}));
+  ShellResult explain = run_shell("coil explain " + file);
+  expect_ok(explain);
+  EXPECT_CONTAINS(explain.out, "kernel0: reduction over [s0] x [s1]");
+}
