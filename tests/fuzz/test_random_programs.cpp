@@ -305,7 +305,7 @@ TEST(Fuzz, RandomProgramsMatchEager) {
 TEST(Fuzz, DynamicProgramsMatchEagerAtOtherSizes) {
   std::mt19937_64 rng(20261126);
   int grown = 0;
-  for (int start = 0; start < 3 * kProgramsPerGraph; start += kProgramsPerGraph) {
+  for (int start = 0; start < 2 * kProgramsPerGraph; start += kProgramsPerGraph) {
     ProgramGroup group = program_group(rng, start, /*dynamic=*/true);
     const Graph& graph = *group.graph;
     const ShapeEnv& env = *graph.shape_env();
