@@ -4,11 +4,8 @@
 # training step, and the transformer example trained on the GPU. Results land in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-for f in .deps/*.deb; do dpkg -x "$f" /tmp/debroot; done
-cp -rn /tmp/debroot/usr/include/* /usr/include/ 2>/dev/null || true
-cp -rn /tmp/debroot/usr/lib/x86_64-linux-gnu/* /usr/lib/x86_64-linux-gnu/ 2>/dev/null || true
-ln -sf /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libopenblas.so.0
-ldconfig
+COIL_SKIP_BUILD=1 source bench/device_setup.sh  # the Debian packages from .deps/
+set +e
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_BUILD_TESTS=OFF \
   -DCOIL_BUILD_EXAMPLES=ON -DCOIL_BUILD_BENCH=ON > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
 ninja -C build-gpu coil-bench coil_example_train_transformer > "$OUT/build.log" 2>&1 ||

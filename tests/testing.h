@@ -5,7 +5,11 @@
 #include <coil/coil.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -95,6 +99,28 @@ struct Tol {
 inline Tol tol_for(DType t) {
   double r = rtol_for(t);
   return {r, t == kFloat64 ? 1e-12 : r};
+}
+
+// What `body` logs under COIL_LOGS=`logs` (the compiled functions are reset before and after:
+// the log settings are read again).
+template <typename F>
+inline std::string log_of(const char* logs, F&& body) {
+  setenv("COIL_LOGS", logs, 1);
+  char path[] = "/tmp/coil_log_XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  setenv("COIL_LOG_FILE", path, 1);
+  compiler_reset();
+  body();
+  unsetenv("COIL_LOGS");
+  unsetenv("COIL_LOG_FILE");
+  compiler_reset();
+  std::FILE* f = std::fopen(path, "r");
+  std::string text(1 << 16, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  std::remove(path);
+  return text;
 }
 
 }  // namespace coil::testing

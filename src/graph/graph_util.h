@@ -12,6 +12,8 @@ bool is_reserved_name(const std::string& s);
 std::vector<Arg> meta_args(const std::vector<NodeArg>& args);
 // Converts an argument to the alternative parse_literal gives for its schema type.
 void canonicalize(NodeArg& a, const ArgSchema& s);
+// Replaces every use of `from` in `args` by `to`.
+void substitute(std::vector<NodeArg>& args, const Node* from, Node* to);
 // What a node's meta should be, from its arguments (or its value).
 std::vector<TensorMeta> compute_meta(const Node& n);
 

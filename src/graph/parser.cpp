@@ -190,16 +190,17 @@ class Parser {
     g_.set_shape_env(std::move(env));
   }
 
-  // A size expression of the hints' symbols ("s0*s1", "64").
+  // A size expression over the hints' symbols ("s0*s1", "64").
   sym::Expr parse_size(const std::string& text) {
     const ShapeEnv* env = g_.shape_env().get();
     return sym::parse(text, [env](const std::string& name) -> sym::Expr {
-      for (const ShapeEnv::Symbol& s : env->symbols())
-        if (sym::to_string(s.var) == name) return s.var;
+      if (env)
+        for (const ShapeEnv::Symbol& s : env->symbols())
+          if (sym::to_string(s.var) == name) return s.var;
       return nullptr;
     });
   }
-  // Whether `text` names a size symbol (a dynamic graph's annotation or argument).
+  // Whether `text` names a size symbol (a dynamic graph's argument).
   bool symbolic(const std::string& text) const {
     if (!g_.shape_env()) return false;
     for (size_t i = 0; i + 1 < text.size(); ++i)
@@ -208,26 +209,28 @@ class Parser {
         return true;
     return false;
   }
-  // "[s0, 64]" as expressions.
+  // "[s0, 64]" as expressions (a static graph's are plain int lists).
   SymShape parse_sizes(const std::string& text) {
-    SymShape out;
+    if (!g_.shape_env()) return sym_constants(std::get<Shape>(parse_literal(text, "int[]")));
     auto items = list_items(text);
     if (!items) throw Error("expected [size, ...]");
+    SymShape out;
     for (const auto& [item, off] : *items) out.push_back(parse_size(item));
     return out;
   }
+  int64_t value(sym::Expr e) const { return g_.shape_env() ? g_.shape_env()->hint(e) : e->value(); }
 
   // "f32[8, 16][16, 1]cpu" or "...cpu+4"; `col` is where the text starts in the line. In a
-  // dynamic graph the sizes, strides and offset may be expressions: last_layout_ receives them
-  // and the meta holds their values at the hints.
+  // dynamic graph the sizes, strides and offset may be expressions of the symbols ("f32[s0,
+  // 16][16, 1]cpu+(s0 - 1)"): last_layout_ receives them and the meta holds their values at the
+  // hints.
   TensorMeta parse_meta(const std::string& text, size_t col) {
-    last_layout_.reset();
-    if (symbolic(text)) return parse_symbolic_meta(text, col);
     auto bad = [&](size_t at, const std::string& why) {
       error(col + at, "bad annotation \"" + text + "\": " + why +
                           " (expected dtype[sizes][strides]device, like f32[8, 16][16, 1]cpu)");
     };
     TensorMeta m;
+    SymLayout l{{}, {}, sym::constant(0)};
     size_t open = text.find('[');
     if (open == std::string::npos) bad(0, "no sizes");
     try {
@@ -236,66 +239,37 @@ class Parser {
       bad(0, e.what());
     }
     size_t at = open;
-    for (Shape* dims : {&m.sizes, &m.strides}) {
+    for (SymShape* dims : {&l.sizes, &l.strides}) {
       size_t close = text.find(']', at);
       if (at >= text.size() || text[at] != '[' || close == std::string::npos)
-        bad(at, dims == &m.sizes ? "no sizes" : "no strides");
+        bad(at, dims == &l.sizes ? "no sizes" : "no strides");
       try {
-        *dims = std::get<Shape>(parse_literal(text.substr(at, close - at + 1), "int[]"));
+        *dims = parse_sizes(text.substr(at, close - at + 1));
       } catch (const Error& e) {
         bad(at, e.what());
       }
       at = close + 1;
     }
-    if (m.sizes.size() != m.strides.size()) bad(open, "sizes and strides differ in length");
+    if (l.sizes.size() != l.strides.size()) bad(open, "sizes and strides differ in length");
     std::string rest = text.substr(at);
     size_t plus = rest.find('+');
     try {
-      m.device = Device(rest.substr(0, plus));
-      if (plus != std::string::npos)
-        m.offset = std::get<int64_t>(parse_literal(rest.substr(plus + 1), "int"));
-    } catch (const Error& e) {
-      bad(at, e.what());
-    }
-    return m;
-  }
-  TensorMeta parse_symbolic_meta(const std::string& text, size_t col) {
-    auto bad = [&](size_t at, const std::string& why) {
-      error(col + at, "bad annotation \"" + text + "\": " + why +
-                          " (expected dtype[sizes][strides]device, like f32[s0, 16][16, 1]cpu)");
-    };
-    TensorMeta m;
-    SymLayout l{{}, {}, sym::constant(0)};
-    size_t open = text.find('[');
-    if (open == std::string::npos) bad(0, "no sizes");
-    try {
-      m.dtype = dtype_from_name(text.substr(0, open));
-      size_t at = open;
-      for (SymShape* dims : {&l.sizes, &l.strides}) {
-        size_t close = text.find(']', at);
-        if (at >= text.size() || text[at] != '[' || close == std::string::npos)
-          bad(at, dims == &l.sizes ? "no sizes" : "no strides");
-        *dims = parse_sizes(text.substr(at, close - at + 1));
-        at = close + 1;
-      }
-      std::string rest = text.substr(at);
-      size_t plus = rest.find('+');
       m.device = Device(rest.substr(0, plus));
       if (plus != std::string::npos) {
         std::string offset = rest.substr(plus + 1);
         if (offset.size() > 1 && offset.front() == '(' && offset.back() == ')')
           offset = offset.substr(1, offset.size() - 2);
-        l.offset = parse_size(offset);
+        l.offset = g_.shape_env() ? parse_size(offset)
+                                  : sym::constant(std::get<int64_t>(parse_literal(offset, "int")));
       }
     } catch (const Error& e) {
-      bad(open, e.what());
+      bad(at, e.what());
     }
-    if (l.sizes.size() != l.strides.size()) bad(open, "sizes and strides differ in length");
-    const ShapeEnv& env = *g_.shape_env();
-    m.sizes = env.hints(l.sizes);
-    m.strides = env.hints(l.strides);
-    m.offset = env.hint(l.offset);
-    last_layout_ = l;
+    for (sym::Expr e : l.sizes) m.sizes.push_back(value(e));
+    for (sym::Expr e : l.strides) m.strides.push_back(value(e));
+    m.offset = value(l.offset);
+    last_layout_.reset();
+    if (!l.is_static()) last_layout_ = l;
     return m;
   }
 

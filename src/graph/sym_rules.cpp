@@ -140,24 +140,31 @@ SymShape broadcast(const SymCall& c, const std::vector<SymShape>& shapes) {
   return out;
 }
 
+SymShape concat(SymShape a, const SymShape& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+SymShape leading(const SymShape& s, size_t drop) {
+  return SymShape(s.begin(), s.end() - static_cast<std::ptrdiff_t>(std::min(drop, s.size())));
+}
+
+void eq_all(const SymCall& c, const SymShape& a, const SymShape& b) {
+  for (size_t k = 0; k < a.size() && k < b.size(); ++k) c.eq(a[k], b[k]);
+}
+
 }  // namespace detail_sym
 
 namespace {
 
 using detail_sym::broadcast;
+using detail_sym::concat;
+using detail_sym::eq_all;
+using detail_sym::leading;
+using detail_sym::one;
 using detail_sym::Rule;
 using detail_sym::SymCall;
 using Layouts = std::vector<SymLayout>;
-
-Layouts one(SymLayout l) { return {std::move(l)}; }
-
-SymShape concat(SymShape a, const SymShape& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-SymShape leading(const SymShape& s, size_t drop) {
-  return SymShape(s.begin(), s.end() - static_cast<std::ptrdiff_t>(std::min(drop, s.size())));
-}
 
 // Every tensor argument broadcast (numbers are 0-dim).
 Layouts pointwise(const SymCall& c) {
@@ -169,10 +176,6 @@ Layouts pointwise(const SymCall& c) {
 }
 
 Layouts same_as_input(const SymCall& c) { return one(c.result(c.sizes(0))); }
-
-void eq_all(const SymCall& c, const SymShape& a, const SymShape& b) {
-  for (size_t k = 0; k < a.size() && k < b.size(); ++k) c.eq(a[k], b[k]);
-}
 
 // layer_norm and rms_norm: normalized_shape is the input's trailing dims, and the weight's
 // and bias's shape.
@@ -377,92 +380,6 @@ Layouts mse_loss(const SymCall& c) {
   return one(c.result(std::get<std::string>(c.args()[2]) == "none" ? s : SymShape{}));
 }
 
-// ---- convolution and pooling ----------------------------------------------------------------
-
-// A conv/pool parameter: one value for both spatial dims, or two.
-Expr pair_at(const SymShape& v, size_t k, int64_t fallback) {
-  if (v.empty()) return sym::constant(fallback);
-  return v.size() == 1 ? v[0] : v[k];
-}
-
-// (in + 2*pad - dil*(k - 1) - 1) // stride + 1, the window never starting past the input.
-Expr window_count(const SymCall& c, Expr in, Expr k, Expr stride, Expr pad, Expr dil) {
-  Expr span = in + 2 * pad - dil * (k - 1) - 1;
-  c.le(sym::constant(0), span);
-  COIL_ASSERT(stride->is_const(), c.why(), ": a symbolic stride");
-  return sym::floordiv(span, stride->value()) + 1;
-}
-
-Layouts conv2d(const SymCall& c) {
-  SymShape x = c.sizes(0), w = c.sizes(1);
-  SymShape stride = c.ints(3), padding = c.ints(4), dilation = c.ints(5);
-  const size_t sp = x.size() - 2;          // the first spatial dim
-  c.eq(x[sp - 1], w[1] * c.plain_int(6));  // input channels: the weight's, times the groups
-  if (c.is_tensor(2)) c.eq(c.sizes(2)[0], w[0]);
-  SymShape out = leading(x, 3);
-  out.push_back(w[0]);
-  for (size_t k = 0; k < 2; ++k)
-    out.push_back(window_count(c, x[sp + k], w[2 + k], pair_at(stride, k, 1),
-                               pair_at(padding, k, 0), pair_at(dilation, k, 1)));
-  return one(c.result(out));
-}
-
-// PyTorch's pooling_output_shape on numbers (with ceil_mode the last window must still start
-// inside the input or its left padding).
-int64_t pooled_number(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil, bool ceil) {
-  int64_t span = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
-// The spatial sizes a pool gives over self (argument `self`), its parameters following self:
-// kernel_size, stride, padding, [dilation,] ceil_mode.
-SymShape pooled(const SymCall& c, size_t self, bool dilation_arg) {
-  SymShape x = c.sizes(self), kernel = c.ints(self + 1), stride = c.ints(self + 2),
-           padding = c.ints(self + 3);
-  SymShape dilation = dilation_arg ? c.ints(self + 4) : SymShape{};
-  const bool ceil_mode = std::get<bool>(c.args()[self + (dilation_arg ? 5 : 4)]);
-  const size_t sp = x.size() - 2;
-  SymShape out = leading(x, 2);
-  for (size_t k = 0; k < 2; ++k) {
-    Expr kk = pair_at(kernel, k, 1), st = stride.empty() ? kk : pair_at(stride, k, 1),
-         pad = pair_at(padding, k, 0), dil = pair_at(dilation, k, 1);
-    if (ceil_mode) {  // the last window's clipping is a comparison per size: specialise
-      out.push_back(
-          sym::constant(pooled_number(c.guard_int(x[sp + k]), c.guard_int(kk), c.guard_int(st),
-                                      c.guard_int(pad), c.guard_int(dil), true)));
-      continue;
-    }
-    out.push_back(window_count(c, x[sp + k], kk, st, pad, dil));
-  }
-  return out;
-}
-
-Layouts pool2d(const SymCall& c) { return one(c.result(pooled(c, 0, c.op() == OpId::max_pool2d))); }
-
-Layouts adaptive_pool(const SymCall& c) {
-  SymShape x = c.sizes(0), o = c.ints(1);
-  return one(c.result(concat(leading(x, 2), {pair_at(o, 0, 1), pair_at(o, 1, 1)})));
-}
-
-// The pools' gradients: shaped like the input, the gradient like the pool's output
-// (max_pool2d_double_backward, the adjoint, the other way round).
-Layouts pool_backward(const SymCall& c) {
-  SymShape grad = c.sizes(0), self = c.sizes(1);
-  switch (c.op()) {
-    case OpId::max_pool2d_double_backward:
-      eq_all(c, grad, self);
-      return one(c.result(pooled(c, 1, true)));
-    case OpId::adaptive_avg_pool2d_backward:
-      eq_all(c, leading(grad, 2), leading(self, 2));
-      break;
-    default:
-      eq_all(c, grad, pooled(c, 1, c.op() == OpId::max_pool2d_backward));
-  }
-  return one(c.result(c.simplify(self)));
-}
-
 // ---- factories -----------------------------------------------------------------------------
 
 Layouts sized_factory(const SymCall& c) {
@@ -508,14 +425,6 @@ const std::unordered_map<OpId, Rule>& rules() {
         {OpId::cross_entropy, class_loss},
         {OpId::nll_loss, class_loss},
         {OpId::mse_loss, mse_loss},
-        {OpId::conv2d, conv2d},
-        {OpId::max_pool2d, pool2d},
-        {OpId::avg_pool2d, pool2d},
-        {OpId::adaptive_avg_pool2d, adaptive_pool},
-        {OpId::max_pool2d_backward, pool_backward},
-        {OpId::avg_pool2d_backward, pool_backward},
-        {OpId::adaptive_avg_pool2d_backward, pool_backward},
-        {OpId::max_pool2d_double_backward, pool_backward},
         {OpId::full, sized_factory},
         {OpId::rand, sized_factory},
         {OpId::randn, sized_factory},
@@ -532,6 +441,7 @@ const std::unordered_map<OpId, Rule>& rules() {
                        {OpId::batch_norm, channel_norm},
                        {OpId::group_norm, channel_norm}});
     detail_sym::register_view_rules(r);
+    detail_sym::register_conv_pool_rules(r);
     std::unordered_map<OpId, Rule> t(r.begin(), r.end());
     for (int i = 0; i < kNumOps; ++i) {
       OpId op = static_cast<OpId>(i);

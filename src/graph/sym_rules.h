@@ -76,10 +76,16 @@ class SymCall {
 };
 
 using Rule = std::vector<SymLayout> (*)(const SymCall&);
-// The view ops' rules (sym_views.cpp).
+// The rules of the view ops (sym_views.cpp) and of convolution and pooling (sym_conv_pool.cpp).
 void register_view_rules(std::vector<std::pair<OpId, Rule>>& rules);
+void register_conv_pool_rules(std::vector<std::pair<OpId, Rule>>& rules);
 // Broadcasting, guarded: two sizes other than 1 in one position must be equal.
 SymShape broadcast(const SymCall& c, const std::vector<SymShape>& shapes);
+// What the rules share: one result, shapes joined or cut, sizes guarded equal pairwise.
+inline std::vector<SymLayout> one(SymLayout l) { return {std::move(l)}; }
+SymShape concat(SymShape a, const SymShape& b);
+SymShape leading(const SymShape& s, size_t drop);  // without the last `drop` dims
+void eq_all(const SymCall& c, const SymShape& a, const SymShape& b);
 
 }  // namespace detail_sym
 

@@ -19,27 +19,6 @@ class CompileTest : public ::testing::Test {
   int64_t count(const char* name) { return counters()[name]; }
 };
 
-// What `body` logs under COIL_LOGS=`logs`.
-template <typename F>
-std::string log_of(const char* logs, F&& body) {
-  setenv("COIL_LOGS", logs, 1);
-  char path[] = "/tmp/coil_log_XXXXXX";
-  int fd = mkstemp(path);
-  close(fd);
-  setenv("COIL_LOG_FILE", path, 1);
-  compiler_reset();
-  body();
-  unsetenv("COIL_LOGS");
-  unsetenv("COIL_LOG_FILE");
-  compiler_reset();
-  std::FILE* f = std::fopen(path, "r");
-  std::string text(1 << 16, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), f));
-  std::fclose(f);
-  std::remove(path);
-  return text;
-}
-
 Tensor sin2cos2(const Tensor& x) { return sin(x).pow(2) + cos(x).pow(2); }
 }  // namespace
 

@@ -1,8 +1,6 @@
 // Dynamic shapes through coil::compile: dynamic=true, automatic dynamic after a size-caused
 // recompile, mark_dynamic / mark_static, sizes the program reads, guards on relations, and the
 // errors of bad input. Every result is checked against eager.
-#include <cstdio>
-#include <cstdlib>
 
 #include "testing.h"
 
@@ -148,23 +146,14 @@ TEST_F(DynamicShapes, ViewsAndReductionsOverSymbols) {
 }
 
 TEST_F(DynamicShapes, LogsShowSymbolsGuardsAndSpecialisations) {
-  setenv("COIL_LOGS", "dynamic,guards,recompiles", 1);
-  char path[] = "/tmp/coil_dynamic_log_XXXXXX";
-  close(mkstemp(path));
-  setenv("COIL_LOG_FILE", path, 1);
-  compiler_reset();
-  auto f = [](const Tensor& x, const Tensor& y) { return x * static_cast<double>(y.size(0)) + y; };
-  auto cf = compile(f, {.arg_names = {"x", "y"}});
-  cf(random({4, 8}), random({8}));
-  cf(random({4, 9}), random({9}));  // automatic dynamic
-  unsetenv("COIL_LOGS");
-  unsetenv("COIL_LOG_FILE");
-  compiler_reset();
-  std::FILE* file = std::fopen(path, "r");
-  std::string text(1 << 16, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), file));
-  std::fclose(file);
-  std::remove(path);
+  const std::string text = log_of("dynamic,guards,recompiles", [] {
+    auto f = [](const Tensor& x, const Tensor& y) {
+      return x * static_cast<double>(y.size(0)) + y;
+    };
+    auto cf = compile(f, {.arg_names = {"x", "y"}});
+    cf(random({4, 8}), random({8}));
+    cf(random({4, 9}), random({9}));  // automatic dynamic
+  });
   EXPECT_NE(text.find("automatic dynamic: tensor input 0 dim 1"), std::string::npos) << text;
   EXPECT_NE(text.find("created s0 = 9 for x.size(1)"), std::string::npos) << text;
   EXPECT_NE(text.find("y.size(0) read by the program as a number"), std::string::npos) << text;

@@ -258,20 +258,8 @@ TEST_F(Inductor, VectorMathIsAccurate) {
 // The wrapper's plan (the output_code log) for `f` compiled on (x, w), and f's result.
 template <typename F>
 std::string plan_of(F f, const Tensor& x, const Tensor& w) {
-  char path[] = "/tmp/coil_plan_XXXXXX";
-  close(mkstemp(path));
-  setenv("COIL_LOGS", "output_code", 1);
-  setenv("COIL_LOG_FILE", path, 1);
-  compiler_reset();  // rereads the log settings
-  auto got = compile(f)(x, w);
-  unsetenv("COIL_LOGS");
-  unsetenv("COIL_LOG_FILE");
-  compiler_reset();
-  std::FILE* file = std::fopen(path, "r");
-  std::string text(1 << 16, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), file));
-  std::fclose(file);
-  std::remove(path);
+  decltype(f(x, w)) got;
+  const std::string text = log_of("output_code", [&] { got = compile(f)(x, w); });
   if constexpr (std::is_same_v<decltype(got), Tensor>) {
     expect_matches(got, f(x, w), 1e-5, 1e-4);
   } else {
