@@ -43,6 +43,10 @@ struct CompileOptions {
   // "trace.enabled", "trace.graph_diagram" (docs/debugging.md) and "async_compile" (default
   // true: the C++ compiler runs beside the first call's library calls; docs/pipeline.md).
   std::map<std::string, OptionValue> options;
+  // As torch._dynamo.config.suppress_errors: a compile that fails (no C++ compiler, a compiler
+  // crash, an internal error) runs the graph eagerly instead, with one warning naming why.
+  // Unset: COIL_SUPPRESS_ERRORS=1 turns it on; otherwise such a failure is a coil::Error.
+  std::optional<bool> suppress_errors;
   int64_t cache_size_limit = 8;        // graph variants per function before it runs eagerly
   std::string name = "fn";             // how logs and errors name the function
   std::vector<std::string> arg_names;  // how guards name the arguments (default arg0, arg1...)
@@ -52,7 +56,7 @@ struct CompileOptions {
 // guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks; what the inductor
 // backend produced: generated_kernels, extern_calls; and, for compiled training, the bytes the
 // partitioner saves for backward (saved_bytes) against saving everything (save_all_bytes); and
-// the compiled-graph cache's graph_cache_hits and graph_cache_misses.
+// the compiled-graph cache's graph_cache_hits and graph_cache_misses; suppressed_errors.
 std::map<std::string, int64_t> counters();
 // Forgets every compiled graph and zeroes the counters.
 void compiler_reset();

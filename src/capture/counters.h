@@ -20,6 +20,7 @@ enum class Counter : uint8_t {
   save_all_bytes,     // what saving every forward value the backwards read would have cost
   graph_cache_hits,   // compiles served by the compiled-graph cache (jit/graph_cache.h)
   graph_cache_misses,
+  suppressed_errors,  // failed compiles that ran eagerly instead (CompileOptions::suppress_errors)
   kCount
 };
 void bump(Counter c, int64_t by = 1);

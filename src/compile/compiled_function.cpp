@@ -159,6 +159,35 @@ std::string structural_key(const Graph& g) {
     if (n->kind() == NodeKind::Parameter) os << "|" << n->value().impl();
   return os.str();
 }
+
+// CompileOptions::suppress_errors, else COIL_SUPPRESS_ERRORS=1.
+bool suppress_errors(const CompileOptions& options) {
+  if (options.suppress_errors) return *options.suppress_errors;
+  const char* env = std::getenv("COIL_SUPPRESS_ERRORS");
+  return env && std::string(env) == "1";
+}
+
+// `compile` with the function's options. With suppress_errors a compile that fails (no
+// compiler, a compiler that crashes, a bug in coil) gives the graph to the eager backend
+// instead, with a warning; the C++ compiler then runs before the first call rather than beside
+// it, so that its failure shows here.
+template <typename Compile>
+capture::CompiledGraph compile_or_eager(const CompileOptions& options, Compile&& compile) {
+  if (!suppress_errors(options)) return compile(options);
+  CompileOptions now = options;
+  now.options["async_compile"] = false;
+  try {
+    return compile(now);
+  } catch (const std::exception& e) {
+    capture::bump(capture::Counter::suppressed_errors);
+    debug::warn("compiling '" + options.name +
+                "' failed; it runs eagerly instead (suppress_errors): " + e.what());
+    CompileOptions eager = options;
+    eager.backend = "eager";
+    return compile(eager);
+  }
+}
+
 }  // namespace
 
 capture::CompiledGraph CompiledFunctionImpl::compile_segment(std::shared_ptr<const Graph> g) {
@@ -175,7 +204,8 @@ capture::CompiledGraph CompiledFunctionImpl::compile_segment(std::shared_ptr<con
                             {{"function", options.name},
                              {"graph", std::to_string(id) + "/" + n},
                              {"trigger", "a graph break: the segment before it runs compiled"}});
-  capture::CompiledGraph cg = compile_fx(g, options, trace);
+  capture::CompiledGraph cg =
+      compile_or_eager(options, [&](const CompileOptions& o) { return compile_fx(g, o, trace); });
   // While gradients are needed, a segment runs op by op so that eager autograd records it.
   auto compiled = cg.run;
   cg.run = [compiled, g](const std::vector<Tensor>& in) {
@@ -295,10 +325,12 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
   }
   e.num_outputs = next;
   e.mutations = std::move(mutations);
-  e.compiled =
-      aot::needs_joint_graph(*graph, real_inputs)
-          ? compile_fx_training(graph, options, *compile_trace, real_inputs, result_tensors.size())
-          : compile_fx(graph, options, *compile_trace);
+  const bool training = aot::needs_joint_graph(*graph, real_inputs);
+  e.compiled = compile_or_eager(options, [&](const CompileOptions& o) {
+    return training
+               ? compile_fx_training(graph, o, *compile_trace, real_inputs, result_tensors.size())
+               : compile_fx(graph, o, *compile_trace);
+  });
   // Compiling may have added size guards (lowering decides with the hints): collected now.
   e.guards.guard_symbols(*graph);
   if (e.guards.is_dynamic()) {

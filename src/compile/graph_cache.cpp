@@ -16,6 +16,7 @@
 #include "debug/log.h"
 #include "graph/printer.h"
 #include "jit/cache_key.h"
+#include "jit/cache_prune.h"
 #include "jit/disk_cache.h"
 
 namespace coil {
@@ -25,7 +26,6 @@ using jit::CacheEntry;
 using jit::file_identity;
 using jit::Hasher;
 using jit::open_cache_entry;
-using jit::read_file;
 using jit::to_hex;
 using jit::write_file_atomically;
 
@@ -34,7 +34,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the entries' layout or the meaning of a key changes.
-constexpr const char* kFormat = "coil-graph-4";
+constexpr const char* kFormat = "coil-graph-5";
 constexpr const char* kArea = "graphs";
 
 // Thrown while writing an entry down: what the cache cannot keep.
@@ -406,7 +406,14 @@ std::string graph_cache_key(const Graph& graph, const CompileOptions& options) {
 
 std::optional<CachedGraph> load_cached_graph(const std::string& key, const Graph& graph) {
   CacheEntry place = cache_entry(key, kArea);
-  std::optional<std::string> text = read_file(place.path(".json"));
+  // A damaged file is set aside: a miss now, and the compile stores the entry again.
+  auto sealed = [](const std::string& path) -> std::optional<std::string> {
+    jit::SealedFile file = jit::read_sealed(path);
+    if (file.state == jit::SealedFile::State::damaged) jit::set_aside(path, file.why);
+    if (file.state != jit::SealedFile::State::ok) return std::nullopt;
+    return std::move(file.contents);
+  };
+  std::optional<std::string> text = sealed(place.path(".json"));
   if (!text) {
     log_cache("miss " + key);
     return std::nullopt;
@@ -433,10 +440,11 @@ std::optional<CachedGraph> load_cached_graph(const std::string& key, const Graph
       for (const SymGuard& g : entry.guards) env->restore_guard(g);
     }
     if (j.at("kernels").get<bool>()) {
-      std::optional<std::string> source = read_file(place.path(".src"));
-      if (!source) throw std::runtime_error("its source is missing");
+      std::optional<std::string> source = sealed(place.path(".src"));
+      if (!source) throw std::runtime_error("its source is missing or damaged");
       entry.source = std::move(*source);
     }
+    jit::touch(place.path(".json"));
     log_cache("hit " + key + " (" + place.path(".json") + ")");
     return entry;
   } catch (const std::exception& e) {
@@ -463,8 +471,10 @@ std::string store_cached_graph(const std::string& key, const Graph& graph,
   }
   CacheEntry place = open_cache_entry(key, kArea);
   // The source first: an entry is complete once its .json is in place.
-  if (!entry.source.empty()) write_file_atomically(place.path(".src"), entry.source);
-  write_file_atomically(place.path(".json"), j.dump());
+  if (!entry.source.empty()) write_file_atomically(place.path(".src"), entry.source, true);
+  const std::string text = j.dump();
+  write_file_atomically(place.path(".json"), text, true);
+  jit::note_cache_growth(static_cast<int64_t>(entry.source.size() + text.size()));
   log_cache("stored " + key + " (" + place.path(".json") + ")");
   return "";
 }

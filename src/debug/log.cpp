@@ -116,3 +116,14 @@ void log(const char* artifact, const std::string& prefix, const std::string& tex
 }
 
 }  // namespace coil::debug
+
+namespace coil::debug {
+
+void warn(const std::string& text) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::fprintf(stderr, "coil: warning: %s\n", text.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace coil::debug

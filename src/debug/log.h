@@ -18,6 +18,9 @@ const std::vector<Artifact>& artifacts();
 bool log_enabled(const char* artifact);
 // Writes `text` (one or more lines), each line prefixed with "[artifact] prefix ".
 void log(const char* artifact, const std::string& prefix, const std::string& text);
+// Prints "coil: warning: <text>" to stderr, whatever COIL_LOGS says: for what a user should
+// know even when nothing is logged (a damaged cache entry, a compile that fell back to eager).
+void warn(const std::string& text);
 // Re-reads COIL_LOGS / COIL_LOG_FILE (tests change them; compiler_reset calls this).
 void reload_log_settings();
 

@@ -10,7 +10,7 @@ namespace coil::jit {
 
 // Bump when the layout of cached files or the meaning of a key changes, so old entries are
 // never mistaken for new ones.
-constexpr std::string_view kFormat = "coil-jit-1";
+constexpr std::string_view kFormat = "coil-jit-2";
 
 Hasher::Hasher() : state_(XXH3_createState(), [](XXH3_state_t* s) { XXH3_freeState(s); }) {
   COIL_ASSERT(state_ && XXH3_128bits_reset(state_.get()) == XXH_OK);

@@ -1,6 +1,7 @@
 #include "jit/code_cache.h"
 
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <sstream>
@@ -11,6 +12,7 @@
 
 #include "debug/log.h"
 #include "jit/cache_key.h"
+#include "jit/cache_prune.h"
 #include "jit/disk_cache.h"
 
 namespace coil::jit {
@@ -18,29 +20,35 @@ namespace coil::jit {
 namespace {
 
 using ModulePtr = std::shared_ptr<const Module>;
-// One per key being loaded or loaded: the first caller fulfils it, later callers wait on it.
-using Slot = std::shared_ptr<std::shared_future<ModulePtr>>;
 
 constexpr int kErrorLines = 40;  // of compiler output in an error message
+
+// A key's place in the memory cache: while its first caller loads it, later callers wait on
+// `pending`; once loaded, `module` finds it for as long as someone uses it. The cache holds no
+// module alive by itself: a module unloads when the last compiled graph using it goes.
+struct Slot {
+  std::shared_future<ModulePtr> pending;
+  std::weak_ptr<const Module> module;
+};
 
 struct State {
   std::mutex mutex;
   std::unordered_map<std::string, Slot> loaded;
+  size_t sweep_at = 64;  // drop slots of unloaded modules when the map grows past this
   JitStats stats;
 };
-// Never destroyed: modules stay loaded until exit, so code running in other static
-// destructors may still call into them.
+// Never destroyed: code running in other static destructors may still load.
 State& state() {
   static State* s = new State;
   return *s;
 }
 
-// Removes `slot` from the memory cache unless clear_memory_cache() already replaced it.
-void forget(const std::string& key, const Slot& slot) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (auto it = s.loaded.find(key); it != s.loaded.end() && it->second == slot) s.loaded.erase(it);
-}
+// A loaded module with the lease on its file: both live as long as any user of the module.
+struct Leased {
+  Leased(ModulePtr m, const std::string& path) : module(std::move(m)), lease(path) {}
+  ModulePtr module;
+  Lease lease;
+};
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -76,25 +84,42 @@ void compile(const Compiler& compiler, const CacheEntry& entry, const std::strin
                                 result.failure, ".\n  source: ", src, "\n  full output: ", log,
                                 "\n", first_lines(result.log, kErrorLines)));
   }
+  output.seal();
   output.commit(entry.path(compiler.binary_extension()));
 }
 
+ModulePtr load_binary(const Compiler& compiler, const std::string& binary, LoadInfo& info) {
+  info.load_start = std::chrono::steady_clock::now();
+  auto leased = std::make_shared<const Leased>(compiler.load(binary), binary);
+  info.load_ms = ms_since(info.load_start);
+  return ModulePtr(leased, leased->module.get());
+}
+
+// A disk hit is a file whose seal holds and that loads; anything else is set aside and built
+// again, so that a damaged cache costs a compile, never the program.
 ModulePtr load_from_disk_or_compile(const std::string& source, const std::string& name,
                                     const Compiler& compiler, LoadInfo& info) {
   CacheEntry entry = open_cache_entry(info.key);
   std::string binary = entry.path(compiler.binary_extension());
-  if (file_exists(binary)) {
-    info.outcome = CacheOutcome::disk_hit;
-    State& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    ++s.stats.disk_hits;
-  } else {
-    info.outcome = CacheOutcome::compiled;
-    compile(compiler, entry, source, name, info);
+  SealedFile found = read_sealed(binary);
+  if (found.state == SealedFile::State::damaged) set_aside(binary, found.why);
+  if (found.state == SealedFile::State::ok) {
+    try {
+      ModulePtr module = load_binary(compiler, binary, info);
+      touch(binary);
+      info.outcome = CacheOutcome::disk_hit;
+      State& s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      ++s.stats.disk_hits;
+      return module;
+    } catch (const Error& e) {
+      set_aside(binary, std::string("it does not load: ") + e.what());
+    }
   }
-  info.load_start = std::chrono::steady_clock::now();
-  ModulePtr module = compiler.load(binary);
-  info.load_ms = ms_since(info.load_start);
+  info.outcome = CacheOutcome::compiled;
+  compile(compiler, entry, source, name, info);
+  ModulePtr module = load_binary(compiler, binary, info);
+  note_cache_growth(static_cast<int64_t>(source.size() + std::filesystem::file_size(binary)));
   return module;
 }
 
@@ -130,30 +155,44 @@ ModulePtr load(const std::string& source, const Compiler& compiler, const std::s
   info.loader = compiler.loader();
 
   State& s = state();
-  Slot slot;
+  std::shared_future<ModulePtr> pending;
+  ModulePtr module;
   std::promise<ModulePtr> promise;
-  bool first = false;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    Slot& entry = s.loaded[info.key];
-    if (entry) {
+    Slot& slot = s.loaded[info.key];
+    if ((module = slot.module.lock())) {
       ++s.stats.memory_hits;
+    } else if (slot.pending.valid()) {
+      ++s.stats.memory_hits;
+      pending = slot.pending;
     } else {
-      entry = std::make_shared<std::shared_future<ModulePtr>>(promise.get_future().share());
-      first = true;
+      slot.pending = promise.get_future().share();
     }
-    slot = entry;
   }
-  if (first) {
+  if (pending.valid()) {
+    module = pending.get();  // waits for another thread's load; rethrows its error
+  } else if (!module) {
     try {
-      promise.set_value(load_from_disk_or_compile(source, name_hint, compiler, info));
+      module = load_from_disk_or_compile(source, name_hint, compiler, info);
     } catch (...) {
       promise.set_exception(std::current_exception());  // threads waiting on it get it too
-      forget(info.key, slot);  // so a later load retries (the disk may have been full)
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.loaded.erase(info.key);  // so that a later load retries (the disk may have been full)
       throw;
     }
+    promise.set_value(module);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    Slot& slot = s.loaded[info.key];
+    slot.module = module;
+    slot.pending = {};
+    if (s.loaded.size() > s.sweep_at) {
+      std::erase_if(s.loaded, [](const auto& kv) {
+        return !kv.second.pending.valid() && kv.second.module.expired();
+      });
+      s.sweep_at = 2 * s.loaded.size() + 64;
+    }
   }
-  ModulePtr module = slot->get();  // waits for another thread's compile; rethrows its error
   info.total_ms = ms_since(start);
   log_load(name_hint, info, module);
   if (info_out) *info_out = info;

@@ -1,7 +1,8 @@
 // The code cache (Inductor's codecache): generated source in, loaded module out, for any
-// backend's compiler (compiler.h). Modules are cached by content (cache_key.h): in memory, so a
-// second load in this process costs a hash and a map lookup, and on disk (disk_cache.h), so a
-// new process loads instead of compiling.
+// backend's compiler (compiler.h). Modules are cached by content (cache_key.h): in memory while
+// anyone uses them, so a second load in this process costs a hash and a map lookup, and on disk
+// (disk_cache.h), so a new process loads instead of compiling. A damaged file on disk is set
+// aside and compiled again.
 #pragma once
 
 #include <chrono>
@@ -46,8 +47,9 @@ struct JitStats {
 JitStats stats();
 void reset_stats();
 
-// Forgets every module loaded so far; each unloads when its last user lets go. The next load
-// of the same source is a disk hit. For tests, and for measuring the disk cache.
+// Forgets every module loaded so far; each unloads when its last user lets go (as it would
+// anyway). The next load of the same source is a disk hit. For tests, and for measuring the
+// disk cache.
 void clear_memory_cache();
 
 }  // namespace coil::jit

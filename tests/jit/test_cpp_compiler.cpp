@@ -160,7 +160,8 @@ TEST_F(JitTest, LinksSleef) {
                              "_u10(x);\n"
                              "  __builtin_memcpy(out, &y, sizeof y);\n"
                              "}\n";
-  auto vexp = cpu::load_cpp(source, "vexp")->function<void(const float*, float*)>("vexp");
+  auto lib = cpu::load_cpp(source, "vexp");  // its functions are valid while it is loaded
+  auto vexp = lib->function<void(const float*, float*)>("vexp");
   std::vector<float> in(width), out(width);
   for (int i = 0; i < width; ++i) in[i] = -3.0f + 0.4f * i;
   vexp(in.data(), out.data());

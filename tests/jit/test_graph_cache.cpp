@@ -13,6 +13,7 @@
 #include "debug/log.h"
 #include "graph/interpreter.h"
 #include "graph/parser.h"
+#include "jit/disk_cache.h"
 #include "jit_testing.h"
 #include "testing.h"
 
@@ -201,9 +202,9 @@ TEST_F(GraphCacheTest, UnreadableEntryIsAMissAndIsReplaced) {
   ASSERT_EQ(entries().size(), 1u);
   fs::path entry = entries()[0], source = fs::path(entry).replace_extension(".src");
   ASSERT_TRUE(fs::exists(source));
-  std::ifstream in(entry);
-  std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string good = jit::read_sealed(entry).contents;
   // Well-formed JSON that the wrapper could not run: a slot out of range, a kind unknown.
+  // Written sealed, so that the plan's own checks are what refuse them.
   std::string bad_release =
       std::regex_replace(good, std::regex(R"("releases":\[\])"), R"("releases":[-5])");
   std::string bad_kind = std::regex_replace(good, std::regex(R"("kind":2)"), R"("kind":9)");
@@ -217,13 +218,48 @@ TEST_F(GraphCacheTest, UnreadableEntryIsAMissAndIsReplaced) {
     if (junk == "no source")
       fs::remove(source);
     else
-      std::ofstream(entry) << junk;
+      jit::write_file_atomically(entry, junk, /*sealed=*/true);
     forget_process_state();
     EXPECT_TRUE(allclose(compile(f)(x), model(x, w), 1e-5, 1e-6));
     EXPECT_EQ(count("graph_cache_misses"), 1);
     forget_process_state();
     compile(f)(x);
     EXPECT_EQ(count("graph_cache_hits"), 1);  // the miss wrote a good entry over it
+  }
+}
+
+// Damaged files (cut short, or their bytes changed) fail their seal: set aside with one
+// warning, compiled again, and the next process finds a good entry.
+TEST_F(GraphCacheTest, DamagedFilesAreSetAsideAndRebuilt) {
+  Tensor w = random({8, 8}), x = random({6, 8});
+  auto f = [&w](const Tensor& x) { return model(x, w); };
+  compile(f)(x);
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry = entries()[0], source = fs::path(entry).replace_extension(".src");
+  for (const fs::path& file : {entry, source}) {
+    for (bool truncate : {true, false}) {
+      SCOPED_TRACE(file.extension().string() + (truncate ? " cut short" : " a byte changed"));
+      std::string bytes = *jit::read_file(file);
+      if (truncate)
+        bytes.resize(bytes.size() / 2);
+      else
+        bytes[bytes.size() / 3] ^= 0x20;
+      std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+      forget_process_state();
+      ::testing::internal::CaptureStderr();
+      EXPECT_TRUE(allclose(compile(f)(x), model(x, w), 1e-5, 1e-6));
+      // Warned the first time a file is found damaged in a process; logged every time.
+      std::string warning = ::testing::internal::GetCapturedStderr();
+      EXPECT_EQ(warning.find("coil: warning: the cache file '" + file.string() + "' is damaged") !=
+                    std::string::npos,
+                truncate)
+          << warning;
+      EXPECT_TRUE(fs::exists(file.string() + ".damaged"));
+      EXPECT_EQ(count("graph_cache_misses"), 1);
+      forget_process_state();
+      compile(f)(x);
+      EXPECT_EQ(count("graph_cache_hits"), 1);
+    }
   }
 }
 

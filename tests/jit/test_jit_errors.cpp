@@ -34,15 +34,6 @@ TEST_F(JitTest, MissingSymbolNamesItAndTheLibrary) {
   EXPECT_COIL_ERROR(lib->symbol("absent"), lib->path());
 }
 
-TEST_F(JitTest, UnusableCacheDirSaysToSetCoilCacheDir) {
-  std::string file = cache_dir_ + "/not_a_directory";
-  std::ofstream(file) << "x";
-  std::string bad = file + "/cache";
-  setenv("COIL_CACHE_DIR", bad.c_str(), 1);
-  EXPECT_COIL_ERROR(cpu::load_cpp("extern \"C\" int f() { return 1; }", "f"), bad);
-  EXPECT_COIL_ERROR(cpu::load_cpp("extern \"C\" int f() { return 1; }", "f"), "COIL_CACHE_DIR");
-}
-
 TEST_F(JitTest, MissingCompilerSaysToSetCoilCxx) {
   setenv("COIL_CXX", "/nonexistent/dir with space/c++", 1);
   EXPECT_COIL_ERROR(cpu::load_cpp("extern \"C\" int f() { return 1; }", "f"), "COIL_CXX");

@@ -448,9 +448,10 @@ TEST(Attention, FlashBlocksOfEveryTileShapeMatchFloat64) {
     Tensor q = random({2, 300, 16}, kFloat32, -4, 4), k = random({2, 200, 16}, kFloat32, -4, 4),
            v = random({2, 200, 64});
     Ref want = ref_attention(q, k, v, 1.0, causal_mask);
-    // Scores near 100 carry float32's rounding, about 6e-6, into their weights.
+    // Scores reach 256, where float32's spacing is 3e-5: half of it carries into the weights and
+    // so into outputs of unit scale.
     ct::expect_close(scaled_dot_product_attention(q, k, v, {}, 0.0, true, 1.0), want.v, want.sizes,
-                     1e-4, 1e-5);
+                     1e-4, 3e-5);
   }
   omp_set_num_threads(before);
 }

@@ -69,13 +69,14 @@ Args parse_args(const Command& cmd, const std::vector<std::string>& argv, bool* 
       continue;
     }
     if (have_file)
-      throw Error("coil " + args.command + ": one graph file at a time (got '" + args.file +
-                  "' and '" + a + "')");
+      throw Error("coil " + args.command + ": one " + cmd.operand + " at a time (got '" +
+                  args.file + "' and '" + a + "')");
     args.file = a;
     have_file = true;
   }
   if (!have_file)
-    throw Error("coil " + args.command + ": no graph file given (usage: " + cmd.usage + ")");
+    throw Error("coil " + args.command + ": no " + cmd.operand + " given (usage: " + cmd.usage +
+                ")");
   return args;
 }
 

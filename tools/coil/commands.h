@@ -12,5 +12,6 @@ Command lower_command();    // cmd_lower.cpp
 Command codegen_command();  // cmd_codegen.cpp
 Command run_command();      // cmd_run.cpp
 Command explain_command();  // cmd_explain.cpp
+Command cache_command();    // cmd_cache.cpp
 
 }  // namespace coil::tool

@@ -15,7 +15,8 @@ namespace coil::tool {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {print_command(),   passes_command(), lower_command(),
-                                            codegen_command(), run_command(),    explain_command()};
+                                            codegen_command(), run_command(),    explain_command(),
+                                            cache_command()};
   return list;
 }
 

@@ -8,6 +8,7 @@
 
 #include <coil/error.h>
 
+#include "jit/disk_cache.h"
 #include "runtime/cuda_runtime.h"
 
 namespace coil::cuda {
@@ -63,13 +64,11 @@ CudaModule::CudaModule(std::string path, int device) : path_(std::move(path)), d
   COIL_CHECK(in, "jit: cannot read '", path_, "'");
   std::stringstream bytes;
   bytes << in.rdbuf();
-  const std::string image = bytes.str();
+  std::string image = bytes.str();
+  image.resize(jit::sealed_size(image));  // the code cache's seal follows the cubin
   set_device(device_);
   CUmodule m = nullptr;
-  check_cu(driver().load(&m, image.data()),
-           "jit: cannot load '" + path_ +
-               "'; if the file is damaged, delete it and coil will "
-               "compile it again");
+  check_cu(driver().load(&m, image.data()), "jit: cannot load '" + path_ + "'");
   module_ = m;
 }
 
