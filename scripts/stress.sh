@@ -43,7 +43,7 @@ done
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || fail "process $i: $(cat "$work/graphs$((i + 1)).out")"
 done
-echo "all processes: $(cat "$work"/graphs*.out | sort | uniq -c | tr -s ' ')" \
+echo "all processes: $(cat "$work"/graphs*.out | sort | uniq -c | sed 's/^ *//')" \
   "in $((($(date +%s%N) - start) / 1000000)) ms"
 echo "temporary files left: $(temp_files "$COIL_CACHE_DIR")"
 [ "$(temp_files "$COIL_CACHE_DIR")" = 0 ] || fail "temporary files left in the cache"
