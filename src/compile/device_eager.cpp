@@ -1,14 +1,20 @@
 // Eager ops on the GPU, run through the compiler itself (tinygrad's answer: one code path for
 // eager and compiled code). A call becomes a graph of that one call, which the inductor
-// pipeline compiles for the GPU like any other graph; the result is cached by the call's
-// structure (op, literal arguments, the inputs' dtypes, sizes and strides), in memory and, as
-// every compiled graph, in the disk caches, so a shape costs one compile per program and none
-// in the next process. Library ops (matrix products, convolutions) and ops the compiler cannot
-// lower (scans, pools, the random factories) run the backend's library kernel (cuBLASLt for the
-// matrix products), or else their CPU kernel on copies of their inputs, the results copied
-// back: slow, but every registry op runs.
+// pipeline compiles for the GPU like any other graph. When its tensors are contiguous the graph
+// is dynamic, with duck sizing as torch's dynamic shapes: equal sizes of 2 or more share one
+// size symbol, so that broadcasting needs no guard, and the compiled graph serves every call
+// whose sizes have the same pattern of equalities (a new shape costs no compile). Otherwise,
+// or when the dynamic graph would need guards its next call breaks, the graph is static. The
+// compiled graphs are cached by the call's structure (op, literal arguments, the inputs' dtypes
+// and their size pattern, or sizes and strides), in memory and, as every compiled graph, in the
+// disk caches, so none compiles again in the next process. Library ops (matrix products,
+// convolutions) and ops the compiler cannot lower (scans, pools, the random factories) run the
+// backend's library kernel (cuBLASLt for the matrix products), or else their CPU kernel on copies
+// of their inputs, the results copied back: slow, but every registry op runs.
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <coil/error.h>
 
@@ -17,6 +23,7 @@
 #include "debug/log.h"
 #include "decomp/decompose.h"
 #include "graph/printer.h"
+#include "graph/shape_env.h"
 #include "lower/context.h"
 
 namespace coil {
@@ -70,13 +77,50 @@ std::vector<Tensor> tensor_inputs(const std::vector<Arg>& args) {
   return inputs;
 }
 
+// Duck sizing: the distinct sizes of 2 or more of a call's tensors, in order of appearance;
+// size symbol s<k> stands for values[k].
+struct DuckSizes {
+  std::vector<int64_t> values;
+  size_t find(int64_t size) const {
+    return static_cast<size_t>(std::find(values.begin(), values.end(), size) - values.begin());
+  }
+  size_t symbol(int64_t size) {  // found, or added
+    if (find(size) == values.size()) values.push_back(size);
+    return find(size);
+  }
+};
+
+// Whether the call's graph can be dynamic: every tensor contiguous, and some size to vary.
+bool duck_sized(const std::vector<Tensor>& inputs) {
+  bool any = false;
+  for (const Tensor& t : inputs) {
+    if (!t.is_contiguous()) return false;
+    for (int64_t s : t.sizes()) any |= s >= 2;
+  }
+  return any;
+}
+
 // The call as a graph: a placeholder per tensor argument (tensor_inputs' order), the call, its
-// results.
-std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args) {
+// results. With `duck`, the placeholders' sizes are its symbols (contiguous layouts).
+std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args,
+                                          const DuckSizes* duck) {
   auto g = std::make_shared<Graph>();
+  if (duck) {
+    auto env = std::make_shared<ShapeEnv>();
+    for (size_t k = 0; k < duck->values.size(); ++k)
+      env->create_symbol(duck->values[k], "eager size " + std::to_string(k));
+    g->set_shape_env(env);
+  }
   int inputs = 0;
   auto placeholder = [&](const Tensor& t) {
-    return g->placeholder("in" + std::to_string(inputs++), meta_of(t));
+    std::optional<SymLayout> layout;
+    if (duck) {
+      SymShape sizes;
+      for (int64_t s : t.sizes())
+        sizes.push_back(s < 2 ? sym::constant(s) : g->shape_env()->symbols()[duck->find(s)].var);
+      layout = SymLayout::contiguous(std::move(sizes));
+    }
+    return g->placeholder("in" + std::to_string(inputs++), meta_of(t), layout);
   };
   std::vector<NodeArg> node_args;
   for (const Arg& a : args) {
@@ -104,12 +148,15 @@ std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args)
   return g;
 }
 
-// The cache key of a call: the op, then each argument's bytes (a tensor's dtype, device, sizes
-// and strides; a literal's value). Cheap to build, as it is built on every call: the graph is
-// made and printed only when the key is new.
+// The cache key of a call: the op, then each argument's bytes (a tensor's dtype, device, and
+// sizes and strides, or with `duck` its rank and size pattern; a literal's value). Cheap to
+// build, as it is built on every call: the graph is made and printed only when the key is new.
 class CallKey {
  public:
-  explicit CallKey(OpId op) { put(static_cast<int64_t>(op)); }
+  CallKey(OpId op, DuckSizes* duck) : duck_(duck) {
+    put(static_cast<int64_t>(op));
+    put(duck != nullptr);
+  }
   void add(const Arg& a) {
     key_ += static_cast<char>(a.index());
     std::visit([this](const auto& v) { put_value(v); }, a);
@@ -128,8 +175,13 @@ class CallKey {
     put(t.dtype());
     put(t.device().type);
     put(t.device().index);
-    put_value(t.sizes());
-    put_value(t.strides());
+    if (!duck_) {
+      put_value(t.sizes());
+      put_value(t.strides());
+      return;
+    }
+    put(t.dim());
+    for (int64_t s : t.sizes()) put(s < 2 ? s : -1 - static_cast<int64_t>(duck_->symbol(s)));
   }
   void put_value(const std::vector<Tensor>& ts) {
     put(ts.size());
@@ -156,6 +208,64 @@ class CallKey {
     put(v);
   }
   std::string key_;
+  DuckSizes* duck_;
+};
+
+// A compiled call, with the size guards its compile added (a dynamic graph's only).
+struct CompiledCall {
+  capture::CompiledGraph graph;
+  std::vector<SymGuard> guards;
+  bool holds(const DuckSizes& duck) const {
+    for (const SymGuard& g : guards)
+      if (!g.holds_at(duck.values.data())) return false;
+    return true;
+  }
+};
+
+// Dynamic graphs per size pattern before the pattern's calls compile static graphs instead:
+// each recompile follows a guard a call broke (a reduction too long for one block, say).
+constexpr size_t kDynamicVariants = 4;
+
+CompiledCall compile_call(OpId op, const std::vector<Arg>& args, const DuckSizes* duck) {
+  std::shared_ptr<const Graph> g = one_op_graph(op, args, duck);
+  CompileOptions options;
+  options.name = std::string("eager_") + op_name(op);
+  options.options["async_compile"] = false;
+  if (debug::log_enabled("device_eager"))
+    debug::log("device_eager", op_name(op),
+               std::string("compiled for ") + (duck ? "its size pattern" : "its arguments") +
+                   ":\n" + print_graph(*g));
+  CompiledCall call{compile_fx(g, options, options.name), {}};
+  if (duck) call.guards = g->shape_env()->guards();
+  return call;
+}
+
+// The compiled calls of a key: several dynamic graphs (each for the sizes its guards admit),
+// or one static graph. Entries are never removed, so pointers to them stay valid.
+struct CallCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<const CompiledCall>>> calls;
+
+  std::unordered_set<std::string> static_only;  // size patterns whose graphs cannot be dynamic
+
+  // The first of key's calls whose guards hold, and whether another may be compiled for it.
+  std::pair<const CompiledCall*, bool> find(const std::string& key, const DuckSizes& duck) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& list = calls[key];
+    for (const auto& c : list)
+      if (c->holds(duck)) return {c.get(), false};
+    return {nullptr, list.size() < kDynamicVariants && !static_only.count(key)};
+  }
+  void mark_static(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    static_only.insert(key);
+  }
+  const CompiledCall* add(const std::string& key, CompiledCall call) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& list = calls[key];
+    list.push_back(std::make_unique<const CompiledCall>(std::move(call)));
+    return list.back().get();
+  }
 };
 
 std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
@@ -168,32 +278,36 @@ std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
                  "has no " + metas.at(0).device.str() + " kernel: runs on the CPU, copying");
     return on_cpu(op, args, metas);
   }
-  CallKey call(op);
-  for (const Arg& a : args) call.add(a);
-  const std::string key = call.take();
-  static std::mutex mutex;
-  static auto* cache = new std::unordered_map<std::string, capture::CompiledGraph>();
-  capture::CompiledGraph compiled;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache->find(key); it != cache->end()) compiled = it->second;
-  }
   active.push_back(op);
   struct Pop {
     ~Pop() { active.pop_back(); }
   } pop;
-  if (!compiled.run) {
-    std::shared_ptr<const Graph> g = one_op_graph(op, args);
-    CompileOptions options;
-    options.name = std::string("eager_") + op_name(op);
-    options.options["async_compile"] = false;
-    if (debug::log_enabled("device_eager"))
-      debug::log("device_eager", op_name(op), "compiled for its arguments:\n" + print_graph(*g));
-    compiled = compile_fx(g, options, options.name);
-    std::lock_guard<std::mutex> lock(mutex);
-    cache->emplace(key, compiled);
+  static auto* cache = new CallCache;
+  auto key_of = [&](DuckSizes* duck) {
+    CallKey key(op, duck);
+    for (const Arg& a : args) key.add(a);
+    return key.take();
+  };
+  const std::vector<Tensor> inputs = tensor_inputs(args);
+  if (duck_sized(inputs)) {
+    DuckSizes duck;
+    const std::string key = key_of(&duck);
+    auto [call, may_compile] = cache->find(key, duck);
+    if (!call && may_compile) {
+      try {
+        call = cache->add(key, compile_call(op, args, &duck));
+      } catch (const std::exception& e) {  // a meta function that needs numbers: static
+        debug::log("device_eager", op_name(op), std::string("static graphs: ") + e.what());
+        cache->mark_static(key);
+      }
+    }
+    if (call) return call->graph.run(inputs);
   }
-  return compiled.run(tensor_inputs(args));
+  const DuckSizes none;
+  const std::string key = key_of(nullptr);
+  const CompiledCall* call = cache->find(key, none).first;
+  if (!call) call = cache->add(key, compile_call(op, args, nullptr));
+  return call->graph.run(inputs);
 }
 
 [[maybe_unused]] const bool installed = (install_device_eager(DeviceType::CUDA, gpu_eager), true);

@@ -81,9 +81,10 @@ std::string configured_root() {
   return "";
 }
 
-// A folder of this process's own, removed at exit.
+// A folder of this process's own, removed at exit. (Never destroyed: the exit handler that
+// removes it runs after static destructors would have.)
 std::string private_root() {
-  static std::string root = [] {
+  static const std::string& root = *new std::string([] {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/coil-cache-XXXXXX";
     std::vector<char> buffer(pattern.begin(), pattern.end());
@@ -95,7 +96,7 @@ std::string private_root() {
       std::filesystem::remove_all(private_root(), ignored);
     });
     return std::string(buffer.data());
-  }();
+  }());
   return root;
 }
 }  // namespace

@@ -10,6 +10,7 @@
 #include "graph/op_examples.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
+#include "jit/code_cache.h"
 #include "testing.h"
 
 using namespace coil;
@@ -218,6 +219,29 @@ TEST(Cuda, DynamicGraphsServeEverySize) {
     expect_close(got[2].cpu(), values(want[2]), want[2].sizes(), 1e-4, 1e-5 * rows);
   }
   EXPECT_EQ(counters()["captures"], 1);
+}
+
+// Eager ops on the GPU compile one dynamic graph per size pattern (duck sizing: which sizes are
+// equal, which are 0 or 1): new shapes of the same pattern compile nothing. A reduction long
+// enough to break the first graph's guards compiles a second one, and no more after it.
+TEST(Cuda, EagerOpsCompileOncePerSizePattern) {
+  COIL_REQUIRE_GPU();
+  auto run = [](int64_t rows, int64_t cols) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    Tensor x = random({rows, cols}), b = random({cols});
+    Tensor xc = x.cuda(), bc = b.cuda();
+    expect_same(xc.sin() * bc + 1.0, x.sin() * b + 1.0, "pointwise, broadcast");
+    expect_same(softmax(xc, -1), softmax(x, -1), "softmax");
+    expect_same(xc.sum({0}), x.sum({0}), "column sums", 1e-4);
+  };
+  run(6, 40);  // compiles each op's graph for this pattern
+  jit::reset_stats();
+  for (auto [rows, cols] : {std::pair{9, 17}, {130, 3}, {2, 1000}}) run(rows, cols);
+  EXPECT_EQ(jit::stats().compiles, 0);
+  run(1000, 999);  // guards of the small graphs may fail here: at most one more compile each
+  const int64_t after_large = jit::stats().compiles;
+  run(1500, 700);
+  EXPECT_EQ(jit::stats().compiles, after_large);
 }
 
 // A training step on the GPU: eager autograd, and the compiled step (joint graph, partition,
