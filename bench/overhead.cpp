@@ -63,6 +63,23 @@ void BM_EagerAddOneCuda(benchmark::State& state) {
 }
 BENCHMARK(BM_EagerAddOneCuda);
 
+// A new size on every call: with eager ops' dynamic graphs none of these compiles (each call is
+// the steady-state cost plus a size pattern lookup); with a graph per shape, each would.
+void BM_EagerAddOneNewSizeEachCallCuda(benchmark::State& state) {
+  if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
+  coil::Tensor warm = coil::randn({1024}).cuda() + 1;
+  int64_t n = 2000;
+  for (auto _ : state) {
+    state.PauseTiming();
+    coil::Tensor x = coil::randn({n++}).cuda();
+    coil::cuda::synchronize();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(x + 1);
+  }
+  coil::cuda::synchronize();
+}
+BENCHMARK(BM_EagerAddOneNewSizeEachCallCuda)->Iterations(40);
+
 void BM_EagerInPlaceMulCuda(benchmark::State& state) {
   if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
   coil::Tensor x = coil::randn({1024}).cuda();
