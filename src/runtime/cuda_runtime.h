@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <coil/device.h>
 
@@ -50,5 +51,16 @@ const DeviceInfo& device_info(int device);
 // Throws coil::Error for a failed CUDA call: CUDA's name and message, and `what` (the op or
 // the call that failed).
 void check(int status, const char* what);
+
+// A kernel's error shows at a later call on its stream (a copy, a synchronisation, another
+// launch). So that the error can name it, every launch notes what it queued (`kind` "kernel"
+// with the kernel's name, or "cuBLASLt's matmul"); an error on the stream then says what was
+// queued last. With COIL_CUDA_SYNC=1 each launch also waits for the device and checks, as
+// CUDA_LAUNCH_BLOCKING=1 does: the error names the very launch, at the cost of all overlap.
+void note_launch(int device, const char* kind, std::string_view name = {});
+// "; the last work queued on cuda:N was ...", for an error message ("" when nothing was).
+std::string last_launch(int device);
+// check() for a call that waits on `device`'s stream, naming the last launch on failure.
+void check_stream(int status, int device, const char* what);
 
 }  // namespace coil::cuda

@@ -27,6 +27,9 @@ void copy(void*, const Device&, const void*, const Device&, size_t) { unavailabl
 void zero(void*, size_t, int) { unavailable("cuda"); }
 const DeviceInfo& device_info(int) { unavailable("cuda"); }
 void check(int, const char* what) { unavailable(what); }
+void note_launch(int, const char*, std::string_view) { unavailable("cuda"); }
+std::string last_launch(int) { return ""; }
+void check_stream(int, int, const char* what) { unavailable(what); }
 
 // The public API (include/coil/cuda.h).
 bool is_built() { return false; }

@@ -229,6 +229,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, const Ten
                        out.impl()->data(), lc.l, out.impl()->data(), lc.l, &result.algo,
                        h.workspace, kWorkspace, static_cast<cudaStream_t>(stream(device))),
            "cublasLtMatmul");
+  note_launch(device, "cuBLASLt's matmul");
 }
 
 }  // namespace coil::cuda

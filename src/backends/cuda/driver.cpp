@@ -48,13 +48,14 @@ const Driver& driver() {
   return *d;
 }
 
-void check_cu(CUresult r, const std::string& what) {
+void check_cu(CUresult r, const std::string& what, const std::string& context = "") {
   if (r == CUDA_SUCCESS) return;
   const char* name = nullptr;
   const char* text = nullptr;
   driver().error_name(r, &name);
   driver().error_string(r, &text);
-  throw Error(what + ": CUDA error " + (name ? name : "?") + " (" + (text ? text : "?") + ")");
+  throw Error(what + ": CUDA error " + (name ? name : "?") + " (" + (text ? text : "?") + ")" +
+              context);
 }
 
 }  // namespace
@@ -97,9 +98,11 @@ void launch(void* function, const std::string& kernel, int device, unsigned grid
     check_cu(driver().set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                     static_cast<int>(shared)),
              "launching " + kernel);
-  check_cu(driver().launch(f, grid, 1, 1, block, 1, 1, shared,
-                           static_cast<CUstream>(stream(device)), args, nullptr),
-           "launching " + kernel);
+  CUresult r = driver().launch(f, grid, 1, 1, block, 1, 1, shared,
+                               static_cast<CUstream>(stream(device)), args, nullptr);
+  // An error here may be an earlier kernel's, showing now: the message names that one too.
+  if (r != CUDA_SUCCESS) check_cu(r, "launching kernel '" + kernel + "'", last_launch(device));
+  note_launch(device, "kernel", kernel);
 }
 
 }  // namespace coil::cuda

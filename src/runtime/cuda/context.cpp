@@ -1,7 +1,9 @@
 // Devices, coil's stream on each, copies and errors, over the CUDA runtime API.
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -18,7 +20,22 @@ struct DeviceState {
   std::once_flag ready;
   cudaStream_t stream = nullptr;
   DeviceInfo info;
+  std::mutex launch_mutex;  // what note_launch saw last:
+  const char* last_kind = nullptr;
+  std::string last_name;  // (assigned in place: no allocation once long enough)
 };
+
+std::string launch_text(const char* kind, const std::string& name) {
+  return std::string(kind) + (name.empty() ? "" : " '" + name + "'");
+}
+
+bool sync_each_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("COIL_CUDA_SYNC");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
 
 // One per device, made on first use and never destroyed: the driver tears its contexts down at
 // exit before static destructors would run.
@@ -93,7 +110,41 @@ void set_device(int device) {
 
 void* stream(int device) { return state(device).stream; }
 
-void synchronize(int device) { check(cudaStreamSynchronize(state(device).stream), "synchronize"); }
+void note_launch(int device, const char* kind, std::string_view name) {
+  DeviceState& s = state(device);
+  {
+    std::lock_guard<std::mutex> lock(s.launch_mutex);
+    s.last_kind = kind;
+    s.last_name.assign(name);
+  }
+  if (sync_each_launch())
+    check(cudaStreamSynchronize(s.stream),
+          ("running " + launch_text(kind, std::string(name)) + " (COIL_CUDA_SYNC=1)").c_str());
+}
+
+std::string last_launch(int device) {
+  DeviceState& s = state(device);
+  std::lock_guard<std::mutex> lock(s.launch_mutex);
+  if (!s.last_kind) return "";
+  return "; the last work queued on cuda:" + std::to_string(device) + " was " +
+         launch_text(s.last_kind, s.last_name) +
+         (sync_each_launch() ? ""
+                             : " (a kernel's error shows at a later call: COIL_CUDA_SYNC=1 "
+                               "checks each launch as it ends, naming the one that failed)");
+}
+
+void check_stream(int status, int device, const char* what) {
+  if (status == cudaSuccess) return;
+  try {
+    check(status, what);
+  } catch (const Error& e) {
+    throw Error(e.what() + last_launch(device));
+  }
+}
+
+void synchronize(int device) {
+  check_stream(cudaStreamSynchronize(state(device).stream), device, "synchronize");
+}
 
 void synchronize() {
   for (int d = 0; d < device_count(); ++d) synchronize(d);
@@ -114,12 +165,12 @@ void copy(void* dst, const Device& dst_device, const void* src, const Device& sr
   if (kind == cudaMemcpyHostToDevice) {
     // The host memory may be reused as soon as this returns: wait for the copy (pinned staging
     // buffers would let it run on; pageable memory is staged by the driver anyway).
-    check(cudaMemcpyAsync(dst, src, nbytes, kind, s), "copy to the GPU");
-    check(cudaStreamSynchronize(s), "copy to the GPU");
+    check_stream(cudaMemcpyAsync(dst, src, nbytes, kind, s), d, "copy to the GPU");
+    check_stream(cudaStreamSynchronize(s), d, "copy to the GPU");
     return;
   }
-  check(cudaMemcpyAsync(dst, src, nbytes, kind, s), "copy");
-  if (kind == cudaMemcpyDeviceToHost) check(cudaStreamSynchronize(s), "copy to the host");
+  check_stream(cudaMemcpyAsync(dst, src, nbytes, kind, s), d, "copy");
+  if (kind == cudaMemcpyDeviceToHost) check_stream(cudaStreamSynchronize(s), d, "copy to the host");
 }
 
 void zero(void* ptr, size_t nbytes, int device) {
