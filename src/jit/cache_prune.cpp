@@ -11,8 +11,6 @@
 #include <mutex>
 #include <vector>
 
-#include <coil/error.h>
-
 #include "debug/log.h"
 #include "jit/disk_cache.h"
 
@@ -108,9 +106,14 @@ int64_t cache_max_bytes() {
   if (!text || !*text) return kDefaultMaxBytes;
   char* end = nullptr;
   long long value = std::strtoll(text, &end, 10);
-  COIL_CHECK(*end == '\0' && value >= 0, "COIL_CACHE_MAX_BYTES='", text,
-             "' is not a number of bytes; set it to one (0: no limit), or unset it for 2 GiB");
-  return value;
+  if (*end == '\0' && value >= 0) return value;
+  static std::once_flag warned;  // a cache setting never fails the program
+  std::call_once(warned, [text] {
+    debug::warn(std::string("COIL_CACHE_MAX_BYTES='") + text +
+                "' is not a number of bytes; the cache is limited to 2 GiB. Set it to a number "
+                "(0: no limit), or unset it");
+  });
+  return kDefaultMaxBytes;
 }
 
 PruneResult prune_cache(const std::string& root, int64_t max_bytes, int64_t temp_age_s) {

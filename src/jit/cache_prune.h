@@ -20,7 +20,7 @@ struct CacheUsage {
 };
 CacheUsage cache_usage(const std::string& root);
 
-// COIL_CACHE_MAX_BYTES, else 2 GiB; coil::Error when it is not a number of bytes.
+// COIL_CACHE_MAX_BYTES, else 2 GiB (also, with a warning, when it is not a number of bytes).
 int64_t cache_max_bytes();
 
 struct PruneResult {

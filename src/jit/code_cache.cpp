@@ -119,7 +119,9 @@ ModulePtr load_from_disk_or_compile(const std::string& source, const std::string
   info.outcome = CacheOutcome::compiled;
   compile(compiler, entry, source, name, info);
   ModulePtr module = load_binary(compiler, binary, info);
-  note_cache_growth(static_cast<int64_t>(source.size() + std::filesystem::file_size(binary)));
+  std::error_code gone;  // (pruned by another process already: it is counted as 0)
+  const auto bytes = std::filesystem::file_size(binary, gone);
+  note_cache_growth(static_cast<int64_t>(source.size() + (gone ? 0 : bytes)));
   return module;
 }
 
