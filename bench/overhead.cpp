@@ -99,6 +99,23 @@ void BM_EagerMatmulCuda(benchmark::State& state) {
 }
 BENCHMARK(BM_EagerMatmulCuda);
 
+// 64 MiB to the GPU from pageable and from pinned memory (waiting for each copy): bandwidth.
+void copy_to_cuda(benchmark::State& state, bool pinned) {
+  if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
+  coil::Tensor x = coil::randn({16 << 20});
+  if (pinned) x = x.pin_memory();
+  coil::cuda::synchronize();
+  for (auto _ : state) {
+    coil::Tensor y = x.cuda(0, /*non_blocking=*/true);
+    coil::cuda::synchronize();
+  }
+  state.SetBytesProcessed(state.iterations() * x.numel() * 4);
+}
+void BM_CopyToCuda64MiBPageable(benchmark::State& state) { copy_to_cuda(state, false); }
+void BM_CopyToCuda64MiBPinned(benchmark::State& state) { copy_to_cuda(state, true); }
+BENCHMARK(BM_CopyToCuda64MiBPageable)->UseRealTime();
+BENCHMARK(BM_CopyToCuda64MiBPinned)->UseRealTime();
+
 void BM_CompiledAddOneCuda(benchmark::State& state) {
   if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
   auto cf = coil::compile([](const coil::Tensor& x) { return x + 1; });

@@ -119,9 +119,16 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
-  Tensor to(Device device) const;  // a copy on `device` (itself when already there)
-  Tensor cuda(int index = 0) const;
+  // A copy on `device` (itself when already there). With `non_blocking`, a copy from pinned
+  // host memory to the GPU is queued without waiting for it (as torch's non_blocking=True): the
+  // source must not be written until the GPU has read it (a later synchronising call).
+  Tensor to(Device device, bool non_blocking = false) const;
+  Tensor cuda(int index = 0, bool non_blocking = false) const;
   Tensor cpu() const;
+  // A copy in page-locked host memory, which the GPU reads directly: what makes copies to it
+  // asynchronous (to(device, true)) and faster. A CPU tensor's; needs coil built with CUDA.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   Tensor detach() const;
 
   // --- math as methods ------------------------------------------------------------------

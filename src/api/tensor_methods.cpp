@@ -63,10 +63,13 @@ Tensor Tensor::clone() const { return call_op1(OpId::clone, {*this}); }
 Tensor Tensor::to(DType dtype) const {
   return dtype == this->dtype() ? *this : call_op1(OpId::to_dtype, {*this, dtype});
 }
-Tensor Tensor::to(Device device) const {
-  return device == this->device() ? *this : call_op1(OpId::to_device, {*this, device});
+Tensor Tensor::to(Device device, bool non_blocking) const {
+  return device == this->device() ? *this
+                                  : call_op1(OpId::to_device, {*this, device, non_blocking});
 }
-Tensor Tensor::cuda(int index) const { return to(Device(DeviceType::CUDA, index)); }
+Tensor Tensor::cuda(int index, bool non_blocking) const {
+  return to(Device(DeviceType::CUDA, index), non_blocking);
+}
 Tensor Tensor::cpu() const { return to(kCPU); }
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();

@@ -36,6 +36,12 @@ void free(void* ptr, int device);
 // destination is host memory; otherwise the copy is queued on the device's stream.
 void copy(void* dst, const Device& dst_device, const void* src, const Device& src_device,
           size_t nbytes);
+// Page-locked host memory (cudaHostAlloc), and its release, which first waits for coil's
+// streams (a copy from it may still be reading).
+void* allocate_pinned(size_t nbytes);
+void free_pinned(void* ptr);
+// A copy from pinned host memory to `device`, queued on its stream without waiting.
+void copy_from_pinned(void* dst, int device, const void* src, size_t nbytes);
 // Sets `nbytes` of device memory to zero, queued on the device's stream.
 void zero(void* ptr, size_t nbytes, int device);
 

@@ -6,6 +6,7 @@
 #include "runtime/cuda_runtime.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "runtime/dispatch_dtype.h"
@@ -165,6 +166,28 @@ DType Tensor::dtype() const { return impl_of(*this).meta.dtype; }
 Device Tensor::device() const { return impl_of(*this).meta.device; }
 bool Tensor::is_contiguous() const { return impl_of(*this).meta.is_contiguous(); }
 bool Tensor::has_storage() const { return impl_of(*this).storage != nullptr; }
+bool Tensor::is_pinned() const {
+  const TensorImpl& impl = impl_of(*this);
+  return impl.storage && impl.storage->pinned;
+}
+
+Tensor Tensor::pin_memory() const {
+  COIL_CHECK(device().is_cpu(), "pin_memory: only CPU tensors can be pinned, this one is on ",
+             device().str());
+  if (is_pinned()) return *this;
+  Tensor src = contiguous();
+  auto storage = std::make_shared<Storage>();
+  storage->nbytes = static_cast<size_t>(numel()) * itemsize(dtype());
+  storage->data = cuda::allocate_pinned(storage->nbytes);
+  storage->deleter = [](void* p) { cuda::free_pinned(p); };
+  storage->device = kCPU;
+  storage->pinned = true;
+  if (storage->nbytes) std::memcpy(storage->data, src.impl()->data(), storage->nbytes);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->meta = TensorMeta{dtype(), sizes(), contiguous_strides(sizes()), 0, kCPU};
+  return Tensor(std::move(impl));
+}
 bool Tensor::shares_storage(const Tensor& other) const {
   return defined() && other.defined() && impl_->storage && impl_->storage == other.impl_->storage;
 }

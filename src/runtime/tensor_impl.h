@@ -17,6 +17,7 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   std::function<void(void*)> deleter;  // empty when the memory is borrowed
+  bool pinned = false;                 // page-locked host memory (Tensor::pin_memory)
   // Bumped by every in-place write, so autograd can tell that a tensor it saved has changed.
   uint64_t version = 0;
   Storage() = default;

@@ -221,6 +221,31 @@ TEST(Cuda, DynamicGraphsServeEverySize) {
   EXPECT_EQ(counters()["captures"], 1);
 }
 
+// Pinned host memory: pin_memory copies into page-locked memory (contiguous); a non-blocking
+// copy from it to the GPU is queued without the host waiting, and the GPU reads what the tensor
+// held.
+TEST(Cuda, PinnedMemoryCopiesWithoutWaiting) {
+  COIL_REQUIRE_GPU();
+  Tensor x = random({1000, 33});
+  Tensor p = x.pin_memory();
+  EXPECT_TRUE(p.is_pinned());
+  EXPECT_FALSE(x.is_pinned());
+  EXPECT_TRUE(p.pin_memory().shares_storage(p));  // pinned already: itself
+  expect_close(p, values(x), x.sizes(), 0, 0);
+  Tensor g = p.cuda(0, /*non_blocking=*/true);
+  expect_same(g * 2.0, x * 2.0, "a non-blocking copy");
+  expect_same(x.cuda(0, true), x, "non_blocking from pageable memory: an ordinary copy");
+  Tensor t = x.t().pin_memory();
+  EXPECT_TRUE(t.is_contiguous());
+  expect_same(t.cuda(0, true), x.t().contiguous(), "a transposed tensor, pinned");
+  EXPECT_COIL_ERROR(x.cuda().pin_memory(), "only CPU tensors can be pinned");
+}
+
+TEST(Cuda, PinningWithoutAGpuIsAClearError) {
+  if (cuda::is_available()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_COIL_ERROR(random({3}).pin_memory(), "pin_memory");
+}
+
 // Eager ops on the GPU compile one dynamic graph per size pattern (duck sizing: which sizes are
 // equal, which are 0 or 1): new shapes of the same pattern compile nothing. A reduction long
 // enough to break the first graph's guards compiles a second one, and no more after it.

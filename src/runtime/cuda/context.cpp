@@ -1,6 +1,7 @@
 // Devices, coil's stream on each, copies and errors, over the CUDA runtime API.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -171,6 +172,30 @@ void copy(void* dst, const Device& dst_device, const void* src, const Device& sr
   }
   check_stream(cudaMemcpyAsync(dst, src, nbytes, kind, s), d, "copy");
   if (kind == cudaMemcpyDeviceToHost) check_stream(cudaStreamSynchronize(s), d, "copy to the host");
+}
+
+void* allocate_pinned(size_t nbytes) {
+  void* p = nullptr;
+  COIL_CHECK(available(),
+             "pin_memory: no GPU or no GPU driver found; pinned memory is for "
+             "copies to a GPU");
+  check(cudaHostAlloc(&p, std::max<size_t>(nbytes, 1), cudaHostAllocDefault),
+        "pin_memory: cudaHostAlloc");
+  return p;
+}
+
+void free_pinned(void* ptr) {
+  // A copy queued from this memory may still be reading it: the streams finish first.
+  for (int d = 0; d < device_count(); ++d) cudaStreamSynchronize(state(d).stream);
+  cudaFreeHost(ptr);
+}
+
+void copy_from_pinned(void* dst, int device, const void* src, size_t nbytes) {
+  if (nbytes == 0) return;
+  set_device(device);
+  check_stream(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, state(device).stream),
+               device, "copy from pinned memory to the GPU");
+  note_launch(device, "a copy from pinned memory");
 }
 
 void zero(void* ptr, size_t nbytes, int device) {
