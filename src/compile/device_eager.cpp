@@ -44,11 +44,12 @@ Arg to_device(const Arg& a, const Device& device) {
   if (auto* t = std::get_if<Tensor>(&a))
     return !t->defined() || t->device() == device
                ? a
-               : Arg(run_eager(OpId::to_device, {*t, device}).at(0));
+               : Arg(run_eager(OpId::to_device, {*t, device, false}).at(0));
   if (auto* ts = std::get_if<std::vector<Tensor>>(&a)) {
     std::vector<Tensor> out;
     for (const Tensor& t : *ts)
-      out.push_back(t.device() == device ? t : run_eager(OpId::to_device, {t, device}).at(0));
+      out.push_back(t.device() == device ? t
+                                         : run_eager(OpId::to_device, {t, device, false}).at(0));
     return out;
   }
   if (std::holds_alternative<Device>(a)) return device;  // a factory's device
@@ -62,7 +63,7 @@ std::vector<Tensor> on_cpu(OpId op, const std::vector<Arg>& args,
   std::vector<Tensor> outs = run_eager(op, host);
   for (size_t i = 0; i < outs.size(); ++i)
     if (outs[i].defined())
-      outs[i] = run_eager(OpId::to_device, {outs[i], metas.at(i).device}).at(0);
+      outs[i] = run_eager(OpId::to_device, {outs[i], metas.at(i).device, false}).at(0);
   return outs;
 }
 
@@ -251,10 +252,11 @@ struct CallCache {
   // The first of key's calls whose guards hold, and whether another may be compiled for it.
   std::pair<const CompiledCall*, bool> find(const std::string& key, const DuckSizes& duck) {
     std::lock_guard<std::mutex> lock(mutex);
-    auto& list = calls[key];
-    for (const auto& c : list)
-      if (c->holds(duck)) return {c.get(), false};
-    return {nullptr, list.size() < kDynamicVariants && !static_only.count(key)};
+    auto it = calls.find(key);
+    const size_t compiled = it == calls.end() ? 0 : it->second.size();
+    for (size_t i = 0; i < compiled; ++i)
+      if (it->second[i]->holds(duck)) return {it->second[i].get(), false};
+    return {nullptr, compiled < kDynamicVariants && !static_only.count(key)};
   }
   void mark_static(const std::string& key) {
     std::lock_guard<std::mutex> lock(mutex);

@@ -53,7 +53,7 @@ void normalize_args(OpId op, std::vector<Arg>& args);
 
 // Runs the meta function only: validation and output description, no data touched.
 std::vector<TensorMeta> run_meta(OpId op, const std::vector<Arg>& args);
-// Meta, then the eager kernel: the reference path.
+// Meta, then the eager kernel: the reference path. `args` must be complete (normalize_args).
 std::vector<Tensor> run_eager(OpId op, const std::vector<Arg>& args);
 
 // Capture and autograd intercept op calls by installing a hook for the current thread.

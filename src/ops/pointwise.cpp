@@ -201,10 +201,8 @@ std::vector<Tensor> eager_to_device(const Args& a, const std::vector<TensorMeta>
   if (!x.is_contiguous()) x = run_eager(OpId::contiguous, {x}).at(0);
   Tensor y = empty_from_meta(out[0]);
   const size_t nbytes = static_cast<size_t>(x.numel()) * itemsize(x.dtype());
-  // Non-blocking from pinned memory: queued, the host goes on; else the host waits. (Callers
-  // inside coil may leave the flag out.)
-  const bool non_blocking = a.size() > 2 && a.b(2);
-  if (non_blocking && x.is_pinned() && y.device().is_cuda())
+  // Non-blocking from pinned memory: queued, the host goes on; else the host waits.
+  if (a.b(2) && x.is_pinned() && y.device().is_cuda())
     cuda::copy_from_pinned(y.impl()->data(), y.device().index, x.impl()->data(), nbytes);
   else
     cuda::copy(y.impl()->data(), y.device(), x.impl()->data(), x.device(), nbytes);
