@@ -32,6 +32,7 @@ def workloads(torch, F, gpu, device):
     att = (8, 12, 1024, 64) if gpu else (2, 4, 256, 64)
     img = (32, 64, 56, 56) if gpu else (8, 32, 56, 56)
     mm = 2048 if gpu else 512
+    conv = (32, 64, 56, 56) if gpu else (8, 64, 56, 56)
     return {
         "sincos": (lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2,
                    lambda: [r((16 if gpu else 4) << 20)]),
@@ -46,6 +47,10 @@ def workloads(torch, F, gpu, device):
                       lambda: [r(*att), r(*att), r(*att)]),
         "bn_relu": (lambda x, m, v, w, b: torch.relu(F.batch_norm(x, m, v, w, b, False)),
                     lambda: bn_inputs(img)),
+        "conv_block": (lambda x, w, g, b, m, v: torch.relu(F.batch_norm(
+                           F.conv2d(x, w, padding=1), m, v, g, b, False)),
+                       lambda: [r(*conv), r(64, 64, 3, 3), r(64), r(64), r(64),
+                                torch.rand(64, device=device) + 0.5]),
         "instance_norm": (lambda x: (x - x.mean((2, 3), keepdim=True)) /
                           torch.sqrt(x.var((2, 3), keepdim=True) + 1e-5),
                           lambda: [r(*img)]),
@@ -95,6 +100,9 @@ def run_torch(names, gpu, threads, device):
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if threads:
         torch.set_num_threads(threads)
+    # coil's float32 products and convolutions are full precision; PyTorch's convolutions would
+    # use TF32 on the GPU by default (its matrix products do not).
+    torch.backends.cudnn.allow_tf32 = False
     # PyTorch before 2.0 (Debian 12's 1.13) has no torch.compile: then eager only.
     has_compile = hasattr(torch, "compile")
     if not has_compile:

@@ -132,6 +132,18 @@ std::vector<Workload> workloads() {
        [](const std::vector<Tensor>& a) {
          return (a[0] - mean(a[0], {2, 3}, true)) / sqrt(var(a[0], {2, 3}, 1.0, true) + 1e-5);
        }});
+  // Issue 24's convolution block (a model-shaped workload, not one of TARGETS.md's nine).
+  w.push_back({"conv_block", "relu(batch_norm(conv2d(x, w, padding=1), ...)) (inference)",
+               [](bool gpu) {
+                 Shape s = gpu ? Shape{32, 64, 56, 56} : Shape{8, 64, 56, 56};
+                 std::vector<Tensor> in = randn_all({s, {64, 64, 3, 3}, {64}, {64}, {64}});
+                 in.push_back((rand({64}) + 0.5).to(bench_device()));
+                 return in;
+               },
+               [](const std::vector<Tensor>& a) {
+                 return relu(batch_norm(conv2d(a[0], a[1], {}, {1, 1}, {1, 1}), a[4], a[5], a[2],
+                                        a[3], false));
+               }});
   w.push_back({"train_mlp", "one Adam step of Linear->GELU->Linear->LayerNorm, loss = mean(y^2)",
                [](bool gpu) {
                  return randn_all({gpu ? Shape{4096, 1024} : Shape{512, 256}});

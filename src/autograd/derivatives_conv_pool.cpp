@@ -1,9 +1,8 @@
-// The derivatives of conv2d and the pools. conv2d's is written with conv2d itself: the weight's
-// gradient is a correlation of the input with the output's gradient (channels taking the
-// batch's place), the input's a transposed convolution (the gradient spread out by the stride,
-// convolved with the flipped kernel). The pools scatter the gradient back through their
-// windows with ops of their own (max_pool2d_backward, ...: src/ops/pool.cpp), which have rules
-// too, for second derivatives.
+// The derivatives of conv2d and the pools. conv2d's gradients are ops of their own
+// (conv2d_input_backward, conv2d_weight_backward: src/ops/conv.cpp, cuDNN's on the GPU), whose
+// rules are written with conv2d and each other, for second derivatives. The pools scatter the
+// gradient back through their windows with ops of their own (max_pool2d_backward, ...:
+// src/ops/pool.cpp), which have rules too.
 #include <coil/ops.h>
 
 #include <map>
@@ -16,41 +15,10 @@ namespace {
 
 using C = const GradCtx&;
 
-// `t` with stride - 1 zeros inserted between its elements along `dim`.
-Tensor dilate(const Tensor& t, int64_t dim, int64_t stride) {
-  if (stride == 1) return t;
-  const int64_t n = t.size(dim);
-  Tensor u = t.unsqueeze(dim + 1);
-  Shape pads(2 * static_cast<size_t>(u.dim()), 0);
-  pads[2 * static_cast<size_t>(u.dim() - 1 - (dim + 1)) + 1] = stride - 1;
-  Shape merged = t.sizes();
-  merged[dim] = n * stride;
-  return pad(u, pads).reshape(merged).narrow(dim, 0, (n - 1) * stride + 1);
-}
-
-// d x for g [N, O, Ho, Wo], w [O, C, kh, kw], x of sizes [N, C, H, W].
-Tensor input_grad(const Tensor& g, const Tensor& w, const Shape& x_sizes, const Shape& stride,
-                  const Shape& padding, const Shape& dilation) {
-  Tensor spread = dilate(dilate(g, 2, stride[0]), 3, stride[1]);
-  Shape pads(4, 0);  // (left, right) of W, then of H
-  for (size_t i = 0; i < 2; ++i) {
-    const int64_t k = w.size(2 + static_cast<int64_t>(i));
-    const int64_t full = dilation[i] * (k - 1) - padding[i];
-    const int64_t natural =
-        spread.size(2 + static_cast<int64_t>(i)) + dilation[i] * (k - 1) - 2 * padding[i];
-    const size_t pair = 2 * (1 - i);
-    pads[pair] = full;
-    pads[pair + 1] = full + x_sizes[2 + i] - natural;  // rows no window reached get zeros
-  }
-  return conv2d(pad(spread, pads), flip(w, {2, 3}).transpose(0, 1), {}, {1, 1}, {0, 0}, dilation,
-                1);
-}
-
-// d w for g [N, O, Ho, Wo], x [N, C, H, W], w of sizes [O, C, kh, kw].
-Tensor weight_grad(const Tensor& g, const Tensor& x, const Shape& w_sizes, const Shape& stride,
-                   const Shape& padding, const Shape& dilation) {
-  Tensor r = conv2d(x.transpose(0, 1), g.transpose(0, 1), {}, dilation, padding, stride, 1);
-  return r.narrow(2, 0, w_sizes[2]).narrow(3, 0, w_sizes[3]).transpose(0, 1);
+// conv2d's arguments after the tensors: stride, padding, dilation, groups.
+std::vector<Arg> with_window(std::vector<Arg> tensors, const Args& a) {
+  for (size_t i = 3; i < 7; ++i) tensors.push_back(a[i]);
+  return tensors;
 }
 
 void conv2d_rule(C c) {
@@ -58,24 +26,35 @@ void conv2d_rule(C c) {
   Tensor x = unbatched ? c.in(0).unsqueeze(0) : c.in(0);
   Tensor g = unbatched ? c.grad().unsqueeze(0) : c.grad();
   const Tensor& w = c.in(1);
-  const Shape &stride = c.args.ints(3), &padding = c.args.ints(4), &dilation = c.args.ints(5);
-  const int64_t groups = c.args.i64(6);
   if (c.wants(2)) c.set(2, sum(g, {0, 2, 3}));
-  // Groups are independent convolutions over slices of the channels.
-  const int64_t in_per_group = x.size(1) / groups, out_per_group = w.size(0) / groups;
-  std::vector<Tensor> gx, gw;
-  for (int64_t k = 0; k < groups; ++k) {
-    Tensor xk = groups == 1 ? x : x.narrow(1, k * in_per_group, in_per_group);
-    Tensor wk = groups == 1 ? w : w.narrow(0, k * out_per_group, out_per_group);
-    Tensor gk = groups == 1 ? g : g.narrow(1, k * out_per_group, out_per_group);
-    if (c.wants(0)) gx.push_back(input_grad(gk, wk, xk.sizes(), stride, padding, dilation));
-    if (c.wants(1)) gw.push_back(weight_grad(gk, xk, wk.sizes(), stride, padding, dilation));
-  }
   if (c.wants(0)) {
-    Tensor r = groups == 1 ? gx[0] : cat(gx, 1);
-    c.set(0, unbatched ? r.squeeze(0) : r);
+    Tensor gx = call_op1(OpId::conv2d_input_backward, with_window({g, x, w}, c.args));
+    c.set(0, unbatched ? gx.squeeze(0) : gx);
   }
-  if (c.wants(1)) c.set(1, groups == 1 ? gw[0] : cat(gw, 0));
+  if (c.wants(1)) c.set(1, call_op1(OpId::conv2d_weight_backward, with_window({g, x, w}, c.args)));
+}
+
+// The backward ops are bilinear: conv2d_input_backward(g, x, w) is the adjoint of x -> conv2d(x,
+// w) applied to g, so for an upstream gradient u (shaped as x), <u, gx> = <g, conv2d(u, w)>:
+// its gradient is conv2d(u, w) for g and conv2d_weight_backward(g, u) for w. In the same way
+// <v, gw> = <g, conv2d(x, v)> for conv2d_weight_backward. The argument only read for its sizes
+// gets zeros.
+void conv2d_backward_rule(C c) {
+  const Tensor &g = c.in(0), &u = c.grad();
+  const bool of_input = c.op == OpId::conv2d_input_backward;
+  const Tensor& x = of_input ? c.args.tensor(1) : c.in(1);
+  const Tensor& w = of_input ? c.in(2) : c.args.tensor(2);
+  const std::vector<Arg> forward =
+      with_window(of_input ? std::vector<Arg>{u, w, Arg()} : std::vector<Arg>{x, u, Arg()}, c.args);
+  if (c.wants(0)) c.set(0, call_op1(OpId::conv2d, forward));
+  if (of_input) {
+    if (c.wants(1)) c.set(1, zeros_like(x));
+    if (c.wants(2))
+      c.set(2, call_op1(OpId::conv2d_weight_backward, with_window({g, u, w}, c.args)));
+  } else {
+    if (c.wants(1)) c.set(1, call_op1(OpId::conv2d_input_backward, with_window({g, x, u}, c.args)));
+    if (c.wants(2)) c.set(2, zeros_like(w));
+  }
 }
 
 // A pool's input gradient: its backward op on (grad, input, the pool's other arguments).
@@ -130,6 +109,8 @@ void pool_backward_rule(C c) {
 
 std::vector<RuleEntry> conv_pool_rules() {
   return {{OpId::conv2d, conv2d_rule},
+          {OpId::conv2d_input_backward, conv2d_backward_rule},
+          {OpId::conv2d_weight_backward, conv2d_backward_rule},
           {OpId::max_pool2d, pool_rule},
           {OpId::avg_pool2d, pool_rule},
           {OpId::adaptive_avg_pool2d, pool_rule},

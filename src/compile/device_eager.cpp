@@ -8,9 +8,9 @@
 // compiled graphs are cached by the call's structure (op, literal arguments, the inputs' dtypes
 // and their size pattern, or sizes and strides), in memory and, as every compiled graph, in the
 // disk caches, so none compiles again in the next process. Library ops (matrix products,
-// convolutions) and ops the compiler cannot lower (scans, pools, the random factories) run the
-// backend's library kernel (cuBLASLt for the matrix products), or else their CPU kernel on copies
-// of their inputs, the results copied back: slow, but every registry op runs.
+// convolutions) and ops the compiler cannot lower (scans, pools) run the backend's library kernel
+// (cuBLASLt for the matrix products, cuDNN for the convolutions), or else their CPU kernel on
+// copies of their inputs, the results copied back: slow, but every registry op runs.
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>

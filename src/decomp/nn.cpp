@@ -1,5 +1,5 @@
 // Decompositions of the products (linear, matmul: into mm, addmm, bmm), the losses, attention,
-// dropout in eval mode, and stack.
+// dropout, and stack.
 #include <cmath>
 #include <limits>
 
@@ -107,15 +107,21 @@ Node* decompose_matmul(Graph& g, Node* node) {
   return reshaped(e, e(OpId::bmm, {as_batch(e, a, batch), as_batch(e, b, batch)}), sym_sizes(node));
 }
 
-// dropout that draws nothing: eval mode or p = 0 copies, p = 1 is x * 0 (a NaN stays NaN).
-// Otherwise it declines, so the random stream stays the eager kernel's.
+// dropout: eval mode or p = 0 copies, p = 1 is x * 0 (a NaN stays NaN). Otherwise x times a
+// factor, 1 / (1 - p) where a float64 uniform draw is below 1 - p and 0 elsewhere, in float64
+// as the eager kernel computes it. The draws are the rand op's: the counter-based generator
+// gives the eager kernel's mask (one draw per element in logical order, runtime/random.h).
 Node* decompose_dropout(Graph& g, Node* node) {
   const double p = arg<double>(node, 1);
   const bool drops = arg<bool>(node, 2) && p > 0;
-  if (drops && p < 1) return nullptr;
   Emit e{g, node};
   Node* x = input(node, 0);
-  return drops ? e(OpId::mul, {x, Scalar(0.0)}) : e(OpId::clone, {x});
+  if (!drops) return e(OpId::clone, {x});
+  if (p >= 1) return e(OpId::mul, {x, Scalar(0.0)});
+  Node* u = e(OpId::rand, {shape_arg(g, sym_sizes(node)), kFloat64, meta(x).device});
+  Node* kept = e.to(e(OpId::lt, {u, Scalar(1 - p)}), kFloat64);
+  Node* factor = e(OpId::mul, {kept, Scalar(1 / (1 - p))});
+  return e.to(e(OpId::mul, {e.to(x, kFloat64), factor}), dtype(node));
 }
 
 // nll_loss(logp, target, reduction, ignore_index): -logp[target] gathered along the class dim,

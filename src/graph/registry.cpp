@@ -85,12 +85,25 @@ void install_device_eager(DeviceType device, DeviceEager eager) {
   cuda_eager = eager;
 }
 
+// Ops whose eager kernel runs on any device: views and moves touch no elements, the random
+// factories draw with the runtime's generator, which has device kernels (runtime/random.h).
+bool device_neutral(const OpInfo& info) {
+  switch (info.id) {
+    case OpId::to_device:
+    case OpId::rand:
+    case OpId::randn:
+    case OpId::randint:
+      return true;
+    default:
+      return info.kind == OpKind::View;
+  }
+}
+
 std::vector<Tensor> run_eager(OpId op, const std::vector<Arg>& args) {
   const OpInfo& info = op_info(op);
   Args a(args);
   std::vector<TensorMeta> out = info.meta(a);
-  if (!out.empty() && out[0].device.is_cuda() && info.kind != OpKind::View &&
-      op != OpId::to_device) {
+  if (!out.empty() && out[0].device.is_cuda() && !device_neutral(info)) {
     COIL_CHECK(cuda_eager, info.name, ": no kernels for ", out[0].device.str(),
                " (coil was built without CUDA)");
     return cuda_eager(op, args, out);

@@ -93,8 +93,8 @@ void install_autograd_layer(const AutogradLayer& layer);
 
 // Eager kernels of a device other than the CPU (PyTorch's CUDA dispatch key). The layer that
 // provides them installs itself (compile/device_eager.cpp for CUDA); run_eager sends every op
-// whose result is on that device there, except views and to_device, whose kernels are
-// device-neutral.
+// whose result is on that device there, except views, to_device and the random factories, whose
+// kernels are device-neutral.
 using DeviceEager = std::vector<Tensor> (*)(OpId op, const std::vector<Arg>& args,
                                             const std::vector<TensorMeta>& metas);
 void install_device_eager(DeviceType device, DeviceEager eager);

@@ -26,18 +26,31 @@ Expr window_count(const SymCall& c, Expr in, Expr k, Expr stride, Expr pad, Expr
   return sym::floordiv(span, stride->value()) + 1;
 }
 
-Layouts conv2d(const SymCall& c) {
-  SymShape x = c.sizes(0), w = c.sizes(1);
+// conv2d's output sizes for its input and weight at arguments `at` and `at + 1` (stride, padding,
+// dilation and groups at 3-6 in conv2d and in its backward ops).
+SymShape conv_output(const SymCall& c, size_t at) {
+  SymShape x = c.sizes(at), w = c.sizes(at + 1);
   SymShape stride = c.ints(3), padding = c.ints(4), dilation = c.ints(5);
   const size_t sp = x.size() - 2;          // the first spatial dim
   c.eq(x[sp - 1], w[1] * c.plain_int(6));  // input channels: the weight's, times the groups
-  if (c.is_tensor(2)) c.eq(c.sizes(2)[0], w[0]);
   SymShape out = leading(x, 3);
   out.push_back(w[0]);
   for (size_t k = 0; k < 2; ++k)
     out.push_back(window_count(c, x[sp + k], w[2 + k], pair_at(stride, k, 1),
                                pair_at(padding, k, 0), pair_at(dilation, k, 1)));
-  return one(c.result(out));
+  return out;
+}
+
+Layouts conv2d(const SymCall& c) {
+  if (c.is_tensor(2)) c.eq(c.sizes(2)[0], c.sizes(1)[0]);
+  return one(c.result(conv_output(c, 0)));
+}
+
+// conv2d's gradients: shaped like its input (or weight), the gradient like its output.
+Layouts conv2d_backward(const SymCall& c) {
+  eq_all(c, c.sizes(0), conv_output(c, 1));
+  const size_t like = c.op() == OpId::conv2d_input_backward ? 1 : 2;
+  return one(c.result(c.simplify(c.sizes(like))));
 }
 
 // PyTorch's pooling_output_shape on numbers (with ceil_mode the last window must still start
@@ -101,6 +114,8 @@ Layouts pool_backward(const SymCall& c) {
 void register_conv_pool_rules(std::vector<std::pair<OpId, Rule>>& rules) {
   rules.insert(rules.end(), {
                                 {OpId::conv2d, conv2d},
+                                {OpId::conv2d_input_backward, conv2d_backward},
+                                {OpId::conv2d_weight_backward, conv2d_backward},
                                 {OpId::max_pool2d, pool2d},
                                 {OpId::avg_pool2d, pool2d},
                                 {OpId::adaptive_avg_pool2d, adaptive_pool},

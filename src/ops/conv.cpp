@@ -1,5 +1,8 @@
 // conv2d as im2col + GEMM: per sample and group, the input patches are unfolded into a
 // (C/groups * kh * kw) x (OH * OW) matrix that the group's weights multiply in one BLAS call.
+// Its backward ops are the same products transposed: the input's gradient folds the product of
+// the weights' transpose and the output gradient back (col2im), the weight's multiplies the
+// output gradient by the unfolded input's transpose.
 #include <climits>
 
 #include "ops/linalg_util.h"
@@ -25,18 +28,21 @@ struct ConvGeometry {
   bool batched;
 };
 
-ConvGeometry conv_geometry(const Args& a) {
-  const Tensor &x = a.tensor(0), &w = a.tensor(1);
-  Tensor bias = a.opt_tensor(2);
-  COIL_CHECK(x.dim() == 3 || x.dim() == 4,
-             "conv2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got ", describe(x));
-  COIL_CHECK(w.dim() == 4,
-             "conv2d: expected a 4-D weight (out_channels, in_channels/groups, kH, "
+// A convolution's arguments, checked: the input and the weight at `first` and `first + 1`
+// (conv2d's, or its backward ops' after the gradient), then stride, padding, dilation and
+// groups at 3-6 in both; conv2d's bias at 2. `op` names the op in errors.
+ConvGeometry conv_geometry(const Args& a, size_t first, const char* op) {
+  const Tensor &x = a.tensor(first), &w = a.tensor(first + 1);
+  Tensor bias = first == 0 ? a.opt_tensor(2) : Tensor();
+  COIL_CHECK(x.dim() == 3 || x.dim() == 4, op,
+             ": expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got ", describe(x));
+  COIL_CHECK(w.dim() == 4, op,
+             ": expected a 4-D weight (out_channels, in_channels/groups, kH, "
              "kW), got ",
              describe(w));
-  COIL_CHECK(is_floating(x.dtype()), "conv2d: only floating-point inputs are supported (got ",
+  COIL_CHECK(is_floating(x.dtype()), op, ": only floating-point inputs are supported (got ",
              describe(x), "), as in PyTorch on CPU; convert with .to(float32)");
-  COIL_CHECK(x.dtype() == w.dtype(), "conv2d: the input ", describe(x), " and the weight ",
+  COIL_CHECK(x.dtype() == w.dtype(), op, ": the input ", describe(x), " and the weight ",
              describe(w), " must have the same dtype; convert one with .to(...)");
   ConvGeometry g{};
   g.batched = x.dim() == 4;
@@ -49,35 +55,41 @@ ConvGeometry conv_geometry(const Args& a) {
   g.kh = w.size(2);
   g.kw = w.size(3);
   g.groups = a.i64(6);
-  g.stride = spatial_pair(a.ints(3), "conv2d", "stride");
-  g.pad = spatial_pair(a.ints(4), "conv2d", "padding");
-  g.dil = spatial_pair(a.ints(5), "conv2d", "dilation");
+  g.stride = spatial_pair(a.ints(3), op, "stride");
+  g.pad = spatial_pair(a.ints(4), op, "padding");
+  g.dil = spatial_pair(a.ints(5), op, "dilation");
   for (int i = 0; i < 2; ++i) {
-    COIL_CHECK(g.stride[i] > 0, "conv2d: stride must be positive, got ", shape_str(a.ints(3)));
-    COIL_CHECK(g.pad[i] >= 0, "conv2d: padding must be non-negative, got ", shape_str(a.ints(4)));
-    COIL_CHECK(g.dil[i] > 0, "conv2d: dilation must be positive, got ", shape_str(a.ints(5)));
+    COIL_CHECK(g.stride[i] > 0, op, ": stride must be positive, got ", shape_str(a.ints(3)));
+    COIL_CHECK(g.pad[i] >= 0, op, ": padding must be non-negative, got ", shape_str(a.ints(4)));
+    COIL_CHECK(g.dil[i] > 0, op, ": dilation must be positive, got ", shape_str(a.ints(5)));
   }
-  COIL_CHECK(g.groups > 0, "conv2d: groups must be positive, got ", g.groups);
-  COIL_CHECK(g.kh > 0 && g.kw > 0, "conv2d: the weight ", describe(w), " has an empty kernel");
-  COIL_CHECK(g.o % g.groups == 0, "conv2d: with groups=", g.groups, " the weight's out_channels ",
+  COIL_CHECK(g.groups > 0, op, ": groups must be positive, got ", g.groups);
+  COIL_CHECK(g.kh > 0 && g.kw > 0, op, ": the weight ", describe(w), " has an empty kernel");
+  COIL_CHECK(g.o % g.groups == 0, op, ": with groups=", g.groups, " the weight's out_channels ",
              g.o, " must be divisible by groups (weight ", describe(w), ")");
-  COIL_CHECK(w.size(1) * g.groups == g.c, "conv2d: with groups=", g.groups, " the weight ",
+  COIL_CHECK(w.size(1) * g.groups == g.c, op, ": with groups=", g.groups, " the weight ",
              describe(w), " expects an input with ", w.size(1) * g.groups,
              " channels, but the input ", describe(x), " has ", g.c);
   int64_t ekh = g.dil[0] * (g.kh - 1) + 1, ekw = g.dil[1] * (g.kw - 1) + 1;
   int64_t ph = g.h + 2 * g.pad[0], pw = g.w + 2 * g.pad[1];
-  COIL_CHECK(ekh <= ph && ekw <= pw, "conv2d: the padded input size per channel (", ph, " x ", pw,
+  COIL_CHECK(ekh <= ph && ekw <= pw, op, ": the padded input size per channel (", ph, " x ", pw,
              ") of ", describe(x), " is smaller than the dilated kernel (", ekh, " x ", ekw,
              "); pad the input or use a smaller kernel or dilation");
   g.oh = (ph - ekh) / g.stride[0] + 1;
   g.ow = (pw - ekw) / g.stride[1] + 1;
   if (bias.defined()) {
-    COIL_CHECK(bias.dim() == 1 && bias.size(0) == g.o, "conv2d: the bias must be 1-D with ", g.o,
+    COIL_CHECK(bias.dim() == 1 && bias.size(0) == g.o, op, ": the bias must be 1-D with ", g.o,
                " elements (one per output channel), got ", describe(bias));
-    COIL_CHECK(bias.dtype() == x.dtype(), "conv2d: the bias ", describe(bias),
+    COIL_CHECK(bias.dtype() == x.dtype(), op, ": the bias ", describe(bias),
                " must have the input's dtype ", dtype_name(x.dtype()));
   }
   return g;
+}
+
+// A 1x1 kernel with unit stride and no padding reads the input as it is: no unfolding.
+bool unfolds_to_itself(const ConvGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} &&
+         g.pad == std::array<int64_t, 2>{0, 0};
 }
 
 // Unfolds the `cg` channels at `src` (each h x w, contiguous) into `col`, a
@@ -107,31 +119,15 @@ void im2col(const T* src, int64_t cg, const ConvGeometry& g, T* col) {
   }
 }
 
-// out (n, o, oh, ow), contiguous, of T = float or double; x and w contiguous of T. out holds
-// the bias already when `has_bias`, and the products accumulate onto it.
-template <typename T>
-void conv_gemm(const T* x, const T* w, T* out, const ConvGeometry& g, bool has_bias) {
-  int64_t cg = g.c / g.groups, og = g.o / g.groups;
-  int64_t kdim = cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  // A 1x1 kernel with unit stride and no padding reads the input as it is.
-  bool direct = g.kh == 1 && g.kw == 1 && g.stride == std::array<int64_t, 2>{1, 1} &&
-                g.pad == std::array<int64_t, 2>{0, 0};
-  for (int64_t v : {kdim, ohw, og})
-    COIL_CHECK(v <= INT_MAX, "conv2d: a GEMM dimension of ", v,
-               " exceeds the 32-bit BLAS limit; split the input");
-  auto sample = [&](int64_t s, std::vector<T>& col) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* src = x + (s * g.c + grp * cg) * g.h * g.w;
-      if (!direct) im2col(src, cg, g, col.data());
-      MatRef wm{w + grp * og * kdim, kdim, 1};
-      MatRef cm{direct ? src : col.data(), ohw, 1};
-      gemm(dtype_of<T>, og, ohw, kdim, wm, cm, out + (s * g.o + grp * og) * ohw, ohw, has_bias);
-    }
-  };
-  size_t col_size = direct ? 0 : static_cast<size_t>(kdim * ohw);
-  // Below ~64K multiply-adds in all, a parallel region costs more than it saves.
+// Runs sample(s, col) for every sample s, with `col` an unfold buffer of the sample's size (none
+// for a kernel that unfolds to itself): one sample per thread (each with its own buffer; BLAS
+// runs single-threaded inside), or one after another below ~64K multiply-adds in all, where a
+// parallel region costs more than it saves.
+template <typename T, typename Sample>
+void for_each_sample(const ConvGeometry& g, Sample sample) {
+  const int64_t kdim = g.c / g.groups * g.kh * g.kw, ohw = g.oh * g.ow;
+  const size_t col_size = unfolds_to_itself(g) ? 0 : static_cast<size_t>(kdim * ohw);
   if (g.n > 1 && g.n * g.o * ohw * kdim / g.groups >= (int64_t{1} << 16)) {
-    // One sample per thread (each with its own unfold buffer); BLAS runs single-threaded inside.
 #pragma omp parallel
     {
       std::vector<T> col(col_size);
@@ -144,6 +140,86 @@ void conv_gemm(const T* x, const T* w, T* out, const ConvGeometry& g, bool has_b
   }
 }
 
+// out (n, o, oh, ow), contiguous, of T = float or double; x and w contiguous of T. out holds
+// the bias already when `has_bias`, and the products accumulate onto it.
+template <typename T>
+void conv_gemm(const T* x, const T* w, T* out, const ConvGeometry& g, bool has_bias) {
+  int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  int64_t kdim = cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  const bool direct = unfolds_to_itself(g);
+  for (int64_t v : {kdim, ohw, og})
+    COIL_CHECK(v <= INT_MAX, "conv2d: a GEMM dimension of ", v,
+               " exceeds the 32-bit BLAS limit; split the input");
+  auto sample = [&](int64_t s, std::vector<T>& col) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* src = x + (s * g.c + grp * cg) * g.h * g.w;
+      if (!direct) im2col(src, cg, g, col.data());
+      MatRef wm{w + grp * og * kdim, kdim, 1};
+      MatRef cm{direct ? src : col.data(), ohw, 1};
+      gemm(dtype_of<T>, og, ohw, kdim, wm, cm, out + (s * g.o + grp * og) * ohw, ohw, has_bias);
+    }
+  };
+  for_each_sample<T>(g, sample);
+}
+
+// im2col's adjoint: adds each entry of `col` into the input element it was read from (taps in
+// the padding are dropped).
+template <typename T>
+void col2im(const T* col, int64_t cg, const ConvGeometry& g, T* dst) {
+  int64_t ohw = g.oh * g.ow;
+  for (int64_t c = 0; c < cg; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const T* src = col + ((c * g.kh + i) * g.kw + j) * ohw;
+        for (int64_t y = 0; y < g.oh; ++y) {
+          int64_t iy = y * g.stride[0] - g.pad[0] + i * g.dil[0];
+          if (iy < 0 || iy >= g.h) continue;
+          T* row = dst + (c * g.h + iy) * g.w;
+          for (int64_t x = 0; x < g.ow; ++x) {
+            int64_t ix = x * g.stride[1] - g.pad[1] + j * g.dil[1];
+            if (ix >= 0 && ix < g.w) row[ix] += src[y * g.ow + x];
+          }
+        }
+      }
+}
+
+// dx (n, c, h, w), zeroed, += the gradient through conv_gemm: per sample and group, the
+// weights' transpose times the output gradient gives the unfolded gradient, folded back.
+template <typename T>
+void conv_input_grad(const T* gy, const T* w, T* dx, const ConvGeometry& g) {
+  int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  int64_t kdim = cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  const bool direct = unfolds_to_itself(g);
+  auto sample = [&](int64_t s, std::vector<T>& col) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      T* dst = dx + (s * g.c + grp * cg) * g.h * g.w;
+      MatRef wt{w + grp * og * kdim, 1, kdim};
+      MatRef gm{gy + (s * g.o + grp * og) * ohw, ohw, 1};
+      gemm(dtype_of<T>, kdim, ohw, og, wt, gm, direct ? dst : col.data(), ohw);
+      if (!direct) col2im(col.data(), cg, g, dst);
+    }
+  };
+  for_each_sample<T>(g, sample);
+}
+
+// dw (o, c/groups, kh, kw) = the sum over samples of the output gradient times the unfolded
+// input's transpose, per group (samples one after another, BLAS parallel inside).
+template <typename T>
+void conv_weight_grad(const T* gy, const T* x, T* dw, const ConvGeometry& g) {
+  int64_t cg = g.c / g.groups, og = g.o / g.groups;
+  int64_t kdim = cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  const bool direct = unfolds_to_itself(g);
+  std::vector<T> col(direct ? 0 : static_cast<size_t>(kdim * ohw));
+  for (int64_t s = 0; s < g.n; ++s)
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* src = x + (s * g.c + grp * cg) * g.h * g.w;
+      if (!direct) im2col(src, cg, g, col.data());
+      MatRef gm{gy + (s * g.o + grp * og) * ohw, ohw, 1};
+      MatRef ct{direct ? src : col.data(), 1, ohw};
+      gemm(dtype_of<T>, og, kdim, ohw, gm, ct, dw + grp * og * kdim, kdim, s > 0);
+    }
+}
+
 // A contiguous copy of t in `dtype`, or t itself when it already is one.
 Tensor contiguous_as(const Tensor& t, DType dtype) {
   if (t.dtype() != dtype) return to_dtype_copy(t, dtype);
@@ -153,14 +229,14 @@ Tensor contiguous_as(const Tensor& t, DType dtype) {
 }  // namespace
 
 std::vector<TensorMeta> meta_conv2d(const Args& a) {
-  ConvGeometry g = conv_geometry(a);
+  ConvGeometry g = conv_geometry(a, 0, "conv2d");
   Shape sizes{g.o, g.oh, g.ow};
   if (g.batched) sizes.insert(sizes.begin(), g.n);
   return one(contiguous_meta(a.tensor(0).dtype(), sizes, common_device(a, {0, 1, 2}, "conv2d")));
 }
 
 std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& out) {
-  ConvGeometry g = conv_geometry(a);
+  ConvGeometry g = conv_geometry(a, 0, "conv2d");
   Tensor bias = a.opt_tensor(2);
   Tensor r = empty_from_meta(out[0]);
   if (r.numel() == 0) return one(r);
@@ -180,6 +256,70 @@ std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& o
   });
   if (!acc.is_same(r)) copy_into(r, acc);
   return one(r);
+}
+
+namespace {
+
+// conv2d's backward ops: `grad_output` must be what conv2d gives for self and weight.
+ConvGeometry backward_geometry(const Args& a, const char* op) {
+  ConvGeometry g = conv_geometry(a, 1, op);
+  const Tensor& gy = a.tensor(0);
+  COIL_CHECK(g.batched, op, ": expected a 4-D (N, C, H, W) input, got ", describe(a.tensor(1)));
+  COIL_CHECK(gy.sizes() == Shape({g.n, g.o, g.oh, g.ow}), op, ": the gradient ", describe(gy),
+             " does not have conv2d's output sizes [", g.n, ", ", g.o, ", ", g.oh, ", ", g.ow,
+             "] for the input ", describe(a.tensor(1)), " and the weight ", describe(a.tensor(2)));
+  COIL_CHECK(gy.dtype() == a.tensor(1).dtype(), op, ": the gradient ", describe(gy),
+             " must have the input's dtype ", dtype_name(a.tensor(1).dtype()));
+  return g;
+}
+
+// A backward op's result, the shape of argument `like` (self or weight), computed by `kernel`
+// in float32 or float64 into zeros.
+template <typename Kernel>
+std::vector<Tensor> conv_backward(const Args& a, const TensorMeta& out, const char* op,
+                                  Kernel kernel) {
+  ConvGeometry g = backward_geometry(a, op);
+  Tensor r = empty_from_meta(out);
+  DType compute = out.dtype == kFloat64 ? kFloat64 : kFloat32;
+  Tensor acc = compute == r.dtype() ? r : empty_contiguous(r.sizes(), compute);
+  fill(acc, 0);
+  if (r.numel() > 0 && g.n > 0) {
+    Tensor gy = contiguous_as(a.tensor(0), compute), x = contiguous_as(a.tensor(1), compute),
+           w = contiguous_as(a.tensor(2), compute);
+    dispatch_floating(compute, [&]<typename T>() {
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+        kernel(gy.data_ptr<T>(), x.data_ptr<T>(), w.data_ptr<T>(), acc.data_ptr<T>(), g);
+    });
+  }
+  if (!acc.is_same(r)) copy_into(r, acc);
+  return one(r);
+}
+
+}  // namespace
+
+std::vector<TensorMeta> meta_conv2d_input_backward(const Args& a) {
+  backward_geometry(a, "conv2d_input_backward");
+  return one(contiguous_meta(a.tensor(1).dtype(), a.tensor(1).sizes(),
+                             common_device(a, {0, 1, 2}, "conv2d_input_backward")));
+}
+
+std::vector<Tensor> eager_conv2d_input_backward(const Args& a, const std::vector<TensorMeta>& out) {
+  return conv_backward(a, out[0], "conv2d_input_backward",
+                       []<typename T>(const T* gy, const T*, const T* w, T* dx,
+                                      const ConvGeometry& g) { conv_input_grad(gy, w, dx, g); });
+}
+
+std::vector<TensorMeta> meta_conv2d_weight_backward(const Args& a) {
+  backward_geometry(a, "conv2d_weight_backward");
+  return one(contiguous_meta(a.tensor(2).dtype(), a.tensor(2).sizes(),
+                             common_device(a, {0, 1, 2}, "conv2d_weight_backward")));
+}
+
+std::vector<Tensor> eager_conv2d_weight_backward(const Args& a,
+                                                 const std::vector<TensorMeta>& out) {
+  return conv_backward(a, out[0], "conv2d_weight_backward",
+                       []<typename T>(const T* gy, const T* x, const T*, T* dw,
+                                      const ConvGeometry& g) { conv_weight_grad(gy, x, dw, g); });
 }
 
 }  // namespace coil::ops

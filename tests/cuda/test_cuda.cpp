@@ -300,3 +300,101 @@ TEST(Cuda, TrainingStepsMatchTheCpu) {
     expect_same(compiled[i], want[i], "compiled, " + std::to_string(i), 1e-4);
   }
 }
+
+// Convolutions on the GPU are cuDNN's: forward with a bias and both gradients, eager and in a
+// compiled training step, for strides, padding, dilation, groups and every floating dtype,
+// against the CPU; none runs on the CPU instead.
+TEST(Cuda, ConvolutionsRunOnCudnn) {
+  COIL_REQUIRE_GPU();
+  struct Case {
+    Shape x, w, stride, padding, dilation;
+    int64_t groups;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 9}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{2, 4, 11, 8}, {6, 2, 3, 2}, {2, 1}, {1, 0}, {2, 1}, 2},
+      {{3, 4, 7, 7}, {4, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 4},  // depthwise
+      {{4, 16, 14, 14}, {8, 16, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1},
+      {{3, 5, 6}, {2, 3, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1},  // unbatched
+  };
+  auto grads = [](const Case& c, const std::vector<Tensor>& in, Device device) {
+    Tensor x = in[0].detach().to(device).requires_grad_(),
+           w = in[1].detach().to(device).requires_grad_(),
+           b = in[2].detach().to(device).requires_grad_();
+    Tensor y = conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+    (y * in[3].to(device)).sum().backward();
+    return std::vector<Tensor>{y, x.grad(), w.grad(), b.grad()};
+  };
+  const std::string log = log_of("device_eager", [&] {
+    for (const Case& c : cases)
+      for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+        SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w) + " " + dtype_name(dt));
+        std::vector<Tensor> in = {random(c.x, dt), random(c.w, dt), random({c.w[0]}, dt)};
+        in.push_back(random(
+            conv2d(in[0], in[1], in[2], c.stride, c.padding, c.dilation, c.groups).sizes(), dt));
+        std::vector<Tensor> want = grads(c, in, kCPU), got = grads(c, in, kCUDA);
+        // Sums of up to a few hundred products of values up to 2 in size, in another order.
+        const double atol = dt == kFloat64 ? 1e-10 : dt == kFloat32 ? 1e-3 : 0.5;
+        for (size_t i = 0; i < want.size(); ++i) {
+          SCOPED_TRACE("result " + std::to_string(i));
+          ASSERT_EQ(got[i].device(), kCUDA);
+          expect_close(got[i].cpu(), values(want[i]), want[i].sizes(), rtol_for(dt) * 4, atol);
+        }
+      }
+  });
+  EXPECT_EQ(log.find("runs on the CPU"), std::string::npos) << log;
+
+  // A compiled training step through two convolutions, against the CPU's eager gradients.
+  auto loss_of = [](const Tensor& x, const Tensor& w1, const Tensor& w2) {
+    Tensor h = relu(conv2d(x, w1, {}, {1, 1}, {1, 1}));
+    Tensor y = conv2d(h, w2, {}, {2, 2});
+    return (y * y).mean();
+  };
+  std::vector<Tensor> host = {random({4, 3, 12, 12}), random({8, 3, 3, 3}), random({4, 8, 3, 3})};
+  auto step = [&](auto&& f, Device device) {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < host.size(); ++i) {
+      Tensor t = host[i].detach().to(device);
+      if (i > 0) t.requires_grad_();
+      in.push_back(t);
+    }
+    Tensor loss = f(in[0], in[1], in[2]);
+    loss.backward();
+    return std::vector<Tensor>{loss, in[1].grad(), in[2].grad()};
+  };
+  std::vector<Tensor> want = step(loss_of, kCPU), got = step(compile(loss_of), kCUDA);
+  for (size_t i = 0; i < want.size(); ++i)
+    expect_same(got[i], want[i], "compiled, " + std::to_string(i), 1e-4);
+}
+
+// The random factories draw on the GPU with the CPU's counter-based generator: the same seed
+// gives the CPU's numbers (uniform and integer bit for bit, normal to an ulp of the device's log
+// and cos), eagerly and inside compiled graphs, and dropout keeps the CPU's elements.
+TEST(Cuda, RandomNumbersAreTheCpus) {
+  COIL_REQUIRE_GPU();
+  auto draws = [](Device device) {
+    manual_seed(21);
+    std::vector<Tensor> out;
+    for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+      out.push_back(rand({300, 37}, dt, device));
+      out.push_back(randn({513}, dt, device));
+    }
+    out.push_back(randint(-5, 9, {77}, kInt64, device));
+    out.push_back(randint(0, 3, {1000}, kInt32, device));
+    out.push_back(dropout(ones({40, 50}, kFloat32, device), 0.3, true));
+    out.push_back(compile([](const Tensor& x) {
+      return x * rand({64, 33}, kFloat32, x.device());
+    })(full({64, 33}, 2.0, kFloat32, device)));
+    return out;
+  };
+  std::vector<Tensor> want = draws(kCPU), got = draws(kCUDA);
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE("draw " + std::to_string(i));
+    ASSERT_EQ(got[i].device(), kCUDA);
+    const bool normal = i < 6 && i % 2 == 1;
+    if (normal)
+      expect_same(got[i], want[i], "randn", want[i].dtype() == kFloat64 ? 1e-14 : 0);
+    else
+      EXPECT_TRUE(equal(got[i].cpu(), want[i]));
+  }
+}

@@ -50,12 +50,30 @@ TEST(DecomposeProducts, MatmulDtypes) {
   check_decomposition(OpId::matmul, {rnd({2, 3, 0}), rnd({0, 4})});
 }
 
-TEST(DecomposeDropout, WithoutRandomDraws) {
+TEST(DecomposeDropout, EveryMode) {
   for (DType t : kFloatTypes) {
     Tensor x = rnd({3, 5}, t, true);
     check_decomposition(OpId::dropout, {x, F(0.5), B(false)});
     check_decomposition(OpId::dropout, {x, F(0), B(true)});
-    check_decomposition(OpId::dropout, {x, F(1), B(true)});  // x * 0: draws nothing either
+    check_decomposition(OpId::dropout, {x, F(1), B(true)});  // x * 0: draws nothing
+    check_decomposition(OpId::dropout, {x, F(0.25), B(true)});
+  }
+}
+
+// Training dropout decomposes into rand and pointwise ops: compiled, with the same seed, it keeps
+// the eager kernel's elements and computes their values as it does.
+TEST(DecomposeDropout, DrawsTheEagerKernelsMask) {
+  for (DType t : kFloatTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor x = rnd({37, 29}, t, true).detach();
+    x.narrow(0, 0, 1).fill_(NAN);  // a dropped NaN stays NaN
+    auto f = compile([](const Tensor& v) { return dropout(v * 2.0, 0.3, true); });
+    manual_seed(9);
+    Tensor want = dropout(x * 2.0, 0.3, true);
+    manual_seed(9);
+    Tensor got = f(x);
+    EXPECT_TRUE(equal(isnan(got), isnan(want)));
+    EXPECT_TRUE(equal(where(isnan(got), 0.0, got), where(isnan(want), 0.0, want)));
   }
 }
 

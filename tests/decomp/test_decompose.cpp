@@ -20,9 +20,10 @@ TEST(Decompose, EveryExampleMatchesEager) {
     if (!find_decomposition(op)) continue;
     covered.insert(op);
     std::vector<Arg> args = example_args(ex, values);
-    // Dropout in training; attention without a mask, which runs its fused kernel.
-    bool declines = ex.random || (op == OpId::scaled_dot_product_attention &&
-                                  std::holds_alternative<std::monostate>(args.at(3)));
+    // Attention with dropout or without a mask (which runs its fused kernel).
+    bool declines =
+        (ex.random && op != OpId::dropout) || (op == OpId::scaled_dot_product_attention &&
+                                               std::holds_alternative<std::monostate>(args.at(3)));
     check_decomposition(op, args, declines);
   }
   for (OpId op : decomposed_ops()) EXPECT_TRUE(covered.count(op)) << op_name(op);
@@ -48,8 +49,6 @@ TEST(Decompose, DeclinesWhatMustStay) {
   // batch_norm in training updates its running statistics in place.
   check_decomposition(OpId::batch_norm, {x, c, c, c, var, B(true)}, /*declines=*/true);
   check_decomposition(OpId::batch_norm, {x, None(), None(), None(), var, B(true)}, true);
-  // Dropout that draws random numbers stays, so the random stream is eager's.
-  check_decomposition(OpId::dropout, {x, F(0.25), B(true)}, true);
   Tensor q = rnd({2, 4, 8});
   check_decomposition(OpId::scaled_dot_product_attention, {q, q, q, None(), F(0.1)}, true);
   // Attention without a mask (or a causal one) runs its fused eager kernel.
@@ -60,9 +59,9 @@ TEST(Decompose, DeclinesWhatMustStay) {
 // A declined node stays while the rest of the graph decomposes around it.
 TEST(Decompose, RewritesAroundADeclinedNode) {
   Graph g = parse_graph(
-      R"(def forward(self, x: "f32[4, 6][6, 1]cpu"):
-    dropout = coil.dropout(x, 0.5, True)
-    softmax = coil.softmax(dropout, 1)
+      R"(def forward(self, x: "f32[2, 4, 6][24, 6, 1]cpu"):
+    attention = coil.scaled_dot_product_attention(x, x, x, None, 0.5)
+    softmax = coil.softmax(attention, 2)
     mean = coil.mean(softmax)
     return (softmax, mean)
 )");
@@ -71,7 +70,7 @@ TEST(Decompose, RewritesAroundADeclinedNode) {
   std::multiset<OpId> ops;
   for (const Node* n : g.nodes())
     if (n->kind() == NodeKind::Call) ops.insert(n->op());
-  EXPECT_EQ(ops.count(OpId::dropout), 1u);
+  EXPECT_EQ(ops.count(OpId::scaled_dot_product_attention), 1u);
   EXPECT_EQ(ops.count(OpId::softmax) + ops.count(OpId::mean), 0u);
   EXPECT_FALSE(decompose(g));  // a second run finds nothing more to do
 }

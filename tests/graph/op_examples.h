@@ -37,6 +37,7 @@ inline const std::map<std::string, ExampleInput>& example_inputs() {
       {"b3r", {kFloat32, {2, 6, 3}}},
       {"img", {kFloat32, {2, 3, 8, 8}}},
       {"img_g", {kFloat32, {2, 3, 4, 4}}},   // gradients of img pooled to 4 x 4
+      {"conv_g", {kFloat32, {2, 4, 8, 8}}},  // the gradient of conv2d's example below
       {"img_g3", {kFloat32, {2, 3, 3, 3}}},  // and to 3 x 3
       {"img_dx", {kFloat32, {2, 3, 8, 8}}},  // a gradient shaped as img
       {"w", {kFloat32, {4, 3, 3, 3}}},
@@ -162,6 +163,8 @@ inline const std::vector<OpExample>& op_examples() {
       {"addmm", {In{"v5"}, In{"x"}, In{"m"}}},
       {"addmm_relu", {In{"v5"}, In{"x"}, In{"m"}}},
       {"conv2d", {In{"img"}, In{"w"}, In{"v4"}, L({1, 1}), L({1, 1})}},
+      {"conv2d_input_backward", {In{"conv_g"}, In{"img"}, In{"w"}, L({1, 1}), L({1, 1})}},
+      {"conv2d_weight_backward", {In{"conv_g"}, In{"img"}, In{"w"}, L({1, 1}), L({1, 1})}},
       {"max_pool2d", {In{"img"}, L({2, 2})}},
       {"avg_pool2d", {In{"img"}, L({3, 3}), L({2, 2}), L({1, 1})}},
       {"adaptive_avg_pool2d", {In{"img"}, L({3, 3})}},

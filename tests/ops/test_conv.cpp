@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graph/registry.h"
 #include "testing.h"
 
 using namespace coil;
@@ -121,6 +122,88 @@ TEST(Conv2d, LargeBatchesTakeTheParallelPath) {
   Shape sizes;
   std::vector<double> want = ref_conv(x, w, b, c, &sizes);
   ct::expect_close(call_conv(x, w, b, c), want, sizes, 1e-5, conv_atol(kFloat32, 72));
+}
+
+namespace {
+
+// The gradients of sum(g * conv2d(x, w)) for x and w, each output element's gradient sent back
+// along the taps that made it.
+void ref_conv_grads(const Tensor& x4, const Tensor& w, const Tensor& g, const Conv& c,
+                    std::vector<double>* dx, std::vector<double>* dw) {
+  int64_t N = x4.size(0), C = x4.size(1), H = x4.size(2), W = x4.size(3);
+  int64_t O = w.size(0), Cg = w.size(1), KH = w.size(2), KW = w.size(3);
+  int64_t OH = g.size(2), OW = g.size(3), Og = O / c.groups;
+  std::vector<double> xv = values(x4), wv = values(w), gv = values(g);
+  dx->assign(xv.size(), 0.0);
+  dw->assign(wv.size(), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t x = 0; x < OW; ++x) {
+          double gy = gv[((n * O + o) * OH + y) * OW + x];
+          for (int64_t ci = 0; ci < Cg; ++ci)
+            for (int64_t i = 0; i < KH; ++i)
+              for (int64_t j = 0; j < KW; ++j) {
+                int64_t iy = y * c.stride[0] - c.padding[0] + i * c.dilation[0];
+                int64_t ix = x * c.stride[1] - c.padding[1] + j * c.dilation[1];
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                int64_t xi = ((n * C + (o / Og) * Cg + ci) * H + iy) * W + ix;
+                int64_t wi = ((o * Cg + ci) * KH + i) * KW + j;
+                (*dx)[xi] += gy * wv[wi];
+                (*dw)[wi] += gy * xv[xi];
+              }
+        }
+}
+
+}  // namespace
+
+// conv2d's gradients (its backward ops, through its derivative rule) against the adjoint
+// computed tap by tap.
+TEST(Conv2d, GradientsOfInputAndWeight) {
+  struct Case {
+    Shape x, w;
+    Conv c;
+  };
+  std::vector<Case> cases = {
+      {{2, 3, 7, 9}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {{2, 3, 8, 9}, {4, 3, 3, 2}, {{2, 3}, {1, 0}, {1, 1}, 1}},  // rows no window reaches
+      {{1, 4, 9, 8}, {6, 2, 3, 3}, {{1, 2}, {2, 1}, {2, 1}, 2}},
+      {{3, 4, 5, 5}, {4, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 4}},    // depthwise
+      {{2, 6, 6, 6}, {4, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 2}},    // 1x1: no unfold
+      {{4, 8, 12, 12}, {8, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // the parallel path
+  };
+  for (const Case& t : cases) {
+    for (DType dt : {kFloat32, kFloat64}) {
+      SCOPED_TRACE(shape_str(t.x) + " * " + shape_str(t.w) + " stride " + shape_str(t.c.stride) +
+                   " groups " + std::to_string(t.c.groups) + " " + dtype_name(dt));
+      Tensor x = random(t.x, dt).requires_grad_(), w = random(t.w, dt).requires_grad_();
+      Tensor y = call_conv(x, w, {}, t.c);
+      Tensor g = random(y.sizes(), dt);
+      (y * g).sum().backward();
+      std::vector<double> dx, dw;
+      ref_conv_grads(x, w, g, t.c, &dx, &dw);
+      const int64_t terms = t.w[0] * y.size(2) * y.size(3);
+      ct::expect_close(x.grad(), dx, t.x, ct::rtol_for(dt), conv_atol(dt, terms));
+      ct::expect_close(w.grad(), dw, t.w, ct::rtol_for(dt),
+                       conv_atol(dt, t.x[0] * y.size(2) * y.size(3)));
+    }
+  }
+}
+
+TEST(Conv2d, BackwardOpsCheckTheirGradient) {
+  Tensor x = ones({1, 4, 5, 5}), w = ones({2, 4, 3, 3});
+  auto input_backward = [&](const Tensor& g) {
+    return call_op1(OpId::conv2d_input_backward,
+                    {g, x, w, Shape{1, 1}, Shape{0, 0}, Shape{1, 1}, int64_t{1}});
+  };
+  EXPECT_EQ(input_backward(ones({1, 2, 3, 3})).sizes(), x.sizes());
+  EXPECT_COIL_ERROR(input_backward(ones({1, 2, 4, 4})),
+                    "does not have conv2d's output sizes [1, 2, 3, 3]");
+  EXPECT_COIL_ERROR(input_backward(ones({1, 2, 3, 3}, kFloat64)), "must have the input's dtype");
+  EXPECT_COIL_ERROR(
+      call_op1(OpId::conv2d_weight_backward, {ones({2, 3, 3}), x.squeeze(0), w, Shape{1, 1},
+                                              Shape{0, 0}, Shape{1, 1}, int64_t{1}}),
+      "expected a 4-D (N, C, H, W) input");
 }
 
 TEST(Conv2d, Errors) {

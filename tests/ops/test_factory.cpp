@@ -1,6 +1,7 @@
 // Factories, random numbers, from_blob and the dtype/device basics.
 #include <cmath>
 
+#include "runtime/random.h"
 #include "testing.h"
 
 using namespace coil;
@@ -69,6 +70,34 @@ TEST(Factory, RandomIsSeededAndInRange) {
   EXPECT_COIL_ERROR(randint(3, 3, {2}), "greater than low");
   EXPECT_COIL_ERROR(rand({2}, kInt64), "floating-point");
   EXPECT_EQ(randn_like(ones({2, 3}, kFloat16)).dtype(), kFloat16);
+}
+
+// The generator is Philox-4x32-10 (Random123's known answer for a zero counter and key), and
+// counter-based: a fill takes the next counters, so two fills draw what one fill of both sizes
+// draws, on the serial and the parallel path alike.
+TEST(Factory, RandomDrawsAreCounterBased) {
+  EXPECT_EQ(philox(0, 0),
+            (std::array<uint32_t, 4>{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  EXPECT_NE(philox(1, 0), philox(0, 0));
+  EXPECT_NE(philox(0, 1), philox(0, 0));
+  for (int64_t n : {10, 40000}) {
+    SCOPED_TRACE(n);
+    manual_seed(7);
+    Tensor a = rand({n}, kFloat64), b = randn({3, 5}, kFloat64), c = randint(0, 1000, {n});
+    manual_seed(7);
+    Tensor all = rand({2 * n + 15}, kFloat64);
+    EXPECT_TRUE(equal(a, all.narrow(0, 0, n)));
+    manual_seed(7);
+    Tensor skip = rand({n}, kFloat64);
+    EXPECT_TRUE(equal(randn({15}, kFloat64).reshape({3, 5}), b));
+    EXPECT_TRUE(equal(randint(0, 1000, {n}), c));
+    EXPECT_TRUE(equal(skip, a));
+  }
+  // Element i of a fill is draw(i): float32 is float64's draw rounded.
+  manual_seed(3);
+  Tensor f = rand({100});
+  manual_seed(3);
+  EXPECT_TRUE(equal(f, rand({100}, kFloat64).to(kFloat32)));
 }
 
 TEST(Factory, FromBlobSharesMemory) {

@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/cublaslt.h"
+#include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
 #include "runtime/copy.h"
@@ -17,6 +18,23 @@
 namespace coil {
 
 namespace cuda {
+
+namespace {
+
+// conv2d's window from its arguments (or its backward ops', which keep the same positions).
+ConvWindow window_of(const Args& a) {
+  auto pair = [&](size_t i) { return std::array<int64_t, 2>{a.ints(i)[0], a.ints(i).back()}; };
+  return ConvWindow{pair(3), pair(4), pair(5), a.i64(6)};
+}
+
+// A 3-D (C, H, W) tensor as the 4-D batch of one that cuDNN takes.
+Tensor batch_of_one(const Tensor& t) {
+  if (t.dim() == 4) return t;
+  return alias_with(t, {1, t.size(0), t.size(1), t.size(2)},
+                    {t.numel(), t.stride(0), t.stride(1), t.stride(2)}, t.storage_offset());
+}
+
+}  // namespace
 
 std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
     OpId op, const std::vector<Arg>& args, const std::vector<TensorMeta>& metas) const {
@@ -47,6 +65,22 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
       return product(a.tensor(1), a.tensor(2), a.tensor(0), Epilogue::none);
     case OpId::addmm_relu:
       return product(a.tensor(1), a.tensor(2), a.tensor(0), Epilogue::relu);
+    // Convolutions: cuDNN's, when it loads (else the CPU's kernel on copies).
+    case OpId::conv2d:
+    case OpId::conv2d_input_backward:
+    case OpId::conv2d_weight_backward: {
+      if (!cudnn_available()) return std::nullopt;
+      Tensor out = empty_from_meta(metas.at(0));
+      const ConvWindow w = window_of(a);
+      if (op == OpId::conv2d)
+        conv2d_forward(batch_of_one(a.tensor(0)), a.tensor(1), a.opt_tensor(2), batch_of_one(out),
+                       w);
+      else if (op == OpId::conv2d_input_backward)
+        conv2d_input_grad(a.tensor(0), a.tensor(2), out, w);
+      else
+        conv2d_weight_grad(a.tensor(0), a.tensor(1), out, w);
+      return std::vector<Tensor>{out};
+    }
     default:
       return std::nullopt;
   }

@@ -1,6 +1,7 @@
 // The runtime's copies and fills on the GPU (runtime/device_kernels.h): one kernel per pair of
-// dtypes, whose sizes and strides are arguments, so a new shape never compiles anything. Made
-// with NVRTC the first time a pair is used and kept in the code cache like generated code.
+// dtypes, whose sizes and strides are arguments, so a new shape never compiles anything; and the
+// random draws, one kernel for every distribution. Made with NVRTC the first time they are used
+// and kept in the code cache like generated code.
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "backends/cuda/driver.h"
 #include "runtime/device_kernels.h"
 #include "runtime/loops.h"
+#include "runtime/random.h"
 #include "runtime/tensor_impl.h"
 
 namespace coil::cuda {
@@ -143,8 +145,78 @@ void fill_kernel(const Tensor& dst, const Scalar& value) {
   launch(k.fill, "coil_fill", device, blocks(g.n), kBlock, 0, args);
 }
 
+// runtime/random.cpp's philox() and draw(), in CUDA: the same words and the same arithmetic
+// (NVRTC does not fuse multiplies into adds, coil compiles with --fmad=false), so uniform and
+// integer draws equal the CPU's bit for bit.
+const char* kRandomSource = R"(
+__device__ void coil_philox(u64 counter, u64 key, unsigned r[4]) {
+  unsigned c0 = (unsigned)counter, c1 = (unsigned)(counter >> 32), c2 = 0, c3 = 0;
+  unsigned k0 = (unsigned)key, k1 = (unsigned)(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const u64 p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
+    const unsigned n0 = (unsigned)(p1 >> 32) ^ c1 ^ k0, n2 = (unsigned)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (unsigned)p1;
+    c3 = (unsigned)p0;
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  r[0] = c0; r[1] = c1; r[2] = c2; r[3] = c3;
+}
+__device__ double coil_unit(unsigned hi, unsigned lo) {
+  return (double)((((u64)hi << 32) | lo) >> 11) * 0x1.0p-53;
+}
+extern "C" __global__ void coil_random(double* __restrict__ out, i64 n, u64 seed, u64 offset,
+                                       int kind, double a, double b, i64 low, i64 high,
+                                       int below_float) {
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    unsigned r[4];
+    coil_philox(offset + (u64)i, seed, r);
+    double v;
+    if (kind == 0) {
+      v = a + (b - a) * coil_unit(r[0], r[1]);
+      if (below_float && (float)v >= (float)b) v = nextafterf((float)b, -INFINITY);
+    } else if (kind == 1) {
+      const double u1 = 1.0 - coil_unit(r[0], r[1]), u2 = coil_unit(r[2], r[3]);
+      v = a + b * sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+    } else {
+      const u64 bits = ((u64)r[0] << 32) | r[1];
+      v = (double)(low + (i64)(bits % (u64)(high - low)));
+    }
+    out[i] = v;
+  }
+}
+)";
+
+void random_kernel(const Tensor& dst, const RandomDraws& d) {
+  static std::mutex mutex;
+  static auto* loaded = new std::map<int, std::pair<std::shared_ptr<const jit::Module>, void*>>();
+  const int device = dst.device().index;
+  void* f;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = loaded->find(device);
+    if (it == loaded->end()) {
+      NvrtcCompiler compiler(device);
+      auto module = jit::load(cuda_prelude() + kRandomSource, compiler, "random");
+      void* fn = static_cast<const CudaModule&>(*module).function("coil_random");
+      it = loaded->emplace(device, std::make_pair(module, fn)).first;
+    }
+    f = it->second.second;
+  }
+  void* out = dst.impl()->data();
+  int64_t n = dst.numel();
+  uint64_t seed = d.seed, offset = d.offset;
+  int kind = static_cast<int>(d.kind), below = d.below_float ? 1 : 0;
+  double a = d.a, b = d.b;
+  int64_t low = d.low, high = d.high;
+  void* args[] = {&out, &n, &seed, &offset, &kind, &a, &b, &low, &high, &below};
+  launch(f, "coil_random", device, blocks(n), kBlock, 0, args);
+}
+
 [[maybe_unused]] const bool installed =
-    (install_device_kernels(DeviceType::CUDA, {copy_kernel, fill_kernel}), true);
+    (install_device_kernels(DeviceType::CUDA, {copy_kernel, fill_kernel, random_kernel}), true);
 
 }  // namespace
 

@@ -1,0 +1,393 @@
+#include "backends/cuda/cudnn_conv.h"
+
+#include <coil/error.h>
+
+#include "runtime/copy.h"
+
+#if __has_include(<cudnn.h>)
+#include <cudnn.h>
+#include <dlfcn.h>
+
+#include <climits>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "runtime/cuda_runtime.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::cuda {
+
+namespace {
+
+struct Dnn {
+  decltype(&cudnnGetErrorString) error_string;
+  decltype(&cudnnCreate) create;
+  decltype(&cudnnSetStream) set_stream;
+  decltype(&cudnnCreateTensorDescriptor) tensor_create;
+  decltype(&cudnnSetTensorNdDescriptor) tensor_set;
+  decltype(&cudnnDestroyTensorDescriptor) tensor_destroy;
+  decltype(&cudnnCreateFilterDescriptor) filter_create;
+  decltype(&cudnnSetFilterNdDescriptor) filter_set;
+  decltype(&cudnnDestroyFilterDescriptor) filter_destroy;
+  decltype(&cudnnCreateConvolutionDescriptor) conv_create;
+  decltype(&cudnnSetConvolutionNdDescriptor) conv_set;
+  decltype(&cudnnSetConvolutionGroupCount) conv_groups;
+  decltype(&cudnnSetConvolutionMathType) conv_math;
+  decltype(&cudnnDestroyConvolutionDescriptor) conv_destroy;
+  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) forward_algos;
+  decltype(&cudnnConvolutionForward) forward;
+  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) data_algos;
+  decltype(&cudnnConvolutionBackwardData) backward_data;
+  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) filter_algos;
+  decltype(&cudnnConvolutionBackwardFilter) backward_filter;
+  decltype(&cudnnAddTensor) add_tensor;
+};
+
+// Loaded on the first convolution, or nullptr with the reason in `why`. The front library
+// loads its parts by name; loading them first, from the toolkit's folder, lets it find them
+// where that folder is not on the loader's path.
+const Dnn* load(std::string* why) {
+  static std::string reason;
+  static const Dnn* lib = []() -> const Dnn* {
+    for (const char* part :
+         {"graph", "ops", "cnn", "heuristic", "engines_precompiled", "engines_runtime_compiled"})
+      dlopen((std::string(COIL_CUDA_LIB_DIR "/libcudnn_") + part + ".so.9").c_str(),
+             RTLD_NOW | RTLD_GLOBAL);
+    void* h = dlopen(COIL_CUDA_LIB_DIR "/libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      reason = dlerror();
+      return nullptr;
+    }
+    auto* d = new Dnn;
+    bool complete = true;
+    auto sym = [&](const char* name) {
+      void* p = dlsym(h, name);
+      if (!p) {
+        reason = std::string("cuDNN has no ") + name;
+        complete = false;
+      }
+      return p;
+    };
+#define COIL_DNN(field, name) d->field = reinterpret_cast<decltype(d->field)>(sym(#name))
+    COIL_DNN(error_string, cudnnGetErrorString);
+    COIL_DNN(create, cudnnCreate);
+    COIL_DNN(set_stream, cudnnSetStream);
+    COIL_DNN(tensor_create, cudnnCreateTensorDescriptor);
+    COIL_DNN(tensor_set, cudnnSetTensorNdDescriptor);
+    COIL_DNN(tensor_destroy, cudnnDestroyTensorDescriptor);
+    COIL_DNN(filter_create, cudnnCreateFilterDescriptor);
+    COIL_DNN(filter_set, cudnnSetFilterNdDescriptor);
+    COIL_DNN(filter_destroy, cudnnDestroyFilterDescriptor);
+    COIL_DNN(conv_create, cudnnCreateConvolutionDescriptor);
+    COIL_DNN(conv_set, cudnnSetConvolutionNdDescriptor);
+    COIL_DNN(conv_groups, cudnnSetConvolutionGroupCount);
+    COIL_DNN(conv_math, cudnnSetConvolutionMathType);
+    COIL_DNN(conv_destroy, cudnnDestroyConvolutionDescriptor);
+    COIL_DNN(forward_algos, cudnnGetConvolutionForwardAlgorithm_v7);
+    COIL_DNN(forward, cudnnConvolutionForward);
+    COIL_DNN(data_algos, cudnnGetConvolutionBackwardDataAlgorithm_v7);
+    COIL_DNN(backward_data, cudnnConvolutionBackwardData);
+    COIL_DNN(filter_algos, cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+    COIL_DNN(backward_filter, cudnnConvolutionBackwardFilter);
+    COIL_DNN(add_tensor, cudnnAddTensor);
+#undef COIL_DNN
+    return complete ? d : nullptr;
+  }();
+  if (why) *why = reason;
+  return lib;
+}
+
+const Dnn& dnn() {
+  std::string why;
+  const Dnn* d = load(&why);
+  COIL_CHECK(d, "conv2d on the GPU: cannot load cuDNN (libcudnn.so.9): ", why,
+             "; install the CUDA toolkit's cuDNN or add its folder to LD_LIBRARY_PATH");
+  return *d;
+}
+
+void check_dnn(cudnnStatus_t s, const char* what) {
+  COIL_CHECK(s == CUDNN_STATUS_SUCCESS, "conv2d on the GPU: ", what,
+             " failed: ", dnn().error_string(s));
+}
+
+// A handle per device, on coil's stream, kept for the process.
+cudnnHandle_t handle(int device) {
+  static std::mutex mutex;
+  static auto* handles = new std::map<int, cudnnHandle_t>();
+  std::lock_guard<std::mutex> lock(mutex);
+  cudnnHandle_t& h = (*handles)[device];
+  if (!h) {
+    set_device(device);
+    check_dnn(dnn().create(&h), "cudnnCreate");
+    check_dnn(dnn().set_stream(h, static_cast<cudaStream_t>(stream(device))), "cudnnSetStream");
+  }
+  return h;
+}
+
+cudnnDataType_t data_type(DType t) {
+  switch (t) {
+    case DType::Float32:
+      return CUDNN_DATA_FLOAT;
+    case DType::Float64:
+      return CUDNN_DATA_DOUBLE;
+    case DType::Float16:
+      return CUDNN_DATA_HALF;
+    case DType::BFloat16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      throw Error(std::string("conv2d on the GPU: ") + dtype_name(t) +
+                  " is not supported; use a floating dtype");
+  }
+}
+
+int as_int(int64_t v) {
+  COIL_CHECK(v <= INT_MAX, "conv2d on the GPU: a size of ", v,
+             " exceeds cuDNN's 32-bit limit; split the input");
+  return static_cast<int>(v);
+}
+
+std::array<int, 4> dims_of(const Tensor& t) {
+  return {as_int(t.size(0)), as_int(t.size(1)), as_int(t.size(2)), as_int(t.size(3))};
+}
+
+// A 4-D contiguous tensor (NCHW) as cuDNN describes it.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
+    check_dnn(dnn().tensor_create(&d), "cudnnCreateTensorDescriptor");
+    const int strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    check_dnn(dnn().tensor_set(d, type, 4, dims.data(), strides), "describing a tensor");
+  }
+  ~TensorDesc() { dnn().tensor_destroy(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+};
+
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
+    check_dnn(dnn().filter_create(&d), "cudnnCreateFilterDescriptor");
+    check_dnn(dnn().filter_set(d, type, CUDNN_TENSOR_NCHW, 4, dims.data()),
+              "describing the weight");
+  }
+  ~FilterDesc() { dnn().filter_destroy(d); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+};
+
+// float32 asks for FMA math: cuDNN's default would allow TF32 on tensor cores, and coil's
+// float32 convolutions are full precision (as its matrix products; PyTorch allows TF32 for
+// convolutions by default). The 16-bit floats accumulate in float32 on tensor cores.
+cudnnMathType_t math_for(DType t) {
+  return t == kFloat16 || t == kBFloat16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc(const ConvWindow& w, DType t) {
+    check_dnn(dnn().conv_create(&d), "cudnnCreateConvolutionDescriptor");
+    const int pad[2] = {as_int(w.padding[0]), as_int(w.padding[1])};
+    const int stride[2] = {as_int(w.stride[0]), as_int(w.stride[1])};
+    const int dil[2] = {as_int(w.dilation[0]), as_int(w.dilation[1])};
+    const cudnnDataType_t compute = t == kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    check_dnn(dnn().conv_set(d, 2, pad, stride, dil, CUDNN_CROSS_CORRELATION, compute),
+              "describing the convolution");
+    check_dnn(dnn().conv_groups(d, as_int(w.groups)), "the group count");
+    check_dnn(dnn().conv_math(d, math_for(t)), "the math type");
+  }
+  ~ConvDesc() { dnn().conv_destroy(d); }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+};
+
+enum class Pass { forward, data, filter };
+
+// The algorithm cuDNN's heuristics rank first among those that keep the math type (no tensor
+// cores for float32/float64) and need at most kMaxWorkspace, cached per problem.
+struct Choice {
+  int algo;
+  size_t workspace;
+};
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
+
+using ProblemKey =
+    std::tuple<Pass, int, DType, std::array<int, 4>, std::array<int, 4>, std::array<int64_t, 7>>;
+
+template <typename Perf>
+std::optional<Choice> first_usable(const Perf* perf, int found, DType t) {
+  for (int i = 0; i < found; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kMaxWorkspace) continue;
+    if (math_for(t) == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH &&
+        perf[i].mathType != CUDNN_DEFAULT_MATH)
+      continue;
+    return Choice{static_cast<int>(perf[i].algo), perf[i].memory};
+  }
+  return std::nullopt;
+}
+
+Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, const TensorDesc& x,
+              const FilterDesc& w, const ConvDesc& conv, const TensorDesc& y,
+              const std::array<int, 4>& xdims, const std::array<int, 4>& wdims,
+              const ConvWindow& win) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<ProblemKey, Choice>();
+  const ProblemKey key{pass,
+                       device,
+                       t,
+                       xdims,
+                       wdims,
+                       {win.stride[0], win.stride[1], win.padding[0], win.padding[1],
+                        win.dilation[0], win.dilation[1], win.groups}};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  constexpr int kAsk = 16;
+  int found = 0;
+  std::optional<Choice> c;
+  if (pass == Pass::forward) {
+    cudnnConvolutionFwdAlgoPerf_t perf[kAsk];
+    check_dnn(dnn().forward_algos(h, x.d, w.d, conv.d, y.d, kAsk, &found, perf),
+              "choosing a forward algorithm");
+    c = first_usable(perf, found, t);
+  } else if (pass == Pass::data) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[kAsk];
+    check_dnn(dnn().data_algos(h, w.d, y.d, conv.d, x.d, kAsk, &found, perf),
+              "choosing an input-gradient algorithm");
+    c = first_usable(perf, found, t);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[kAsk];
+    check_dnn(dnn().filter_algos(h, x.d, y.d, conv.d, w.d, kAsk, &found, perf),
+              "choosing a weight-gradient algorithm");
+    c = first_usable(perf, found, t);
+  }
+  COIL_CHECK(c, "conv2d on the GPU: cuDNN has no algorithm for ", dtype_name(t), " input [",
+             xdims[0], ", ", xdims[1], ", ", xdims[2], ", ", xdims[3], "] and weight [", wdims[0],
+             ", ", wdims[1], ", ", wdims[2], ", ", wdims[3], "]");
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache->emplace(key, *c).first->second;
+}
+
+Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : contiguous_copy(t); }
+
+const void* ptr(const Tensor& t) { return t.impl()->data(); }
+void* mut_ptr(const Tensor& t) { return t.impl()->data(); }
+
+// Runs one pass of the convolution whose input is x (dims), weight w and output y: `run`
+// receives the handle, descriptors, algorithm, workspace and alpha/beta (1, 0).
+template <typename Run>
+void convolve(Pass pass, DType t, int device, const std::array<int, 4>& xdims,
+              const std::array<int, 4>& wdims, const std::array<int, 4>& ydims,
+              const ConvWindow& win, const char* what, Run run) {
+  cudnnHandle_t h = handle(device);
+  const cudnnDataType_t type = data_type(t);
+  TensorDesc x(xdims, type), y(ydims, type);
+  FilterDesc w(wdims, type);
+  ConvDesc conv(win, t);
+  const Choice c = choose(pass, h, device, t, x, w, conv, y, xdims, wdims, win);
+  void* workspace = c.workspace ? allocate(c.workspace, device) : nullptr;
+  struct Release {
+    void* p;
+    int device;
+    ~Release() {
+      if (p) free(p, device);  // stream-ordered: reused only by later work on the stream
+    }
+  } release{workspace, device};
+  const double one = 1.0, zero = 0.0;
+  const float onef = 1.0f, zerof = 0.0f;
+  const bool f64 = t == kFloat64;
+  set_device(device);
+  run(h, x, w, conv, y, c.algo, workspace, c.workspace,
+      f64 ? static_cast<const void*>(&one) : &onef, f64 ? static_cast<const void*>(&zero) : &zerof);
+  note_launch(device, what);
+}
+
+}  // namespace
+
+bool cudnn_available() { return load(nullptr) != nullptr; }
+
+void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Tensor& out,
+                    const ConvWindow& win) {
+  if (out.numel() == 0) return;
+  const Tensor x = dense(x_in), w = dense(w_in);
+  const DType t = out.dtype();
+  const int device = out.device().index;
+  convolve(Pass::forward, t, device, dims_of(x), dims_of(w), dims_of(out), win,
+           "cuDNN's convolution",
+           [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,
+               const void* one, const void* zero) {
+             check_dnn(dnn().forward(h, one, xd.d, ptr(x), wd.d, ptr(w), conv.d,
+                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, wsize, zero,
+                                     yd.d, mut_ptr(out)),
+                       "cudnnConvolutionForward");
+             if (!bias.defined()) return;
+             const Tensor b = dense(bias);
+             TensorDesc bd({1, as_int(b.numel()), 1, 1}, data_type(t));
+             check_dnn(dnn().add_tensor(h, one, bd.d, ptr(b), one, yd.d, mut_ptr(out)),
+                       "adding the bias");
+           });
+}
+
+void conv2d_input_grad(const Tensor& gy_in, const Tensor& w_in, const Tensor& dx,
+                       const ConvWindow& win) {
+  if (dx.numel() == 0) return;
+  const Tensor gy = dense(gy_in), w = dense(w_in);
+  convolve(Pass::data, dx.dtype(), dx.device().index, dims_of(dx), dims_of(w), dims_of(gy), win,
+           "cuDNN's convolution input gradient",
+           [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,
+               const void* one, const void* zero) {
+             check_dnn(dnn().backward_data(h, one, wd.d, ptr(w), yd.d, ptr(gy), conv.d,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
+                                           wsize, zero, xd.d, mut_ptr(dx)),
+                       "cudnnConvolutionBackwardData");
+           });
+}
+
+void conv2d_weight_grad(const Tensor& gy_in, const Tensor& x_in, const Tensor& dw,
+                        const ConvWindow& win) {
+  if (dw.numel() == 0) return;
+  if (x_in.numel() == 0) {  // an empty batch: no contribution
+    fill(dw, 0);
+    return;
+  }
+  const Tensor gy = dense(gy_in), x = dense(x_in);
+  convolve(Pass::filter, dw.dtype(), dw.device().index, dims_of(x), dims_of(dw), dims_of(gy), win,
+           "cuDNN's convolution weight gradient",
+           [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,
+               const void* one, const void* zero) {
+             check_dnn(dnn().backward_filter(h, one, xd.d, ptr(x), yd.d, ptr(gy), conv.d,
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
+                                             wsize, zero, wd.d, mut_ptr(dw)),
+                       "cudnnConvolutionBackwardFilter");
+           });
+}
+
+}  // namespace coil::cuda
+
+#else  // a toolkit without cuDNN: the convolutions stay on the CPU
+
+namespace coil::cuda {
+
+bool cudnn_available() { return false; }
+
+namespace {
+[[noreturn]] void no_cudnn() {
+  throw Error("conv2d on the GPU: coil was built without cuDNN (no cudnn.h in the CUDA toolkit)");
+}
+}  // namespace
+
+void conv2d_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvWindow&) {
+  no_cudnn();
+}
+void conv2d_input_grad(const Tensor&, const Tensor&, const Tensor&, const ConvWindow&) {
+  no_cudnn();
+}
+void conv2d_weight_grad(const Tensor&, const Tensor&, const Tensor&, const ConvWindow&) {
+  no_cudnn();
+}
+
+}  // namespace coil::cuda
+
+#endif

@@ -1,0 +1,31 @@
+// Convolutions on the GPU through cuDNN (loaded on first use): conv2d forward with its bias, and
+// its two backward ops, for float32 (at full precision: no TF32), float64 and the 16-bit floats.
+// Where the toolkit has no cuDNN, available() is false and the convolutions run on the CPU.
+#pragma once
+
+#include <array>
+
+#include <coil/tensor.h>
+
+namespace coil::cuda {
+
+// conv2d's window: stride, padding and dilation per spatial dim, and the groups.
+struct ConvWindow {
+  std::array<int64_t, 2> stride, padding, dilation;
+  int64_t groups;
+};
+
+// Whether coil was built with cuDNN's headers and the library loads.
+bool cudnn_available();
+
+// Each writes a contiguous result: out [N, O, OH, OW] = conv2d(x, w) + bias (bias may be
+// undefined); dx [N, C, H, W], the gradient of x for the output gradient gy; dw [O, C/groups,
+// kH, kW], the gradient of w. Inputs of any strides; all of one dtype, on one device.
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out,
+                    const ConvWindow& window);
+void conv2d_input_grad(const Tensor& gy, const Tensor& w, const Tensor& dx,
+                       const ConvWindow& window);
+void conv2d_weight_grad(const Tensor& gy, const Tensor& x, const Tensor& dw,
+                        const ConvWindow& window);
+
+}  // namespace coil::cuda
