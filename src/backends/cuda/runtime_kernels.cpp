@@ -2,6 +2,8 @@
 // dtypes, whose sizes and strides are arguments, so a new shape never compiles anything; and the
 // random draws, one kernel for every distribution. Made with NVRTC the first time they are used
 // and kept in the code cache like generated code.
+#include "backends/cuda/runtime_kernels.h"
+
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -45,7 +47,9 @@ std::string convert(DType to, const std::string& v) {
   return "(" + std::string(codegen::compute_type(to)) + ")(" + v + ")";
 }
 
-std::string source(DType dst, DType src) {
+}  // namespace
+
+std::string copy_kernel_source(DType dst, DType src) {
   const std::string d = memory_type(dst), s = memory_type(src);
   return cuda_prelude() + R"(
 struct Geometry { i64 n, rank, size[8], dst[8], src[8]; };
@@ -79,6 +83,8 @@ extern "C" __global__ void coil_fill()" +
 )";
 }
 
+namespace {
+
 struct Kernels {
   std::shared_ptr<const jit::Module> module;
   void* copy;
@@ -94,7 +100,7 @@ const Kernels& kernels(int device, DType dst, DType src) {
   if (it != loaded->end()) return it->second;
   NvrtcCompiler compiler(device);
   auto module =
-      jit::load(source(dst, src), compiler,
+      jit::load(copy_kernel_source(dst, src), compiler,
                 std::string("copy_") + dtype_short_name(src) + "_" + dtype_short_name(dst));
   const auto& m = static_cast<const CudaModule&>(*module);
   return loaded->emplace(key, Kernels{module, m.function("coil_copy"), m.function("coil_fill")})
@@ -145,10 +151,13 @@ void fill_kernel(const Tensor& dst, const Scalar& value) {
   launch(k.fill, "coil_fill", device, blocks(g.n), kBlock, 0, args);
 }
 
+}  // namespace
+
 // runtime/random.cpp's philox() and draw(), in CUDA: the same words and the same arithmetic
 // (NVRTC does not fuse multiplies into adds, coil compiles with --fmad=false), so uniform and
 // integer draws equal the CPU's bit for bit.
-const char* kRandomSource = R"(
+std::string random_kernel_source() {
+  return cuda_prelude() + R"(
 __device__ void coil_philox(u64 counter, u64 key, unsigned r[4]) {
   unsigned c0 = (unsigned)counter, c1 = (unsigned)(counter >> 32), c2 = 0, c3 = 0;
   unsigned k0 = (unsigned)key, k1 = (unsigned)(key >> 32);
@@ -176,7 +185,7 @@ extern "C" __global__ void coil_random(double* __restrict__ out, i64 n, u64 seed
     double v;
     if (kind == 0) {
       v = a + (b - a) * coil_unit(r[0], r[1]);
-      if (below_float && (float)v >= (float)b) v = nextafterf((float)b, -INFINITY);
+      if (below_float && (float)v >= (float)b) v = nextafterf((float)b, -coil_inf_f());
     } else if (kind == 1) {
       const double u1 = 1.0 - coil_unit(r[0], r[1]), u2 = coil_unit(r[2], r[3]);
       v = a + b * sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
@@ -188,6 +197,9 @@ extern "C" __global__ void coil_random(double* __restrict__ out, i64 n, u64 seed
   }
 }
 )";
+}
+
+namespace {
 
 void random_kernel(const Tensor& dst, const RandomDraws& d) {
   static std::mutex mutex;
@@ -199,7 +211,7 @@ void random_kernel(const Tensor& dst, const RandomDraws& d) {
     auto it = loaded->find(device);
     if (it == loaded->end()) {
       NvrtcCompiler compiler(device);
-      auto module = jit::load(cuda_prelude() + kRandomSource, compiler, "random");
+      auto module = jit::load(random_kernel_source(), compiler, "random");
       void* fn = static_cast<const CudaModule&>(*module).function("coil_random");
       it = loaded->emplace(device, std::make_pair(module, fn)).first;
     }

@@ -1,0 +1,34 @@
+// The runtime's own GPU kernels (copies, fills, random draws) compile with NVRTC, with no GPU
+// needed: CI checks them as it checks the generated kernels.
+#include <filesystem>
+
+#include "backends/cuda/cuda_compiler.h"
+#include "backends/cuda/runtime_kernels.h"
+#include "testing.h"
+
+using namespace coil;
+
+namespace {
+
+std::string nvrtc_errors(const std::string& source) {
+  std::string dir = ::testing::TempDir() + "coil-nvrtc-XXXXXX";
+  if (!mkdtemp(dir.data())) return "cannot make a temporary folder";
+  cuda::NvrtcCompiler compiler(-1);
+  jit::Compiler::Outcome out = compiler.compile(source, dir + "/k.cu", dir + "/k.cubin");
+  std::filesystem::remove_all(dir);
+  return out.ok ? "" : out.log;
+}
+
+}  // namespace
+
+TEST(CudaRuntimeKernels, CompileWithNvrtc) {
+  for (auto [dst, src] : {std::pair{kFloat32, kFloat32},
+                          {kBFloat16, kFloat64},
+                          {kFloat16, kInt64},
+                          {kBool, kFloat32},
+                          {kInt8, kBool}}) {
+    SCOPED_TRACE(std::string(dtype_name(src)) + " -> " + dtype_name(dst));
+    EXPECT_EQ(nvrtc_errors(cuda::copy_kernel_source(dst, src)), "");
+  }
+  EXPECT_EQ(nvrtc_errors(cuda::random_kernel_source()), "");
+}
