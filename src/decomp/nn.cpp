@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "decomp/decomp_util.h"
+#include "runtime/cuda_runtime.h"
 
 namespace coil::decomp {
 
@@ -186,7 +187,17 @@ Node* decompose_mse_loss(Graph& g, Node* node) {
 Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   const bool causal = arg<bool>(node, 5);
   if (arg<double>(node, 4) > 0) return nullptr;
-  if (!input(node, 3) && node->tensor_meta().device.is_cpu()) return nullptr;
+  // Without a mask (or with a causal one) its eager kernel runs it: on the CPU a blocked kernel,
+  // on a GPU a fused one, for the head sizes it takes.
+  if (!input(node, 3)) {
+    const Device device = node->tensor_meta().device;
+    auto fits = [](const sym::Expr& n) {
+      return n->is_const() && n->value() > 0 && n->value() <= cuda::kFusedAttentionMaxHead;
+    };
+    if (device.is_cpu() || (device.is_cuda() && fits(sym_sizes(input(node, 0)).back()) &&
+                            fits(sym_sizes(input(node, 2)).back())))
+      return nullptr;
+  }
   if (input(node, 3) && causal) return nullptr;  // both: the eager kernel
   Emit e{g, node};
   const DType t = dtype(node), ct = compute_type(t);

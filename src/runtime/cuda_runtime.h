@@ -17,6 +17,11 @@
 
 namespace coil::cuda {
 
+// The head sizes (query/key and value features) up to which the CUDA backend computes
+// scaled_dot_product_attention without a mask (or with a causal one) in one kernel: the
+// decomposition leaves those calls to it.
+constexpr int64_t kFusedAttentionMaxHead = 128;
+
 // Built with CUDA, with a driver and at least one device.
 bool available();
 int device_count();

@@ -1,8 +1,10 @@
-// The runtime's own GPU kernels (copies, fills, random draws) compile with NVRTC, with no GPU
-// needed: CI checks them as it checks the generated kernels.
+// The CUDA backend's hand-written kernels (the runtime's copies, fills and random draws, the
+// fused attention) compile with NVRTC, with no GPU needed: CI checks them as it checks the
+// generated kernels.
 #include <filesystem>
 
 #include "backends/cuda/cuda_compiler.h"
+#include "backends/cuda/flash_attention.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "testing.h"
 
@@ -31,4 +33,12 @@ TEST(CudaRuntimeKernels, CompileWithNvrtc) {
     EXPECT_EQ(nvrtc_errors(cuda::copy_kernel_source(dst, src)), "");
   }
   EXPECT_EQ(nvrtc_errors(cuda::random_kernel_source()), "");
+}
+
+TEST(CudaRuntimeKernels, AttentionCompilesWithNvrtc) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(dt, 64, 64)), "");
+    EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(dt, 5, 7)), "");
+  }
 }

@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include <array>
+#include <cmath>
 #include <mutex>
 
 #include <coil/error.h>
@@ -11,6 +12,7 @@
 #include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
+#include "backends/cuda/flash_attention.h"
 #include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/tensor_impl.h"
@@ -79,6 +81,18 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
         conv2d_input_grad(a.tensor(0), a.tensor(2), out, w);
       else
         conv2d_weight_grad(a.tensor(0), a.tensor(1), out, w);
+      return std::vector<Tensor>{out};
+    }
+    // Attention without a mask (or with a causal one) and without dropout: coil's fused kernel;
+    // otherwise the decomposition (or the CPU, when it declines).
+    case OpId::scaled_dot_product_attention: {
+      const Tensor &q = a.tensor(0), &v = a.tensor(2);
+      if (!a.is_none(3) || a.f64(4) > 0 || q.size(-1) == 0 ||
+          !attention_fits(q.size(-1), v.size(-1)))
+        return std::nullopt;
+      Tensor out = empty_from_meta(metas.at(0));
+      const double scale = a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+      attention(q, a.tensor(1), v, out, scale, a.b(5));
       return std::vector<Tensor>{out};
     }
     default:

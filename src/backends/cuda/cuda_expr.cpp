@@ -29,6 +29,12 @@ std::string to_memory(DType dtype, const std::string& value) {
   return "(" + std::string(memory_type(dtype)) + ")(" + value + ")";
 }
 
+std::string from_memory(DType dtype, const std::string& at) {
+  if (dtype == kFloat16) return "coil_h2f(" + at + ")";
+  if (dtype == kBFloat16) return "coil_bf2f(" + at + ")";
+  return "(" + std::string(codegen::compute_type(dtype)) + ")(" + at + ")";
+}
+
 std::string CudaEmitter::temp(const std::string& type, const std::string& expr) {
   std::string key = type + "=" + expr;
   if (auto it = cse_.find(key); it != cse_.end()) return it->second;

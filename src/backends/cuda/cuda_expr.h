@@ -24,6 +24,8 @@ codegen::CDialect cuda_dialect();
 std::string cuda_literal(const Scalar& s, DType dtype);
 // `value` (of compute type) as stored in a buffer of `dtype`.
 std::string to_memory(DType dtype, const std::string& value);
+// The element at `at` of a buffer of `dtype`, in its compute type.
+std::string from_memory(DType dtype, const std::string& at);
 
 class CudaEmitter {
  public:

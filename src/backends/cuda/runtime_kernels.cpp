@@ -36,12 +36,6 @@ struct Geometry {
   int64_t src[kMaxRank];
 };
 
-std::string load_expr(DType t, const std::string& at) {
-  if (t == kFloat16) return "coil_h2f(" + at + ")";
-  if (t == kBFloat16) return "coil_bf2f(" + at + ")";
-  return "(" + std::string(codegen::compute_type(t)) + ")(" + at + ")";
-}
-
 std::string convert(DType to, const std::string& v) {
   if (to == kBool) return "(" + v + " != 0)";
   return "(" + std::string(codegen::compute_type(to)) + ")(" + v + ")";
@@ -68,7 +62,7 @@ extern "C" __global__ void coil_copy()" +
     i64 a, b;
     coil_offsets(g, i, a, b);
     dst[a] = )" +
-         to_memory(dst, convert(dst, load_expr(src, "src[b]"))) + R"(;
+         to_memory(dst, convert(dst, from_memory(src, "src[b]"))) + R"(;
   }
 }
 extern "C" __global__ void coil_fill()" +
