@@ -35,10 +35,10 @@ TEST(CudaRuntimeKernels, CompileWithNvrtc) {
   EXPECT_EQ(nvrtc_errors(cuda::random_kernel_source()), "");
 }
 
+// The fused attention's kernel, where its tiles are largest (float64, heads of 128) and where
+// its features need padding.
 TEST(CudaRuntimeKernels, AttentionCompilesWithNvrtc) {
-  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
-    SCOPED_TRACE(dtype_name(dt));
-    EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(dt, 64, 64)), "");
-    EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(dt, 5, 7)), "");
-  }
+  EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat32, 64, 64)), "");
+  EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat64, 128, 128)), "");
+  EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kBFloat16, 5, 7)), "");
 }

@@ -28,19 +28,26 @@ constexpr int kRows = 128;  // query rows per block, one per thread
 // Keys go in groups of 8: the scores of a group, then one rescale of the running sums by
 // exp2(old max - new max), then the group's weights times its values. Scores are in base 2
 // (the scale is multiplied by log2(e) into the query), so the exponentials are exp2. Feature
-// counts are padded to a multiple of 4 with zeros, for 16-byte shared loads.
+// counts are padded to a multiple of 4 with zeros, for 16-byte shared loads. The products are
+// explicit fused multiply-adds: coil compiles with --fmad=false, which would otherwise split
+// every one in two.
 std::string attention_kernel_source(DType dt, int64_t e, int64_t ev) {
   const std::string c = codegen::compute_type(dt);  // float, or double for float64
   const int64_t ep = (e + 3) / 4 * 4, evp = (ev + 3) / 4 * 4;
+  // Keys per tile: 32, or fewer where the tiles would pass the 48 KiB of static shared memory.
+  int64_t keys = 32;
+  while (keys > 8 && keys * (ep + evp) * static_cast<int64_t>(dt == kFloat64 ? 8 : 4) > 48 * 1024)
+    keys /= 2;
   std::string s = cuda_prelude();
   s += "#define E " + std::to_string(e) + "\n#define EP " + std::to_string(ep) + "\n#define EV " +
        std::to_string(ev) + "\n#define EVP " + std::to_string(evp) + "\n#define ROWS " +
        std::to_string(kRows) + "\ntypedef " + c + " C;\ntypedef " + memory_type(dt) + " T;\n" +
        "#define LOAD(x) " + from_memory(dt, "(x)") + "\n#define STORE(x) " + to_memory(dt, "(x)") +
-       "\n#define EXP2(x) " + (dt == kFloat64 ? "exp2(x)" : "exp2f(x)") + "\n" +
-       "#define NEG_INF (-" + (dt == kFloat64 ? "coil_inf_d()" : "coil_inf_f()") + ")\n";
+       "\n#define EXP2(x) " + (dt == kFloat64 ? "exp2(x)" : "exp2f(x)") +
+       "\n#define FMA(a, b, c) " + (dt == kFloat64 ? "fma(a, b, c)" : "fmaf(a, b, c)") +
+       "\n#define KEYS " + std::to_string(keys) + "\n" + "#define NEG_INF (-" +
+       (dt == kFloat64 ? "coil_inf_d()" : "coil_inf_f()") + ")\n";
   s += R"(
-#define KEYS 32
 #define GROUP 8
 struct __align__(4 * sizeof(C)) C4 { C x, y, z, w; };
 extern "C" __global__ void __launch_bounds__(ROWS)
@@ -92,8 +99,8 @@ coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __rest
 #pragma unroll
         for (int g = 0; g < GROUP; ++g) {
           const C4 kv = kt[g0 + g][e4];
-          s[g] += qr[4 * e4] * kv.x + qr[4 * e4 + 1] * kv.y + qr[4 * e4 + 2] * kv.z +
-                  qr[4 * e4 + 3] * kv.w;
+          s[g] = FMA(qr[4 * e4 + 3], kv.w,
+                     FMA(qr[4 * e4 + 2], kv.z, FMA(qr[4 * e4 + 1], kv.y, FMA(qr[4 * e4], kv.x, s[g]))));
         }
       }
       C mg = m;
@@ -114,10 +121,10 @@ coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __rest
 #pragma unroll
         for (int e4 = 0; e4 < EVP / 4; ++e4) {
           const C4 vv = vt[g0 + g][e4];
-          acc[4 * e4] += p * vv.x;
-          acc[4 * e4 + 1] += p * vv.y;
-          acc[4 * e4 + 2] += p * vv.z;
-          acc[4 * e4 + 3] += p * vv.w;
+          acc[4 * e4] = FMA(p, vv.x, acc[4 * e4]);
+          acc[4 * e4 + 1] = FMA(p, vv.y, acc[4 * e4 + 1]);
+          acc[4 * e4 + 2] = FMA(p, vv.z, acc[4 * e4 + 2]);
+          acc[4 * e4 + 3] = FMA(p, vv.w, acc[4 * e4 + 3]);
         }
       }
     }
