@@ -119,9 +119,11 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
-  // A copy on `device` (itself when already there). With `non_blocking`, a copy from pinned
-  // host memory to the GPU is queued without waiting for it (as torch's non_blocking=True): the
-  // source must not be written until the GPU has read it (a later synchronising call).
+  // A copy on `device` (itself when already there). With `non_blocking`, as torch's
+  // non_blocking=True, a copy from pinned host memory to the GPU is queued without waiting for
+  // it (the source must not be written until the GPU has read it: a later synchronising call),
+  // and a copy from the GPU to the host goes into new pinned memory without waiting (it must not
+  // be read before a synchronising call such as coil::cuda::synchronize()).
   Tensor to(Device device, bool non_blocking = false) const;
   Tensor cuda(int index = 0, bool non_blocking = false) const;
   Tensor cpu() const;

@@ -273,6 +273,9 @@ std::vector<Tensor> Tracer::call(OpId op, std::vector<Arg>& args) {
       node_args.push_back(to_node_arg(a));
     }
   }
+  // A non-blocking copy from a GPU to the host returns before its data arrives; a compiled
+  // graph's host kernels would read it at once, so the graph's copy waits.
+  if (op == OpId::to_device && std::get<Device>(args[1]).is_cpu()) node_args[2] = NodeArg(false);
   Node* n = s.graph->call(op, std::move(node_args));
   std::vector<Tensor> outs;
   if (n->is_multi_output()) {

@@ -199,10 +199,18 @@ std::vector<Tensor> eager_to_device(const Args& a, const std::vector<TensorMeta>
   Tensor x = a.tensor(0);
   if (x.device() == out[0].device) return one(contiguous_copy(x));
   if (!x.is_contiguous()) x = run_eager(OpId::contiguous, {x}).at(0);
-  Tensor y = empty_from_meta(out[0]);
   const size_t nbytes = static_cast<size_t>(x.numel()) * itemsize(x.dtype());
-  // Non-blocking from pinned memory: queued, the host goes on; else the host waits.
-  if (a.b(2) && x.is_pinned() && y.device().is_cuda())
+  // Non-blocking, as torch's: from pinned memory to a GPU, or from a GPU into new pinned memory,
+  // the copy is queued and the host goes on (it must not read or reuse the host memory before a
+  // synchronising call); otherwise the host waits.
+  const bool non_blocking = a.b(2);
+  if (non_blocking && x.device().is_cuda() && out[0].device.is_cpu()) {
+    Tensor y = empty_pinned(out[0].sizes, out[0].dtype);
+    cuda::copy_to_pinned(y.impl()->data(), x.impl()->data(), x.device().index, nbytes);
+    return one(y);
+  }
+  Tensor y = empty_from_meta(out[0]);
+  if (non_blocking && x.is_pinned() && y.device().is_cuda())
     cuda::copy_from_pinned(y.impl()->data(), y.device().index, x.impl()->data(), nbytes);
   else
     cuda::copy(y.impl()->data(), y.device(), x.impl()->data(), x.device(), nbytes);

@@ -47,6 +47,8 @@ void* allocate_pinned(size_t nbytes);
 void free_pinned(void* ptr);
 // A copy from pinned host memory to `device`, queued on its stream without waiting.
 void copy_from_pinned(void* dst, int device, const void* src, size_t nbytes);
+// A copy from `device` into pinned host memory, queued on its stream without waiting.
+void copy_to_pinned(void* dst, const void* src, int device, size_t nbytes);
 // Sets `nbytes` of device memory to zero, queued on the device's stream.
 void zero(void* ptr, size_t nbytes, int device);
 

@@ -28,6 +28,7 @@ void zero(void*, size_t, int) { unavailable("cuda"); }
 void* allocate_pinned(size_t) { unavailable("pin_memory"); }
 void free_pinned(void*) {}
 void copy_from_pinned(void*, int, const void*, size_t) { unavailable("to"); }
+void copy_to_pinned(void*, const void*, int, size_t) { unavailable("to"); }
 const DeviceInfo& device_info(int) { unavailable("cuda"); }
 void check(int, const char* what) { unavailable(what); }
 void note_launch(int, const char*, std::string_view) { unavailable("cuda"); }

@@ -82,6 +82,19 @@ Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device) {
   return empty_from_meta(TensorMeta{dtype, sizes, contiguous_strides(sizes), 0, device});
 }
 
+Tensor empty_pinned(const Shape& sizes, DType dtype) {
+  auto storage = std::make_shared<Storage>();
+  storage->nbytes = static_cast<size_t>(numel_of(sizes)) * itemsize(dtype);
+  storage->data = cuda::allocate_pinned(storage->nbytes);
+  storage->deleter = [](void* p) { cuda::free_pinned(p); };
+  storage->device = kCPU;
+  storage->pinned = true;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->meta = TensorMeta{dtype, sizes, contiguous_strides(sizes), 0, kCPU};
+  return Tensor(std::move(impl));
+}
+
 Tensor meta_tensor(const TensorMeta& meta) {
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = meta;
@@ -176,17 +189,10 @@ Tensor Tensor::pin_memory() const {
              device().str());
   if (is_pinned()) return *this;
   Tensor src = contiguous();
-  auto storage = std::make_shared<Storage>();
-  storage->nbytes = static_cast<size_t>(numel()) * itemsize(dtype());
-  storage->data = cuda::allocate_pinned(storage->nbytes);
-  storage->deleter = [](void* p) { cuda::free_pinned(p); };
-  storage->device = kCPU;
-  storage->pinned = true;
-  if (storage->nbytes) std::memcpy(storage->data, src.impl()->data(), storage->nbytes);
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::move(storage);
-  impl->meta = TensorMeta{dtype(), sizes(), contiguous_strides(sizes()), 0, kCPU};
-  return Tensor(std::move(impl));
+  Tensor out = empty_pinned(sizes(), dtype());
+  if (out.impl()->storage->nbytes)
+    std::memcpy(out.impl()->data(), src.impl()->data(), out.impl()->storage->nbytes);
+  return out;
 }
 bool Tensor::shares_storage(const Tensor& other) const {
   return defined() && other.defined() && impl_->storage && impl_->storage == other.impl_->storage;

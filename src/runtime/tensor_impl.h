@@ -107,6 +107,9 @@ int64_t numel_of(const Shape& sizes);
 // Allocates a tensor with exactly these sizes/strides (storage large enough for them).
 Tensor empty_from_meta(const TensorMeta& meta);
 Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device = kCPU);
+// A contiguous CPU tensor in page-locked memory, which copies to and from a GPU need not wait
+// for (Tensor::pin_memory, non-blocking moves).
+Tensor empty_pinned(const Shape& sizes, DType dtype);
 // A tensor with no storage, only metadata.
 Tensor meta_tensor(const TensorMeta& meta);
 // Gives a proxy its data if something can (see TensorExtension::materialize); else throws.

@@ -223,7 +223,7 @@ TEST(Cuda, DynamicGraphsServeEverySize) {
 
 // Pinned host memory: pin_memory copies into page-locked memory (contiguous); a non-blocking
 // copy from it to the GPU is queued without the host waiting, and the GPU reads what the tensor
-// held.
+// held; a non-blocking copy to the host lands in pinned memory.
 TEST(Cuda, PinnedMemoryCopiesWithoutWaiting) {
   COIL_REQUIRE_GPU();
   Tensor x = random({1000, 33});
@@ -239,6 +239,17 @@ TEST(Cuda, PinnedMemoryCopiesWithoutWaiting) {
   EXPECT_TRUE(t.is_contiguous());
   expect_same(t.cuda(0, true), x.t().contiguous(), "a transposed tensor, pinned");
   EXPECT_COIL_ERROR(x.cuda().pin_memory(), "only CPU tensors can be pinned");
+
+  // Back to the host without waiting: into new pinned memory, readable after a synchronise.
+  Tensor back = (g * 3.0).to(kCPU, /*non_blocking=*/true);
+  EXPECT_TRUE(back.is_pinned());
+  cuda::synchronize();
+  expect_close(back, values(x * 3.0), x.sizes(), 1e-6, 0);
+  // A compiled graph's copy waits (work after it in the graph would read it at once).
+  auto f = compile([](const Tensor& y) { return (y * 2.0).to(kCPU, true); });
+  Tensor waited = f(g);
+  EXPECT_FALSE(waited.is_pinned());
+  expect_close(waited, values(x * 2.0), x.sizes(), 1e-6, 0);
 }
 
 TEST(Cuda, PinningWithoutAGpuIsAClearError) {
@@ -462,4 +473,70 @@ TEST(Cuda, AttentionRunsInOneKernel) {
   };
   std::vector<Tensor> g_cpu = grads(kCPU), g_gpu = grads(kCUDA);
   for (size_t i = 0; i < 3; ++i) expect_same(g_gpu[i], g_cpu[i], "grad " + std::to_string(i), 1e-4);
+}
+
+// Pooling on the GPU is cuDNN's where cuDNN has the pool (no dilation, no ceil_mode, adaptive
+// pools with equal windows): forward and gradient against the CPU, in every floating dtype; the
+// others run on the CPU, and say so in the device_eager log.
+TEST(Cuda, PoolingRunsOnCudnn) {
+  COIL_REQUIRE_GPU();
+  using Pool = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<std::string, Pool>> on_cudnn = {
+      {"max 2x2",
+       [](const Tensor& x) {
+         return max_pool2d(x, {2, 2});
+       }},
+      {"max 3x3 s2 p1",
+       [](const Tensor& x) {
+         return max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+       }},
+      {"avg 3x2 s1 p1",
+       [](const Tensor& x) {
+         return avg_pool2d(x, {3, 2}, {1, 1}, {1, 1});
+       }},
+      {"avg, padding not counted",
+       [](const Tensor& x) {
+         return avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, false, false);
+       }},
+      {"adaptive 1x1",
+       [](const Tensor& x) {
+         return adaptive_avg_pool2d(x, {1, 1});
+       }},
+      {"adaptive 3x2",
+       [](const Tensor& x) {
+         return adaptive_avg_pool2d(x, {3, 2});
+       }},
+  };
+  auto run = [](const Pool& pool, const Tensor& input, const Tensor& g, Device device) {
+    Tensor x = input.detach().to(device).requires_grad_();
+    Tensor y = pool(x);
+    (y * g.to(device)).sum().backward();
+    return std::vector<Tensor>{y, x.grad()};
+  };
+  const std::string log = log_of("device_eager", [&] {
+    for (const auto& [name, pool] : on_cudnn)
+      for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+        SCOPED_TRACE(name + " " + dtype_name(dt));
+        for (const Shape& s : {Shape{2, 3, 12, 10}, Shape{5, 9, 8}}) {
+          Tensor x = random(s, dt), g = random(pool(x).sizes(), dt);
+          std::vector<Tensor> want = run(pool, x, g, kCPU), got = run(pool, x, g, kCUDA);
+          // 16-bit inputs have ties in a window, whose gradient either side may route to any
+          // of the tied elements: their max pools compare forward only.
+          const bool ties = name.rfind("max", 0) == 0 && (dt == kFloat16 || dt == kBFloat16);
+          for (size_t i = 0; i < (ties ? 1u : 2u); ++i)
+            expect_close(got[i].cpu(), values(want[i]), want[i].sizes(), rtol_for(dt) * 4,
+                         dt == kFloat64 ? 1e-12 : rtol_for(dt) * 4);
+        }
+      }
+  });
+  EXPECT_EQ(log.find("runs on the CPU"), std::string::npos) << log;
+  // Dilation and ceil_mode: the CPU's kernel on copies, the same results.
+  Tensor x = random({2, 3, 11, 11});
+  const std::string fallback = log_of("device_eager", [&] {
+    expect_same(max_pool2d(x.cuda(), {3, 3}, {2, 2}, {1, 1}, {2, 2}),
+                max_pool2d(x, {3, 3}, {2, 2}, {1, 1}, {2, 2}), "dilation");
+    expect_same(avg_pool2d(x.cuda(), {2, 2}, {2, 2}, {0, 0}, true),
+                avg_pool2d(x, {2, 2}, {2, 2}, {0, 0}, true), "ceil_mode");
+  });
+  EXPECT_NE(fallback.find("runs on the CPU"), std::string::npos) << fallback;
 }

@@ -1,181 +1,19 @@
-#include "backends/cuda/cudnn_conv.h"
-
-#include <coil/error.h>
-
-#include "runtime/copy.h"
+#include "backends/cuda/cudnn_calls.h"
 
 #if __has_include(<cudnn.h>)
-#include <cudnn.h>
-#include <dlfcn.h>
-
-#include <climits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
+#include "backends/cuda/cudnn_library.h"
+#include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/tensor_impl.h"
 
 namespace coil::cuda {
 
 namespace {
-
-struct Dnn {
-  decltype(&cudnnGetErrorString) error_string;
-  decltype(&cudnnCreate) create;
-  decltype(&cudnnSetStream) set_stream;
-  decltype(&cudnnCreateTensorDescriptor) tensor_create;
-  decltype(&cudnnSetTensorNdDescriptor) tensor_set;
-  decltype(&cudnnDestroyTensorDescriptor) tensor_destroy;
-  decltype(&cudnnCreateFilterDescriptor) filter_create;
-  decltype(&cudnnSetFilterNdDescriptor) filter_set;
-  decltype(&cudnnDestroyFilterDescriptor) filter_destroy;
-  decltype(&cudnnCreateConvolutionDescriptor) conv_create;
-  decltype(&cudnnSetConvolutionNdDescriptor) conv_set;
-  decltype(&cudnnSetConvolutionGroupCount) conv_groups;
-  decltype(&cudnnSetConvolutionMathType) conv_math;
-  decltype(&cudnnDestroyConvolutionDescriptor) conv_destroy;
-  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) forward_algos;
-  decltype(&cudnnConvolutionForward) forward;
-  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) data_algos;
-  decltype(&cudnnConvolutionBackwardData) backward_data;
-  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) filter_algos;
-  decltype(&cudnnConvolutionBackwardFilter) backward_filter;
-  decltype(&cudnnAddTensor) add_tensor;
-};
-
-// Loaded on the first convolution, or nullptr with the reason in `why`. The front library
-// loads its parts by name; loading them first, from the toolkit's folder, lets it find them
-// where that folder is not on the loader's path.
-const Dnn* load(std::string* why) {
-  static std::string reason;
-  static const Dnn* lib = []() -> const Dnn* {
-    for (const char* part :
-         {"graph", "ops", "cnn", "heuristic", "engines_precompiled", "engines_runtime_compiled"})
-      dlopen((std::string(COIL_CUDA_LIB_DIR "/libcudnn_") + part + ".so.9").c_str(),
-             RTLD_NOW | RTLD_GLOBAL);
-    void* h = dlopen(COIL_CUDA_LIB_DIR "/libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      reason = dlerror();
-      return nullptr;
-    }
-    auto* d = new Dnn;
-    bool complete = true;
-    auto sym = [&](const char* name) {
-      void* p = dlsym(h, name);
-      if (!p) {
-        reason = std::string("cuDNN has no ") + name;
-        complete = false;
-      }
-      return p;
-    };
-#define COIL_DNN(field, name) d->field = reinterpret_cast<decltype(d->field)>(sym(#name))
-    COIL_DNN(error_string, cudnnGetErrorString);
-    COIL_DNN(create, cudnnCreate);
-    COIL_DNN(set_stream, cudnnSetStream);
-    COIL_DNN(tensor_create, cudnnCreateTensorDescriptor);
-    COIL_DNN(tensor_set, cudnnSetTensorNdDescriptor);
-    COIL_DNN(tensor_destroy, cudnnDestroyTensorDescriptor);
-    COIL_DNN(filter_create, cudnnCreateFilterDescriptor);
-    COIL_DNN(filter_set, cudnnSetFilterNdDescriptor);
-    COIL_DNN(filter_destroy, cudnnDestroyFilterDescriptor);
-    COIL_DNN(conv_create, cudnnCreateConvolutionDescriptor);
-    COIL_DNN(conv_set, cudnnSetConvolutionNdDescriptor);
-    COIL_DNN(conv_groups, cudnnSetConvolutionGroupCount);
-    COIL_DNN(conv_math, cudnnSetConvolutionMathType);
-    COIL_DNN(conv_destroy, cudnnDestroyConvolutionDescriptor);
-    COIL_DNN(forward_algos, cudnnGetConvolutionForwardAlgorithm_v7);
-    COIL_DNN(forward, cudnnConvolutionForward);
-    COIL_DNN(data_algos, cudnnGetConvolutionBackwardDataAlgorithm_v7);
-    COIL_DNN(backward_data, cudnnConvolutionBackwardData);
-    COIL_DNN(filter_algos, cudnnGetConvolutionBackwardFilterAlgorithm_v7);
-    COIL_DNN(backward_filter, cudnnConvolutionBackwardFilter);
-    COIL_DNN(add_tensor, cudnnAddTensor);
-#undef COIL_DNN
-    return complete ? d : nullptr;
-  }();
-  if (why) *why = reason;
-  return lib;
-}
-
-const Dnn& dnn() {
-  std::string why;
-  const Dnn* d = load(&why);
-  COIL_CHECK(d, "conv2d on the GPU: cannot load cuDNN (libcudnn.so.9): ", why,
-             "; install the CUDA toolkit's cuDNN or add its folder to LD_LIBRARY_PATH");
-  return *d;
-}
-
-void check_dnn(cudnnStatus_t s, const char* what) {
-  COIL_CHECK(s == CUDNN_STATUS_SUCCESS, "conv2d on the GPU: ", what,
-             " failed: ", dnn().error_string(s));
-}
-
-// A handle per device, on coil's stream, kept for the process.
-cudnnHandle_t handle(int device) {
-  static std::mutex mutex;
-  static auto* handles = new std::map<int, cudnnHandle_t>();
-  std::lock_guard<std::mutex> lock(mutex);
-  cudnnHandle_t& h = (*handles)[device];
-  if (!h) {
-    set_device(device);
-    check_dnn(dnn().create(&h), "cudnnCreate");
-    check_dnn(dnn().set_stream(h, static_cast<cudaStream_t>(stream(device))), "cudnnSetStream");
-  }
-  return h;
-}
-
-cudnnDataType_t data_type(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return CUDNN_DATA_FLOAT;
-    case DType::Float64:
-      return CUDNN_DATA_DOUBLE;
-    case DType::Float16:
-      return CUDNN_DATA_HALF;
-    case DType::BFloat16:
-      return CUDNN_DATA_BFLOAT16;
-    default:
-      throw Error(std::string("conv2d on the GPU: ") + dtype_name(t) +
-                  " is not supported; use a floating dtype");
-  }
-}
-
-int as_int(int64_t v) {
-  COIL_CHECK(v <= INT_MAX, "conv2d on the GPU: a size of ", v,
-             " exceeds cuDNN's 32-bit limit; split the input");
-  return static_cast<int>(v);
-}
-
-std::array<int, 4> dims_of(const Tensor& t) {
-  return {as_int(t.size(0)), as_int(t.size(1)), as_int(t.size(2)), as_int(t.size(3))};
-}
-
-// A 4-D contiguous tensor (NCHW) as cuDNN describes it.
-struct TensorDesc {
-  cudnnTensorDescriptor_t d = nullptr;
-  TensorDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
-    check_dnn(dnn().tensor_create(&d), "cudnnCreateTensorDescriptor");
-    const int strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
-    check_dnn(dnn().tensor_set(d, type, 4, dims.data(), strides), "describing a tensor");
-  }
-  ~TensorDesc() { dnn().tensor_destroy(d); }
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
-};
-
-struct FilterDesc {
-  cudnnFilterDescriptor_t d = nullptr;
-  FilterDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
-    check_dnn(dnn().filter_create(&d), "cudnnCreateFilterDescriptor");
-    check_dnn(dnn().filter_set(d, type, CUDNN_TENSOR_NCHW, 4, dims.data()),
-              "describing the weight");
-  }
-  ~FilterDesc() { dnn().filter_destroy(d); }
-  FilterDesc(const FilterDesc&) = delete;
-  FilterDesc& operator=(const FilterDesc&) = delete;
-};
 
 // float32 asks for FMA math: cuDNN's default would allow TF32 on tensor cores, and coil's
 // float32 convolutions are full precision (as its matrix products; PyTorch allows TF32 for
@@ -270,11 +108,6 @@ Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, const TensorDesc&
   return cache->emplace(key, *c).first->second;
 }
 
-Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : contiguous_copy(t); }
-
-const void* ptr(const Tensor& t) { return t.impl()->data(); }
-void* mut_ptr(const Tensor& t) { return t.impl()->data(); }
-
 // Runs one pass of the convolution whose input is x (dims), weight w and output y: `run`
 // receives the handle, descriptors, algorithm, workspace and alpha/beta (1, 0).
 template <typename Run>
@@ -305,8 +138,6 @@ void convolve(Pass pass, DType t, int device, const std::array<int, 4>& xdims,
 }
 
 }  // namespace
-
-bool cudnn_available() { return load(nullptr) != nullptr; }
 
 void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Tensor& out,
                     const ConvWindow& win) {
@@ -362,30 +193,6 @@ void conv2d_weight_grad(const Tensor& gy_in, const Tensor& x_in, const Tensor& d
                                              wsize, zero, wd.d, mut_ptr(dw)),
                        "cudnnConvolutionBackwardFilter");
            });
-}
-
-}  // namespace coil::cuda
-
-#else  // a toolkit without cuDNN: the convolutions stay on the CPU
-
-namespace coil::cuda {
-
-bool cudnn_available() { return false; }
-
-namespace {
-[[noreturn]] void no_cudnn() {
-  throw Error("conv2d on the GPU: coil was built without cuDNN (no cudnn.h in the CUDA toolkit)");
-}
-}  // namespace
-
-void conv2d_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvWindow&) {
-  no_cudnn();
-}
-void conv2d_input_grad(const Tensor&, const Tensor&, const Tensor&, const ConvWindow&) {
-  no_cudnn();
-}
-void conv2d_weight_grad(const Tensor&, const Tensor&, const Tensor&, const ConvWindow&) {
-  no_cudnn();
 }
 
 }  // namespace coil::cuda

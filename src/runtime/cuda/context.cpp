@@ -198,6 +198,14 @@ void copy_from_pinned(void* dst, int device, const void* src, size_t nbytes) {
   note_launch(device, "a copy from pinned memory");
 }
 
+void copy_to_pinned(void* dst, const void* src, int device, size_t nbytes) {
+  if (nbytes == 0) return;
+  set_device(device);
+  check_stream(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, state(device).stream),
+               device, "copy from the GPU to pinned memory");
+  note_launch(device, "a copy to pinned memory");
+}
+
 void zero(void* ptr, size_t nbytes, int device) {
   if (nbytes == 0) return;
   set_device(device);

@@ -1,6 +1,7 @@
-// Convolutions on the GPU through cuDNN (loaded on first use): conv2d forward with its bias, and
-// its two backward ops, for float32 (at full precision: no TF32), float64 and the 16-bit floats.
-// Where the toolkit has no cuDNN, available() is false and the convolutions run on the CPU.
+// cuDNN's calls on the GPU (the library loaded on first use): conv2d forward with its bias and
+// its two backward ops, for float32 (at full precision: no TF32), float64 and the 16-bit floats
+// (cudnn_conv.cpp); max and average pooling and their gradients (cudnn_pool.cpp). Where the
+// toolkit has no cuDNN, cudnn_available() is false and these ops run on the CPU.
 #pragma once
 
 #include <array>
@@ -27,5 +28,18 @@ void conv2d_input_grad(const Tensor& gy, const Tensor& w, const Tensor& dx,
                        const ConvWindow& window);
 void conv2d_weight_grad(const Tensor& gy, const Tensor& x, const Tensor& dw,
                         const ConvWindow& window);
+
+// A pooling window: kernel, stride and padding per spatial dim, max or average (counting the
+// padding in the divisor or not). cuDNN has no dilation or ceil_mode: those pools stay on the CPU.
+struct PoolWindow {
+  std::array<int64_t, 2> kernel, stride, padding;
+  bool max;
+  bool count_include_pad;
+};
+
+// out (contiguous [..., OH, OW]) = the pool of x ([..., H, W], the leading dims planes).
+void pool2d_forward(const Tensor& x, const Tensor& out, const PoolWindow& window);
+// dx (contiguous, x's sizes) = the gradient of the pool of x for the output gradient gy.
+void pool2d_backward(const Tensor& gy, const Tensor& x, const Tensor& dx, const PoolWindow& window);
 
 }  // namespace coil::cuda

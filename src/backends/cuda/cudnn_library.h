@@ -1,0 +1,92 @@
+// What coil's cuDNN calls share (backends/cuda/cudnn_conv.cpp, cudnn_pool.cpp): the library's
+// entry points, loaded on first use; a handle per device on coil's stream; descriptors of 4-D
+// contiguous tensors. Included only where the toolkit has cudnn.h.
+#pragma once
+
+#include <cudnn.h>
+
+#include <array>
+#include <climits>
+
+#include <coil/error.h>
+#include <coil/tensor.h>
+
+namespace coil::cuda {
+
+struct Dnn {
+  decltype(&cudnnGetErrorString) error_string;
+  decltype(&cudnnCreate) create;
+  decltype(&cudnnSetStream) set_stream;
+  decltype(&cudnnCreateTensorDescriptor) tensor_create;
+  decltype(&cudnnSetTensorNdDescriptor) tensor_set;
+  decltype(&cudnnDestroyTensorDescriptor) tensor_destroy;
+  decltype(&cudnnCreateFilterDescriptor) filter_create;
+  decltype(&cudnnSetFilterNdDescriptor) filter_set;
+  decltype(&cudnnDestroyFilterDescriptor) filter_destroy;
+  decltype(&cudnnCreateConvolutionDescriptor) conv_create;
+  decltype(&cudnnSetConvolutionNdDescriptor) conv_set;
+  decltype(&cudnnSetConvolutionGroupCount) conv_groups;
+  decltype(&cudnnSetConvolutionMathType) conv_math;
+  decltype(&cudnnDestroyConvolutionDescriptor) conv_destroy;
+  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) forward_algos;
+  decltype(&cudnnConvolutionForward) forward;
+  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) data_algos;
+  decltype(&cudnnConvolutionBackwardData) backward_data;
+  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) filter_algos;
+  decltype(&cudnnConvolutionBackwardFilter) backward_filter;
+  decltype(&cudnnAddTensor) add_tensor;
+  decltype(&cudnnCreatePoolingDescriptor) pool_create;
+  decltype(&cudnnSetPooling2dDescriptor) pool_set;
+  decltype(&cudnnDestroyPoolingDescriptor) pool_destroy;
+  decltype(&cudnnPoolingForward) pool_forward;
+  decltype(&cudnnPoolingBackward) pool_backward;
+};
+
+const Dnn& dnn();
+// coil::Error naming `what` unless `s` is success.
+void check_dnn(cudnnStatus_t s, const char* what);
+// The handle of `device`, on coil's stream there.
+cudnnHandle_t handle(int device);
+cudnnDataType_t data_type(DType t);
+
+inline int as_int(int64_t v) {
+  COIL_CHECK(v <= INT_MAX, "cuDNN on the GPU: a size of ", v,
+             " exceeds cuDNN's 32-bit limit; split the input");
+  return static_cast<int>(v);
+}
+
+inline std::array<int, 4> dims_of(const Tensor& t) {
+  return {as_int(t.size(0)), as_int(t.size(1)), as_int(t.size(2)), as_int(t.size(3))};
+}
+
+// A 4-D contiguous tensor (NCHW) as cuDNN describes it.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
+    check_dnn(dnn().tensor_create(&d), "cudnnCreateTensorDescriptor");
+    const int strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    check_dnn(dnn().tensor_set(d, type, 4, dims.data(), strides), "describing a tensor");
+  }
+  ~TensorDesc() { dnn().tensor_destroy(d); }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+};
+
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
+    check_dnn(dnn().filter_create(&d), "cudnnCreateFilterDescriptor");
+    check_dnn(dnn().filter_set(d, type, CUDNN_TENSOR_NCHW, 4, dims.data()),
+              "describing the weight");
+  }
+  ~FilterDesc() { dnn().filter_destroy(d); }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+};
+
+// t itself when contiguous, else a contiguous copy (cuDNN is given NCHW-contiguous tensors).
+Tensor dense(const Tensor& t);
+const void* ptr(const Tensor& t);
+void* mut_ptr(const Tensor& t);
+
+}  // namespace coil::cuda
