@@ -128,12 +128,9 @@ void convolve(Pass pass, DType t, int device, const std::array<int, 4>& xdims,
       if (p) free(p, device);  // stream-ordered: reused only by later work on the stream
     }
   } release{workspace, device};
-  const double one = 1.0, zero = 0.0;
-  const float onef = 1.0f, zerof = 0.0f;
-  const bool f64 = t == kFloat64;
+  const OneZero s;
   set_device(device);
-  run(h, x, w, conv, y, c.algo, workspace, c.workspace,
-      f64 ? static_cast<const void*>(&one) : &onef, f64 ? static_cast<const void*>(&zero) : &zerof);
+  run(h, x, w, conv, y, c.algo, workspace, c.workspace, s.one(t), s.zero(t));
   note_launch(device, what);
 }
 

@@ -84,6 +84,16 @@ struct FilterDesc {
   FilterDesc& operator=(const FilterDesc&) = delete;
 };
 
+// cuDNN's scaling factors 1 and 0, as the type it takes for `t` (double for float64).
+struct OneZero {
+  double d[2] = {1, 0};
+  float f[2] = {1, 0};
+  const void* one(DType t) const { return t == kFloat64 ? static_cast<const void*>(d) : f; }
+  const void* zero(DType t) const {
+    return t == kFloat64 ? static_cast<const void*>(d + 1) : f + 1;
+  }
+};
+
 // t itself when contiguous, else a contiguous copy (cuDNN is given NCHW-contiguous tensors).
 Tensor dense(const Tensor& t);
 const void* ptr(const Tensor& t);

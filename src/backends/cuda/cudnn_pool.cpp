@@ -33,16 +33,6 @@ std::array<int, 4> planes_of(const Tensor& t) {
   return {as_int(t.numel() / (h * w)), 1, as_int(h), as_int(w)};
 }
 
-// cuDNN's scaling factors 1 and 0, as the type it takes for `t` (double for float64).
-struct OneZero {
-  double d[2] = {1, 0};
-  float f[2] = {1, 0};
-  const void* one(DType t) const { return t == kFloat64 ? static_cast<const void*>(d) : f; }
-  const void* zero(DType t) const {
-    return t == kFloat64 ? static_cast<const void*>(d + 1) : f + 1;
-  }
-};
-
 }  // namespace
 
 void pool2d_forward(const Tensor& x_in, const Tensor& out, const PoolWindow& w) {
