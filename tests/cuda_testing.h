@@ -28,20 +28,27 @@
 
 namespace coil::testing {
 
-// The CUDA source of `graph`'s kernels after the inductor stages, compiled by NVRTC for the
-// default architecture without loading it: "" when it compiled (or has no kernels), else the
-// compiler's log and the source. Needs coil built with CUDA, not a GPU.
-inline std::string cuda_compile_errors(const Graph& graph) {
+// The CUDA module `graph`'s kernels make after the inductor stages ("" when it has none).
+// Needs coil built with CUDA, not a GPU.
+inline std::string cuda_module_source(const Graph& graph) {
   const backends::DeviceBackend* be = backends::cuda_backend(-1);
-  if (!be) return "coil was built without CUDA";
+  if (!be) return "";
   Graph g = graph.clone();
   debug::CompileTrace trace("cuda_test", "cuda_test", CompileOptions{}, {});
   stages::graph_stages(g, trace);
   ir::Program program = stages::lowering(g, *be, trace);
   schedule::Schedule sched = stages::scheduling(program, trace);
   std::vector<codegen::KernelSource> kernels = stages::codegen(g, program, sched, *be, trace);
-  if (kernels.empty()) return "";
-  const std::string source = be->module_source(kernels);
+  return kernels.empty() ? "" : be->module_source(kernels);
+}
+
+// That source compiled by NVRTC for the default architecture without loading it: "" when it
+// compiled (or has no kernels), else the compiler's log and the source.
+inline std::string cuda_compile_errors(const Graph& graph) {
+  const backends::DeviceBackend* be = backends::cuda_backend(-1);
+  if (!be) return "coil was built without CUDA";
+  const std::string source = cuda_module_source(graph);
+  if (source.empty()) return "";
   std::string dir = ::testing::TempDir() + "coil-nvrtc-XXXXXX";
   if (!mkdtemp(dir.data())) return "cannot make a temporary folder";
   jit::Compiler::Outcome out = be->compiler()->compile(source, dir + "/k.cu", dir + "/k.cubin");

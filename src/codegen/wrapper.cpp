@@ -86,7 +86,7 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
   // A dynamic graph's sizes at this call, read from its inputs.
   std::vector<int64_t> size_values(static_cast<size_t>(plan_.num_sizes), 0);
   for (const WrapperPlan::SizeSource& s : plan_.sizes)
-    size_values[static_cast<size_t>(s.symbol)] = inputs.at(s.input).sizes().at(s.dim);
+    size_values[static_cast<size_t>(s.symbol)] = s.value(inputs);
   const int64_t* sizes = size_values.empty() ? nullptr : size_values.data();
   std::vector<void*> ptrs;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {

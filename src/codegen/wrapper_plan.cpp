@@ -16,6 +16,11 @@ std::vector<std::string> extern_inputs(const ir::ExternCall& call) {
   return out;
 }
 
+int64_t WrapperPlan::SizeSource::value(const std::vector<Tensor>& inputs) const {
+  const Tensor& t = inputs.at(static_cast<size_t>(input));
+  return stride ? t.stride(dim) : t.size(dim);
+}
+
 size_t WrapperPlan::kernel_count() const {
   return static_cast<size_t>(
       std::count_if(steps.begin(), steps.end(), [](const Step& s) { return !s.kernel.empty(); }));
@@ -29,17 +34,22 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
   for (const ir::Buffer& b : program.buffers) {
     slot_of[b.name] = static_cast<int>(plan.slots.size());
     plan.slots.push_back({b.name, b.kind, b.layout, b.input_index, b.value, b.call});
-    // Each size symbol from the first input dim that is that symbol.
-    if (b.kind != ir::BufferKind::Input) continue;
-    for (size_t d = 0; d < b.layout.sizes.size(); ++d) {
-      sym::Expr e = b.layout.sizes[d];
-      if (!is_size_symbol(e)) continue;
-      const int k = size_symbol_index(e);
-      bool known = false;
-      for (const WrapperPlan::SizeSource& s : plan.sizes) known |= s.symbol == k;
-      if (known) continue;
-      plan.sizes.push_back({k, static_cast<int>(b.input_index), static_cast<int>(d)});
-      plan.num_sizes = std::max(plan.num_sizes, k + 1);
+  }
+  // Each size symbol from the first input dim whose size is that symbol, else (an eager call's
+  // strided input) the first whose stride is.
+  for (bool stride : {false, true}) {
+    for (const ir::Buffer& b : program.buffers) {
+      if (b.kind != ir::BufferKind::Input) continue;
+      const SymShape& dims = stride ? b.layout.strides : b.layout.sizes;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (!is_size_symbol(dims[d])) continue;
+        const int k = size_symbol_index(dims[d]);
+        bool known = false;
+        for (const WrapperPlan::SizeSource& s : plan.sizes) known |= s.symbol == k;
+        if (known) continue;
+        plan.sizes.push_back({k, static_cast<int>(b.input_index), static_cast<int>(d), stride});
+        plan.num_sizes = std::max(plan.num_sizes, k + 1);
+      }
     }
   }
   // Every symbol the code reads must come from an input (InternalError otherwise: a kernel
@@ -155,8 +165,8 @@ std::string render_wrapper(const WrapperPlan& plan) {
   auto name = [&](int slot) -> const std::string& { return plan.slots[slot].name; };
   std::string text = "def call(inputs):\n";
   for (const WrapperPlan::SizeSource& s : plan.sizes)
-    text += "    s" + std::to_string(s.symbol) + " = inputs[" + std::to_string(s.input) +
-            "].size(" + std::to_string(s.dim) + ")\n";
+    text += "    s" + std::to_string(s.symbol) + " = inputs[" + std::to_string(s.input) + "]." +
+            (s.stride ? "stride(" : "size(") + std::to_string(s.dim) + ")\n";
   for (const WrapperPlan::Step& step : plan.steps) {
     for (const WrapperPlan::Alloc& a : step.allocs) {
       const std::string layout = plan.slots[a.slot].layout.str();

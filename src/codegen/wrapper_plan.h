@@ -47,11 +47,13 @@ struct WrapperPlan {
     ir::Layout view;
   };
   // Where a dynamic graph's size symbol s<symbol> is read at each call: input `input`'s size in
-  // dim `dim`.
+  // dim `dim`, or its stride there (an eager call's strided input).
   struct SizeSource {
     int symbol;
     int input;
     int dim;
+    bool stride = false;
+    int64_t value(const std::vector<Tensor>& inputs) const;
   };
 
   Device device;  // where the buffers live and the kernels run

@@ -1,12 +1,13 @@
 // Eager ops on the GPU, run through the compiler itself (tinygrad's answer: one code path for
 // eager and compiled code). A call becomes a graph of that one call, which the inductor
-// pipeline compiles for the GPU like any other graph. When its tensors are contiguous the graph
-// is dynamic, with duck sizing as torch's dynamic shapes: equal sizes of 2 or more share one
-// size symbol, so that broadcasting needs no guard, and the compiled graph serves every call
-// whose sizes have the same pattern of equalities (a new shape costs no compile). Otherwise,
-// or when the dynamic graph would need guards its next call breaks, the graph is static. The
-// compiled graphs are cached by the call's structure (op, literal arguments, the inputs' dtypes
-// and their size pattern, or sizes and strides), in memory and, as every compiled graph, in the
+// pipeline compiles for the GPU like any other graph. The graph is dynamic, with duck sizing as
+// torch's dynamic shapes: equal sizes (and the strides of non-contiguous inputs) of 2 or more
+// share one symbol, so that broadcasting needs no guard, and the compiled graph serves every
+// call whose sizes and strides have the same pattern of equalities (a new shape or view costs no
+// compile). When the dynamic graph would need guards its next call breaks, or a meta function
+// needs numbers, the graph is static. The compiled graphs are cached by the call's structure
+// (op, literal arguments, the inputs' dtypes and their size pattern, or sizes and strides), in
+// memory and, as every compiled graph, in the
 // disk caches, so none compiles again in the next process. Library ops (matrix products,
 // convolutions) and ops the compiler cannot lower (scans, pools) run the backend's library kernel
 // (cuBLASLt for the matrix products, cuDNN for the convolutions), or else their CPU kernel on
@@ -78,8 +79,8 @@ std::vector<Tensor> tensor_inputs(const std::vector<Arg>& args) {
   return inputs;
 }
 
-// Duck sizing: the distinct sizes of 2 or more of a call's tensors, in order of appearance;
-// size symbol s<k> stands for values[k].
+// Duck sizing: the distinct sizes (and strides of non-contiguous tensors) of 2 or more of a
+// call's tensors, in order of appearance; symbol s<k> stands for values[k].
 struct DuckSizes {
   std::vector<int64_t> values;
   size_t find(int64_t size) const {
@@ -91,18 +92,17 @@ struct DuckSizes {
   }
 };
 
-// Whether the call's graph can be dynamic: every tensor contiguous, and some size to vary.
+// Whether the call's graph can be dynamic: some size to vary.
 bool duck_sized(const std::vector<Tensor>& inputs) {
-  bool any = false;
-  for (const Tensor& t : inputs) {
-    if (!t.is_contiguous()) return false;
-    for (int64_t s : t.sizes()) any |= s >= 2;
-  }
-  return any;
+  for (const Tensor& t : inputs)
+    for (int64_t s : t.sizes())
+      if (s >= 2) return true;
+  return false;
 }
 
 // The call as a graph: a placeholder per tensor argument (tensor_inputs' order), the call, its
-// results. With `duck`, the placeholders' sizes are its symbols (contiguous layouts).
+// results. With `duck`, the placeholders' sizes are its symbols, and so are the strides of the
+// non-contiguous ones.
 std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args,
                                           const DuckSizes* duck) {
   auto g = std::make_shared<Graph>();
@@ -116,10 +116,14 @@ std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args,
   auto placeholder = [&](const Tensor& t) {
     std::optional<SymLayout> layout;
     if (duck) {
-      SymShape sizes;
-      for (int64_t s : t.sizes())
-        sizes.push_back(s < 2 ? sym::constant(s) : g->shape_env()->symbols()[duck->find(s)].var);
-      layout = SymLayout::contiguous(std::move(sizes));
+      auto symbolic = [&](const Shape& values) {
+        SymShape out;
+        for (int64_t v : values)
+          out.push_back(v < 2 ? sym::constant(v) : g->shape_env()->symbols()[duck->find(v)].var);
+        return out;
+      };
+      layout = SymLayout::contiguous(symbolic(t.sizes()));
+      if (!t.is_contiguous()) layout->strides = symbolic(t.strides());
     }
     return g->placeholder("in" + std::to_string(inputs++), meta_of(t), layout);
   };
@@ -150,7 +154,8 @@ std::shared_ptr<const Graph> one_op_graph(OpId op, const std::vector<Arg>& args,
 }
 
 // The cache key of a call: the op, then each argument's bytes (a tensor's dtype, device, and
-// sizes and strides, or with `duck` its rank and size pattern; a literal's value). Cheap to
+// sizes and strides, or with `duck` its rank and size pattern, and stride pattern when it is
+// not contiguous; a literal's value). Cheap to
 // build, as it is built on every call: the graph is made and printed only when the key is new.
 class CallKey {
  public:
@@ -182,7 +187,12 @@ class CallKey {
       return;
     }
     put(t.dim());
-    for (int64_t s : t.sizes()) put(s < 2 ? s : -1 - static_cast<int64_t>(duck_->symbol(s)));
+    put_pattern(t.sizes());
+    put(t.is_contiguous());
+    if (!t.is_contiguous()) put_pattern(t.strides());
+  }
+  void put_pattern(const Shape& values) {
+    for (int64_t v : values) put(v < 2 ? v : -1 - static_cast<int64_t>(duck_->symbol(v)));
   }
   void put_value(const std::vector<Tensor>& ts) {
     put(ts.size());

@@ -34,7 +34,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the entries' layout or the meaning of a key changes.
-constexpr const char* kFormat = "coil-graph-5";
+constexpr const char* kFormat = "coil-graph-6";
 constexpr const char* kArea = "graphs";
 
 // Thrown while writing an entry down: what the cache cannot keep.
@@ -221,7 +221,7 @@ json plan_json(const codegen::WrapperPlan& plan, const Graph& graph) {
     outputs.push_back({o.slot, layout_json(o.view)});
   json sizes = json::array();
   for (const codegen::WrapperPlan::SizeSource& s : plan.sizes)
-    sizes.push_back(json::array({s.symbol, s.input, s.dim}));
+    sizes.push_back(json::array({s.symbol, s.input, s.dim, s.stride}));
   return {{"device", plan.device.str()},
           {"sizes", sizes},
           {"slots", slots},
@@ -329,7 +329,8 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
   codegen::WrapperPlan plan;
   plan.device = Device(j.at("device").get<std::string>());
   for (const json& s : j.at("sizes")) {
-    plan.sizes.push_back({s.at(0).get<int>(), s.at(1).get<int>(), s.at(2).get<int>()});
+    plan.sizes.push_back(
+        {s.at(0).get<int>(), s.at(1).get<int>(), s.at(2).get<int>(), s.at(3).get<bool>()});
     if (plan.sizes.back().symbol < 0 || plan.sizes.back().symbol > 4096)
       throw std::runtime_error("a size symbol out of range");
     plan.num_sizes = std::max(plan.num_sizes, plan.sizes.back().symbol + 1);

@@ -2,6 +2,7 @@
 // GPU needed: CI checks every generated kernel this way.
 #include "cuda_testing.h"
 #include "graph/op_examples.h"
+#include "ops/meta_util.h"
 #include "testing.h"
 
 using namespace coil;
@@ -32,4 +33,26 @@ TEST(CudaCodegen, DynamicKernelsCompileWithNvrtc) {
   Node* flat = g.call(OpId::relu, {g.call(OpId::view, {x, Shape{-1}})});
   g.output({y, cols_sum, flat});
   EXPECT_EQ(cuda_compile_errors(g), "");
+}
+
+// Pointwise kernels whose stores (and some loads) are consecutive in the flat index take four
+// elements per thread with vector accesses (a broadcast operand is still read one by one), in
+// every dtype, and compile.
+TEST(CudaCodegen, PointwiseKernelsUseVectorAccesses) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  for (auto [t, memory] : {std::pair{kFloat32, "float"},
+                           {kFloat16, "unsigned short"},
+                           {kFloat64, "double"},
+                           {kBool, "bool"}}) {
+    SCOPED_TRACE(dtype_name(t));
+    Graph g;
+    Node* x = g.placeholder("x", ops::contiguous_meta(t, {64, 48}));
+    Node* b = g.placeholder("b", ops::contiguous_meta(t, {48}));
+    Node* y = t == kBool ? g.call(OpId::logical_and, {x, b})
+                         : g.call(OpId::add, {g.call(OpId::sin, {x}), g.call(OpId::cos, {b})});
+    g.output({y});
+    const std::string source = cuda_module_source(g);
+    EXPECT_NE(source.find(std::string("coil_vec<") + memory + ", 4>"), std::string::npos) << source;
+    EXPECT_EQ(cuda_compile_errors(g), "");
+  }
 }

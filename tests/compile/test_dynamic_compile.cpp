@@ -117,3 +117,29 @@ TEST(DynamicCompile, FullReductionsSplitOverRunTimeSizes) {
        {std::vector<int64_t>{300, 200}, {1001, 333}, {17, 5}, {2, 2}, {257, 3}})
     expect_matches_interpreter(*g, cg, free);
 }
+
+// Strides that are symbols of their own (the GPU's eager calls on views): the wrapper reads them
+// from the inputs at each call, and the kernels index with them. x is a slice of a wider matrix
+// (row stride s2), y the transpose of a contiguous one (column stride s0).
+TEST(DynamicCompile, StridesAreReadAtRunTime) {
+  std::shared_ptr<Graph> g = dynamic_graph();
+  ShapeEnv& env = *g->shape_env();
+  sym::Expr rows = env.create_symbol(6, "x.size(0)"), cols = env.create_symbol(5, "x.size(1)");
+  sym::Expr pitch = env.create_symbol(9, "x.stride(0)");
+  Node* x = g->placeholder("x", TensorMeta{kFloat32, {6, 5}, {9, 1}, 0, kCPU},
+                           SymLayout{{rows, cols}, {pitch, sym::constant(1)}, sym::constant(0)});
+  Node* y = g->placeholder("y", TensorMeta{kFloat32, {6, 5}, {1, 6}, 0, kCPU},
+                           SymLayout{{rows, cols}, {sym::constant(1), rows}, sym::constant(0)});
+  Node* sum = g->call(OpId::add, {g->call(OpId::sin, {x}), y});
+  g->output({g->call(OpId::softmax, {sum, int64_t{1}}), g->call(OpId::sum, {y, Shape{0}})});
+  capture::CompiledGraph cg = compile_fx(g, CompileOptions{}, "strided");
+  for (auto [r, c, p] : {std::tuple{6, 5, 9}, {3, 17, 20}, {40, 2, 7}, {2, 33, 33}}) {
+    SCOPED_TRACE(std::to_string(r) + " x " + std::to_string(c) + ", pitch " + std::to_string(p));
+    Tensor xs = random({r, p}).as_strided({r, c}, {p, 1}, 0);
+    Tensor ys = random({c, r}).transpose(0, 1);
+    std::vector<Tensor> got = cg.run({xs, ys});
+    expect_close(got[0], values(softmax(xs.contiguous().sin() + ys.contiguous(), 1)), {r, c}, 1e-5,
+                 1e-6);
+    expect_close(got[1], values(ys.contiguous().sum({0})), {c}, 1e-5, 1e-5);
+  }
+}

@@ -280,6 +280,27 @@ TEST(Cuda, EagerOpsCompileOncePerSizePattern) {
   EXPECT_EQ(jit::stats().compiles, after_large);
 }
 
+// Views (a transpose, a slice, a broadcast) take their strides at run time too: new shapes of
+// the same size-and-stride pattern compile nothing.
+TEST(Cuda, EagerOpsOnViewsCompileOncePerPattern) {
+  COIL_REQUIRE_GPU();
+  auto run = [](int64_t rows, int64_t cols) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    Tensor x = random({rows, cols + 3}), y = random({cols, rows}), b = random({rows, 1});
+    Tensor xc = x.cuda(), yc = y.cuda(), bc = b.cuda();
+    auto slice = [&](const Tensor& t) { return t.as_strided({rows, cols}, {cols + 3, 1}, 1); };
+    auto wide = [&](const Tensor& t) { return t.expand({rows, cols}); };
+    expect_same(slice(xc).exp() + yc.t(), slice(x).exp() + y.t(), "slice + transpose");
+    expect_same(wide(bc) * yc.t(), wide(b) * y.t(), "broadcast view");
+    expect_same(softmax(yc.t(), -1), softmax(y.t(), -1), "softmax of a transpose");
+    expect_same(slice(xc).sum({0}), slice(x).sum({0}), "column sums of a slice", 1e-4);
+  };
+  run(6, 40);
+  jit::reset_stats();
+  for (auto [rows, cols] : {std::pair{9, 17}, {130, 3}, {2, 100}}) run(rows, cols);
+  EXPECT_EQ(jit::stats().compiles, 0);
+}
+
 // A training step on the GPU: eager autograd, and the compiled step (joint graph, partition,
 // both halves compiled for the GPU), against the CPU's eager gradients.
 TEST(Cuda, TrainingStepsMatchTheCpu) {

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -129,23 +130,99 @@ cudaDataType_t data_type(DType t) {
   }
 }
 
-struct Layout {
-  cublasLtMatrixLayout_t l = nullptr;
-  Layout(cudaDataType_t t, uint64_t rows, uint64_t cols, int64_t ld, int32_t batch,
-         int64_t batch_stride) {
-    check_lt(lt().layout_create(&l, t, rows, cols, ld), "cublasLtMatrixLayoutCreate");
-    if (batch > 1) {
-      check_lt(lt().layout_set(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch),
-               "the batch count");
-      check_lt(lt().layout_set(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &batch_stride,
-                               sizeof batch_stride),
-               "the batch stride");
-    }
+// One product's descriptors and algorithm, built once per problem: the heuristic query costs
+// more than the product's launch. Immutable after construction except the bias pointer, which
+// is set under `mutex` just before the launch.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  std::mutex mutex;
+
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    for (cublasLtMatrixLayout_t l : {a, b, c})
+      if (l) lt().layout_destroy(l);
+    if (desc) lt().desc_destroy(desc);
   }
-  ~Layout() { lt().layout_destroy(l); }
-  Layout(const Layout&) = delete;
-  Layout& operator=(const Layout&) = delete;
 };
+
+cublasLtMatrixLayout_t make_layout(cudaDataType_t t, uint64_t rows, uint64_t cols, int64_t ld,
+                                   int32_t batch, int64_t batch_stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  check_lt(lt().layout_create(&l, t, rows, cols, ld), "cublasLtMatrixLayoutCreate");
+  if (batch > 1) {
+    check_lt(lt().layout_set(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch),
+             "the batch count");
+    check_lt(lt().layout_set(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &batch_stride,
+                             sizeof batch_stride),
+             "the batch stride");
+  }
+  return l;
+}
+
+// What decides a plan; the plans are kept for the process.
+struct Problem {
+  int device;
+  DType dtype;
+  int64_t m, n, k, batch, a_batch, b_batch;
+  Operand a, b;
+  cublasLtEpilogue_t epilogue;
+  bool add_c;
+  auto tie() const {
+    return std::tie(device, dtype, m, n, k, batch, a_batch, b_batch, a.rows, a.cols, a.ld,
+                    a.transpose, b.rows, b.cols, b.ld, b.transpose, epilogue, add_c);
+  }
+  bool operator<(const Problem& o) const { return tie() < o.tie(); }
+};
+
+std::shared_ptr<Plan> make_plan(const Problem& p, cublasLtHandle_t handle) {
+  auto plan = std::make_shared<Plan>();
+  const cudaDataType_t type = data_type(p.dtype);
+  const bool f64 = p.dtype == kFloat64;
+  check_lt(lt().desc_create(&plan->desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                            f64 ? CUDA_R_64F : CUDA_R_32F),
+           "cublasLtMatmulDescCreate");
+  cublasOperation_t ta = p.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = p.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_lt(lt().desc_set(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+  check_lt(lt().desc_set(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  check_lt(lt().desc_set(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &p.epilogue, sizeof p.epilogue),
+           "the epilogue");
+  const int32_t batch = static_cast<int32_t>(p.batch);
+  plan->a = make_layout(type, p.a.rows, p.a.cols, p.a.ld, batch, p.b_batch);
+  plan->b = make_layout(type, p.b.rows, p.b.cols, p.b.ld, batch, p.a_batch);
+  plan->c = make_layout(type, static_cast<uint64_t>(p.n), static_cast<uint64_t>(p.m), p.n, batch,
+                        p.m * p.n);
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_lt(lt().pref_create(&pref), "cublasLtMatmulPreferenceCreate");
+  uint64_t ws = kWorkspace;
+  lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t s = lt().heuristic(handle, plan->desc, plan->a, plan->b, plan->c, plan->c, pref, 1,
+                                    &result, &found);
+  lt().pref_destroy(pref);
+  check_lt(s, "choosing an algorithm");
+  COIL_CHECK(found > 0, "matmul on the GPU: cuBLASLt has no algorithm for ", dtype_name(p.dtype),
+             " [", p.m, ", ", p.k, "] x [", p.k, ", ", p.n, "]");
+  plan->algo = result.algo;
+  return plan;
+}
+
+// Bounded: a program whose products keep changing size (a growing cache of keys) starts over.
+constexpr size_t kMaxPlans = 1024;
+
+std::shared_ptr<Plan> plan_for(const Problem& p, cublasLtHandle_t handle) {
+  static std::mutex mutex;
+  static auto* plans = new std::map<Problem, std::shared_ptr<Plan>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = plans->find(p); it != plans->end()) return it->second;
+  if (plans->size() >= kMaxPlans) plans->clear();
+  return (*plans)[p] = make_plan(p, handle);
+}
 
 }  // namespace
 
@@ -153,83 +230,57 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, const Ten
             Epilogue epilogue) {
   const bool batched = out.dim() == 3;
   Tensor a = a_in, b = b_in;
-  const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
-  const int32_t batch = batched ? static_cast<int32_t>(out.size(0)) : 1;
-  auto matrix_strides = [&](const Tensor& t) { return std::make_pair(t.stride(-2), t.stride(-1)); };
   auto as_operand = [&](Tensor& t, int64_t r, int64_t c) {
-    auto [s0, s1] = matrix_strides(t);
-    std::optional<Operand> op = transposed_operand(r, c, s0, s1);
+    std::optional<Operand> op = transposed_operand(r, c, t.stride(-2), t.stride(-1));
     if (!op) {  // neither rows nor columns unit-stride: a contiguous copy
       t = t.contiguous();
       op = transposed_operand(r, c, t.stride(-2), t.stride(-1));
     }
     return *op;
   };
-  Operand A = as_operand(b, K, N);  // cuBLASLt's first factor: B^T (N x K)
-  Operand B = as_operand(a, M, K);  // its second: A^T (K x M)
-  const int64_t a_batch = batched && a.dim() == 3 ? a.stride(0) : 0;
-  const int64_t b_batch = batched && b.dim() == 3 ? b.stride(0) : 0;
-  const cudaDataType_t type = data_type(out.dtype());
-  const cublasComputeType_t compute =
-      out.dtype() == kFloat64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-  const int device = out.device().index;
-  DeviceHandle& h = handle(device);
-
-  cublasLtMatmulDesc_t desc = nullptr;
-  check_lt(lt().desc_create(&desc, compute, out.dtype() == kFloat64 ? CUDA_R_64F : CUDA_R_32F),
-           "cublasLtMatmulDescCreate");
-  struct DescGuard {
-    cublasLtMatmulDesc_t d;
-    ~DescGuard() { lt().desc_destroy(d); }
-  } desc_guard{desc};
-  cublasOperation_t ta = A.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t tb = B.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_lt(lt().desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
-  check_lt(lt().desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  Problem p;
+  p.device = out.device().index;
+  p.dtype = out.dtype();
+  p.m = out.size(-2);
+  p.n = out.size(-1);
+  p.k = a.size(-1);
+  p.batch = batched ? out.size(0) : 1;
+  p.a = as_operand(b, p.k, p.n);  // cuBLASLt's first factor: B^T (N x K)
+  p.b = as_operand(a, p.m, p.k);  // its second: A^T (K x M)
+  p.a_batch = batched && a.dim() == 3 ? a.stride(0) : 0;
+  p.b_batch = batched && b.dim() == 3 ? b.stride(0) : 0;
   // A bias of one value per output column is the epilogue's; any other is added as C.
-  const bool vector_bias = bias.defined() && bias.numel() == N && bias.is_contiguous() &&
+  const bool vector_bias = bias.defined() && bias.numel() == p.n && bias.is_contiguous() &&
                            (bias.dim() == 1 || (bias.dim() == 2 && bias.size(0) == 1)) &&
                            bias.dtype() == out.dtype() && !batched;
-  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  p.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (vector_bias)
-    epi = epilogue == Epilogue::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    p.epilogue = epilogue == Epilogue::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
   else if (epilogue == Epilogue::relu)
-    epi = CUBLASLT_EPILOGUE_RELU;
-  check_lt(lt().desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "the epilogue");
-  if (vector_bias) {
-    const void* p = bias.impl()->data();
-    check_lt(lt().desc_set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p), "the bias");
-  }
-  const bool add_c = bias.defined() && !vector_bias;
-  if (add_c) copy_into(out, bias);  // out = bias (broadcast), then out += a @ b
-
-  Layout la(type, A.rows, A.cols, A.ld, batch, b_batch);
-  Layout lb(type, B.rows, B.cols, B.ld, batch, a_batch);
-  Layout lc(type, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N, batch, M * N);
-
-  cublasLtMatmulPreference_t pref = nullptr;
-  check_lt(lt().pref_create(&pref), "cublasLtMatmulPreferenceCreate");
-  uint64_t ws = kWorkspace;
-  lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  cublasStatus_t s =
-      lt().heuristic(h.handle, desc, la.l, lb.l, lc.l, lc.l, pref, 1, &result, &found);
-  lt().pref_destroy(pref);
-  check_lt(s, "choosing an algorithm");
-  COIL_CHECK(found > 0, "matmul on the GPU: cuBLASLt has no algorithm for ",
-             dtype_name(out.dtype()), " [", M, ", ", K, "] x [", K, ", ", N, "]");
-  const double one = 1.0, beta_d = add_c ? 1.0 : 0.0;
-  const float onef = 1.0f, beta_f = add_c ? 1.0f : 0.0f;
-  const bool f64 = out.dtype() == kFloat64;
+    p.epilogue = CUBLASLT_EPILOGUE_RELU;
+  p.add_c = bias.defined() && !vector_bias;
+  DeviceHandle& h = handle(p.device);
+  const std::shared_ptr<Plan> planned = plan_for(p, h.handle);
+  Plan& plan = *planned;
+  if (p.add_c) copy_into(out, bias);  // out = bias (broadcast), then out += a @ b
+  const double one = 1.0, beta_d = p.add_c ? 1.0 : 0.0;
+  const float onef = 1.0f, beta_f = p.add_c ? 1.0f : 0.0f;
+  const bool f64 = p.dtype == kFloat64;
   const void* alpha = f64 ? static_cast<const void*>(&one) : &onef;
   const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
-  set_device(device);
-  check_lt(lt().matmul(h.handle, desc, alpha, b.impl()->data(), la.l, a.impl()->data(), lb.l, beta,
-                       out.impl()->data(), lc.l, out.impl()->data(), lc.l, &result.algo,
-                       h.workspace, kWorkspace, static_cast<cudaStream_t>(stream(device))),
-           "cublasLtMatmul");
-  note_launch(device, "cuBLASLt's matmul");
+  set_device(p.device);
+  std::lock_guard<std::mutex> lock(plan.mutex);
+  if (vector_bias) {
+    const void* ptr = bias.impl()->data();
+    check_lt(lt().desc_set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, sizeof ptr),
+             "the bias");
+  }
+  check_lt(
+      lt().matmul(h.handle, plan.desc, alpha, b.impl()->data(), plan.a, a.impl()->data(), plan.b,
+                  beta, out.impl()->data(), plan.c, out.impl()->data(), plan.c, &plan.algo,
+                  h.workspace, kWorkspace, static_cast<cudaStream_t>(stream(p.device))),
+      "cublasLtMatmul");
+  note_launch(p.device, "cuBLASLt's matmul");
 }
 
 }  // namespace coil::cuda

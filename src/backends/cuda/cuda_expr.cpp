@@ -59,6 +59,9 @@ std::string CudaEmitter::emit_load(const ir::ValueNode& v, const std::vector<std
     if (auto it = forwarded_.find(v.buffer()); it != forwarded_.end()) return it->second;
     if (recompute)
       if (std::optional<ir::Value> body = recompute(v.buffer())) return emit(*body);
+    if (load_override)
+      if (std::optional<std::string> value = load_override(v))
+        return temp(compute_type(v.dtype()), *value);
   }
   sym::Expr index = v.index();
   if (v.is_indirect()) {

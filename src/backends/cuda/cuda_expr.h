@@ -40,6 +40,8 @@ class CudaEmitter {
   }
   // For buffers computed in this kernel but not stored: their body (recomputed).
   std::function<std::optional<ir::Value>(const std::string&)> recompute;
+  // A load's value from elsewhere than memory (a vectorised kernel's registers), or nullopt.
+  std::function<std::optional<std::string>(const ir::ValueNode&)> load_override;
   // Where indirect loads register their checks (a kernel's list).
   std::vector<codegen::IndexCheck>* checks = nullptr;
   void line(const std::string& s) { w_.line(s); }

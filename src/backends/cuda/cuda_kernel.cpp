@@ -23,6 +23,30 @@ using schedule::KernelNode;
 
 constexpr int64_t kPointwiseBlock = 256;
 constexpr int64_t kRowBlock = 256;
+// Elements per thread of a vectorised pointwise kernel: one 16-byte access for float32.
+constexpr int64_t kVector = 4;
+
+// Where `index` reads `i + offset` with the offset free of i (consecutive elements for
+// consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
+// could never be aligned to a vector.
+std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i) {
+  sym::Expr offset = index - i;
+  if (sym::depends_on(offset, i)) return std::nullopt;
+  if (offset->is_const() && offset->value() % kVector != 0) return std::nullopt;
+  return offset;
+}
+
+// One vector access of a pointwise kernel: `buffer[i + offset]` for kVector consecutive i.
+struct VectorAccess {
+  std::string buffer;
+  sym::Expr offset;
+  DType dtype;
+  bool store;
+  std::string name;  // the register array holding the kVector values
+  std::string at() const {
+    return offset->is_const(0) ? buffer : buffer + " + (" + sym::to_c(offset) + ")";
+  }
+};
 
 // The kernel's nodes with its loop variables bound to expressions of the thread's indices.
 Kernel bound(const Kernel& k, const sym::Bindings& b) {
@@ -128,19 +152,32 @@ class Printer {
     return em;
   }
 
-  // The statements of `nodes` at one point: pointwise values forwarded and stored.
-  void point(CudaEmitter& em, const std::vector<const KernelNode*>& nodes) {
+  // A pointwise kernel bound to its flat index i (< numel), ready to print: its vector
+  // accesses, and the number of blocks of kPointwiseBlock threads it takes.
+  struct Pointwise {
+    const Kernel* bound;
+    sym::Expr i, numel;
+    std::vector<VectorAccess> vectors;
+    sym::Expr blocks;
+  };
+
+  // The statements of `nodes` at one point: pointwise values forwarded and stored (in a
+  // vectorised body, to the store's register array, element coil_j).
+  void point(CudaEmitter& em, const std::vector<const KernelNode*>& nodes,
+             const Pointwise* vectorised = nullptr) {
     for (const KernelNode* n : nodes) {
       std::string v = em.emit(n->body);
       em.forward(n->buffer, v);
-      if (n->store)
-        em.line(n->buffer + "[" + sym::to_c(n->store_index) + "] = " + to_memory(n->dtype, v) +
-                ";");
+      if (!n->store) continue;
+      const VectorAccess* vec = vectorised ? find(*vectorised, n->buffer, n->store_index) : nullptr;
+      em.line((vec ? vec->name + ".v[coil_j]" : n->buffer + "[" + sym::to_c(n->store_index) + "]") +
+              " = " + to_memory(n->dtype, v) + ";");
     }
   }
 
-  // A pointwise kernel's body at flat index `flat` (< numel), for threads of a block of kBlock.
-  void pointwise_body(const Kernel& k, sym::Expr first_block) {
+  // When every store, and some load, reads or writes consecutive elements for consecutive i,
+  // each thread takes kVector of them with vector accesses.
+  Pointwise pointwise(const Kernel& k) {
     const sym::Expr numel = sym_numel(k.outer);
     sym::Expr i = sym::index_var("i", numel);
     sym::Bindings b;
@@ -148,14 +185,65 @@ class Printer {
     bound_.push_back(bound(k, b));
     const Kernel& bk = bound_.back();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
+    std::vector<VectorAccess> vectors = vector_accesses(bk, i);
+    const int64_t per_block = kPointwiseBlock * (vectors.empty() ? 1 : kVector);
+    return {&bk, i, numel, std::move(vectors), sym::floordiv(numel + (per_block - 1), per_block)};
+  }
+
+  // Its body, for blocks from `first_block` on. A vectorised thread whose elements are all in
+  // range and whose vectors are aligned takes them with vector accesses, else one by one.
+  void pointwise_body(const Pointwise& pw, sym::Expr first_block) {
+    std::vector<const KernelNode*> nodes;
+    for (const KernelNode& n : pw.bound->nodes) nodes.push_back(&n);
     const std::string first =
         first_block->is_const() ? sym::to_c(first_block) : "(" + sym::to_c(first_block) + ")";
-    w_.line("const i64 i = ((i64)blockIdx.x - " + first + ") * " + std::to_string(kPointwiseBlock) +
-            " + threadIdx.x;");
-    auto guard = w_.block("if (i < " + sym::to_c(numel) + ")");
+    const std::string numel = sym::to_c(pw.numel);
+    const std::string thread =
+        "((i64)blockIdx.x - " + first + ") * " + std::to_string(kPointwiseBlock) + " + threadIdx.x";
+    if (pw.vectors.empty()) {
+      w_.line("const i64 i = " + thread + ";");
+      auto guard = w_.block("if (i < " + numel + ")");
+      CudaEmitter em = emitter();
+      point(em, nodes);
+      return;
+    }
+    const std::string v = std::to_string(kVector);
+    w_.line("const i64 coil_base = (" + thread + ") * " + v + ";");
+    std::string fast = "coil_base + " + v + " <= " + numel;
+    for (const VectorAccess& a : pw.vectors)
+      fast += " && coil_vec_aligned<" + v + ">(" + a.at() + ")";
+    auto vec_type = [&](const VectorAccess& a) {
+      return std::string("coil_vec<") + memory_type(a.dtype) + ", " + v + ">";
+    };
+    {
+      auto vector_path = w_.block("if (" + fast + ")");
+      for (const VectorAccess& a : pw.vectors)
+        w_.line(vec_type(a) + " " + a.name +
+                (a.store ? ";"
+                         : " = *reinterpret_cast<const " + vec_type(a) + "*>(" + a.at() +
+                               " + coil_base);"));
+      {
+        w_.line("#pragma unroll");
+        auto lanes = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
+        w_.line("const i64 i = coil_base + coil_j;");
+        CudaEmitter em = emitter();
+        em.load_override = [&](const ir::ValueNode& load) -> std::optional<std::string> {
+          const VectorAccess* a = find(pw, load.buffer(), load.index());
+          if (!a || a->store) return std::nullopt;
+          return from_memory(load.dtype(), a->name + ".v[coil_j]");
+        };
+        point(em, nodes, &pw);
+      }
+      for (const VectorAccess& a : pw.vectors)
+        if (a.store)
+          w_.line("*reinterpret_cast<" + vec_type(a) + "*>(" + a.at() +
+                  " + coil_base) = " + a.name + ";");
+    }
+    auto scalar_path = w_.block("else");
+    auto lanes = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
+    w_.line("const i64 i = coil_base + coil_j;");
+    auto guard = w_.block("if (i < " + numel + ")");
     CudaEmitter em = emitter();
-    std::vector<const KernelNode*> nodes;
-    for (const KernelNode& n : bk.nodes) nodes.push_back(&n);
     point(em, nodes);
   }
 
@@ -238,6 +326,37 @@ class Printer {
   CodeWriter& writer() { return w_; }
 
  private:
+  static const VectorAccess* find(const Pointwise& pw, const std::string& buffer, sym::Expr index) {
+    for (const VectorAccess& a : pw.vectors)
+      if (a.buffer == buffer && index - pw.i == a.offset) return &a;
+    return nullptr;
+  }
+
+  // The vector accesses of a pointwise kernel bound to flat index i: every store (all must be
+  // consecutive in i) and the loads of buffers it does not compute that are; none when a store
+  // is not, or nothing would be read or written as a vector.
+  std::vector<VectorAccess> vector_accesses(const Kernel& bk, sym::Expr i) {
+    std::vector<VectorAccess> out;
+    auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
+      for (const VectorAccess& a : out)
+        if (a.buffer == buffer && a.offset == offset) return;
+      out.push_back({buffer, offset, dtype, store, "coil_v" + std::to_string(out.size())});
+    };
+    for (const KernelNode& n : bk.nodes) {
+      if (!n.store) continue;
+      std::optional<sym::Expr> offset = unit_offset(n.store_index, i);
+      if (!offset) return {};
+      add(n.buffer, *offset, n.dtype, true);
+    }
+    for (const KernelNode& n : bk.nodes)
+      ir::for_each_load(n.body, [&](const ir::ValueNode& load) {
+        if (load.is_indirect() || nodes_.count(load.buffer())) return;
+        if (std::optional<sym::Expr> offset = unit_offset(load.index(), i))
+          add(load.buffer(), *offset, load.dtype(), false);
+      });
+    return out;
+  }
+
   const Kernel& k_;
   const ir::Program& p_;
   KernelSource& src_;
@@ -277,14 +396,13 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   } else {
     sym::Expr blocks = sym::constant(0);
     for (const Kernel& part : parts) {
-      const sym::Expr n =
-          sym::floordiv(sym_numel(part.outer) + (kPointwiseBlock - 1), kPointwiseBlock);
-      auto scope = pr.writer().block(parts.size() == 1
-                                         ? std::string()
-                                         : "if (blockIdx.x >= " + sym::to_c(blocks) +
-                                               " && blockIdx.x < " + sym::to_c(blocks + n) + ")");
-      pr.pointwise_body(part, blocks);
-      blocks = blocks + n;
+      const Printer::Pointwise pw = pr.pointwise(part);
+      auto scope = pr.writer().block(parts.size() == 1 ? std::string()
+                                                       : "if (blockIdx.x >= " + sym::to_c(blocks) +
+                                                             " && blockIdx.x < " +
+                                                             sym::to_c(blocks + pw.blocks) + ")");
+      pr.pointwise_body(pw, blocks);
+      blocks = blocks + pw.blocks;
     }
     src.launch = {blocks, block, 0};
     if (k.parts.empty()) src.inplace = codegen::inplace_pairs(k, program, {});

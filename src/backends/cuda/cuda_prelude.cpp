@@ -44,6 +44,11 @@ template <typename T> __device__ __forceinline__ T coil_remainder_float(T x, T y
   if (m != T(0) && ((m < T(0)) != (y < T(0)))) m += y;
   return m;
 }
+// A vectorised pointwise kernel's N consecutive elements, read or written in one access.
+template <typename T, int N> struct alignas(sizeof(T) * N) coil_vec { T v[N]; };
+template <int N, typename T> __device__ __forceinline__ bool coil_vec_aligned(const T* p) {
+  return reinterpret_cast<u64>(p) % (sizeof(T) * N) == 0;
+}
 // GPUs compute with subnormal numbers at full speed: softmax's exponentials need no scaling.
 __device__ __forceinline__ float coil_softmax_exp(float s) { return expf(s); }
 __device__ __forceinline__ float coil_softmax_div(float e, float sum) { return e / sum; }
