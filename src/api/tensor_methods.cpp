@@ -2,6 +2,7 @@
 #include <coil/ops.h>
 
 #include "autograd/record.h"
+#include "graph/eager_destination.h"
 #include "graph/registry.h"
 #include "graph/sym_node.h"
 #include "runtime/copy.h"
@@ -140,7 +141,9 @@ void write_into(const Tensor& self, const Tensor& value) {
   if (DispatchHook* hook = current_dispatch_hook()) {
     hook->assign(self, value);
   } else {
-    copy_into(self, value);
+    // An eager kernel that took self as its destination (EagerDestination) wrote it already.
+    if (value.impl()->storage != self.impl()->storage || value.impl()->meta != self.impl()->meta)
+      copy_into(self, value);
     ++self.impl()->storage->version;
   }
 }
@@ -164,12 +167,6 @@ const Tensor& Tensor::fill_(const Scalar& value) const {
   }
   return *this;
 }
-const Tensor& Tensor::add_(const Tensor& o) const {
-  return assign_result(*this, coil::add(*this, o), "add_");
-}
-const Tensor& Tensor::sub_(const Tensor& o) const {
-  return assign_result(*this, coil::sub(*this, o), "sub_");
-}
 // What an in-place op whose derivative reads `self` computes from: under autograd, a copy of
 // its old value (the write is about to replace it, and the rule would find it changed), as
 // PyTorch saves original_self.
@@ -177,29 +174,58 @@ namespace {
 Tensor old_value(const Tensor& self, const Tensor& other) {
   return autograd::should_record({self, other}) ? self.clone() : self;
 }
+
+// An in-place method whose new value `value()` computes with the one op `op`. On the GPU,
+// outside capture and autograd, that op's kernel is offered `self` to write into, and the
+// copy of assign_result then finds the value already there.
+template <typename Value>
+const Tensor& in_place(const Tensor& self, OpId op, const char* name, const Tensor& other,
+                       Value value) {
+  Tensor result;
+  {
+    std::optional<EagerDestination> offer;
+    std::vector<Arg> operands = {self};
+    if (other.defined()) operands.emplace_back(other);
+    if (self.device().is_cuda() && !current_dispatch_hook() && !autograd::should_record(operands))
+      offer.emplace(op, self);
+    result = value();
+  }
+  return assign_result(self, result, name);
+}
 }  // namespace
 
+const Tensor& Tensor::add_(const Tensor& o) const {
+  return in_place(*this, OpId::add, "add_", o, [&] { return coil::add(*this, o); });
+}
+const Tensor& Tensor::sub_(const Tensor& o) const {
+  return in_place(*this, OpId::sub, "sub_", o, [&] { return coil::sub(*this, o); });
+}
 const Tensor& Tensor::mul_(const Tensor& o) const {
-  return assign_result(*this, coil::mul(old_value(*this, o), o), "mul_");
+  return in_place(*this, OpId::mul, "mul_", o,
+                  [&] { return coil::mul(old_value(*this, o), o); });
 }
 const Tensor& Tensor::div_(const Tensor& o) const {
-  return assign_result(*this, coil::div(old_value(*this, o), o), "div_");
+  return in_place(*this, OpId::div, "div_", o,
+                  [&] { return coil::div(old_value(*this, o), o); });
 }
 const Tensor& Tensor::add_(const Scalar& o) const {
-  return assign_result(*this, coil::add(*this, o), "add_");
+  return in_place(*this, OpId::add, "add_", Tensor(), [&] { return coil::add(*this, o); });
 }
 const Tensor& Tensor::sub_(const Scalar& o) const {
-  return assign_result(*this, coil::sub(*this, o), "sub_");
+  return in_place(*this, OpId::sub, "sub_", Tensor(), [&] { return coil::sub(*this, o); });
 }
 const Tensor& Tensor::mul_(const Scalar& o) const {
-  return assign_result(*this, coil::mul(*this, o), "mul_");
+  return in_place(*this, OpId::mul, "mul_", Tensor(), [&] { return coil::mul(*this, o); });
 }
 const Tensor& Tensor::div_(const Scalar& o) const {
-  return assign_result(*this, coil::div(*this, o), "div_");
+  return in_place(*this, OpId::div, "div_", Tensor(), [&] { return coil::div(*this, o); });
 }
 const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
-  return assign_result(*this, coil::clamp(*this, min, max), "clamp_");
+  return in_place(*this, OpId::clamp, "clamp_", Tensor(),
+                  [&] { return coil::clamp(*this, min, max); });
 }
-const Tensor& Tensor::relu_() const { return assign_result(*this, coil::relu(*this), "relu_"); }
+const Tensor& Tensor::relu_() const {
+  return in_place(*this, OpId::relu, "relu_", Tensor(), [&] { return coil::relu(*this); });
+}
 
 }  // namespace coil

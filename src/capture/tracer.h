@@ -24,6 +24,9 @@ namespace coil::capture {
 struct CompiledGraph {
   std::shared_ptr<const Graph> graph;
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> run;
+  // The same, writing the first output into a given tensor where it can (generated code only;
+  // null otherwise).
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Tensor& into)> run_into;
 };
 // Compiles one captured graph with the function's backend (see compile_fx.h).
 using GraphCompiler = std::function<CompiledGraph(std::shared_ptr<const Graph>)>;

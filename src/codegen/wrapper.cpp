@@ -75,7 +75,7 @@ Tensor Wrapper::view_of(const Tensor& base, const ir::Layout& view, const int64_
   return alias_with(base, v.sizes, v.strides, m.offset + v.offset);
 }
 
-std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor* into) const {
   const std::vector<WrapperPlan::Slot>& buffers = plan_.slots;
   std::vector<Tensor> slots(buffers.size());
   for (size_t s = 0; s < buffers.size(); ++s) {
@@ -97,6 +97,11 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs) const {
         // In place, the kernel still reads the old slot: both name the same memory.
         slots[a.slot] = a.in_place ? slots[a.reuse] : std::move(slots[a.reuse]);
         slots[a.slot].impl()->meta = std::move(m);
+      } else if (into && a.slot == plan_.outputs.at(0).slot &&
+                 plan_.outputs[0].view == buffers[a.slot].layout && m.dtype == into->dtype() &&
+                 m.sizes == into->sizes() && m.strides == into->strides() &&
+                 m.device == into->device()) {
+        slots[a.slot] = *into;
       } else {
         slots[a.slot] = empty_from_meta(m);
       }

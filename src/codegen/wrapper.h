@@ -30,7 +30,9 @@ class Wrapper {
   // then binds every kernel with `bind`: the extern calls before it run while the compiler does.
   Wrapper(WrapperPlan plan, ModuleFuture module, KernelBinder bind);
 
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // With `into`, the first output is written there when it is the whole of a buffer the graph
+  // allocates with into's geometry (an in-place eager call's tensor); else as without.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const Tensor* into = nullptr) const;
   const WrapperPlan& plan() const { return plan_; }
   // The plan as readable code: allocations, reuses, calls, frees (the output_code log).
   std::string text() const { return render_wrapper(plan_); }

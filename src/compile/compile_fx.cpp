@@ -133,6 +133,9 @@ capture::CompiledGraph finish(CachedGraph compiled, const backends::DeviceBacken
   capture::CompiledGraph cg;
   cg.graph = std::move(g);
   cg.run = [wrapper](const std::vector<Tensor>& inputs) { return wrapper->run(inputs); };
+  cg.run_into = [wrapper](const std::vector<Tensor>& inputs, const Tensor& into) {
+    return wrapper->run(inputs, &into);
+  };
   return cg;
 }
 

@@ -23,6 +23,7 @@
 #include "compile/compile_fx.h"
 #include "debug/log.h"
 #include "decomp/decompose.h"
+#include "graph/eager_destination.h"
 #include "graph/printer.h"
 #include "graph/shape_env.h"
 #include "lower/context.h"
@@ -280,6 +281,21 @@ struct CallCache {
   }
 };
 
+// The compiled call run, its result written into an in-place method's tensor when one is
+// offered (EagerDestination) and no input overlaps it other than as the very same view (a
+// pointwise kernel reads each element before it writes it).
+std::vector<Tensor> run_call(OpId op, const CompiledCall& call, const std::vector<Tensor>& inputs) {
+  std::optional<Tensor> into = EagerDestination::take(op);
+  if (into && op_info(op).kind == OpKind::Pointwise) {
+    const TensorImpl& dest = *into->impl();
+    const bool apart = std::all_of(inputs.begin(), inputs.end(), [&](const Tensor& t) {
+      return t.impl()->storage != dest.storage || t.impl()->meta == dest.meta;
+    });
+    if (apart && call.graph.run_into) return call.graph.run_into(inputs, *into);
+  }
+  return call.graph.run(inputs);
+}
+
 std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
                               const std::vector<TensorMeta>& metas) {
   const backends::DeviceBackend& backend = backends::backend_for(metas.at(0).device);
@@ -313,13 +329,13 @@ std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
         cache->mark_static(key);
       }
     }
-    if (call) return call->graph.run(inputs);
+    if (call) return run_call(op, *call, inputs);
   }
   const DuckSizes none;
   const std::string key = key_of(nullptr);
   const CompiledCall* call = cache->find(key, none).first;
   if (!call) call = cache->add(key, compile_call(op, args, nullptr));
-  return call->graph.run(inputs);
+  return run_call(op, *call, inputs);
 }
 
 [[maybe_unused]] const bool installed = (install_device_eager(DeviceType::CUDA, gpu_eager), true);

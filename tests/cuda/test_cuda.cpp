@@ -301,6 +301,33 @@ TEST(Cuda, EagerOpsOnViewsCompileOncePerPattern) {
   EXPECT_EQ(jit::stats().compiles, 0);
 }
 
+// In-place methods on the GPU write their op's result straight into the tensor where nothing
+// else reads it differently; otherwise (an overlapping operand, a layout the kernel does not
+// write, a recorded op) through a copy. Either way the values are the CPU's.
+TEST(Cuda, InPlaceOpsWriteTheirTensor) {
+  COIL_REQUIRE_GPU();
+  Tensor x = random({33, 33}), y = random({33});
+  auto check = [&](const std::string& what, auto&& f) {
+    SCOPED_TRACE(what);
+    Tensor cpu = x.clone(), gpu = x.cuda();
+    const void* before = gpu.impl()->data();
+    f(cpu, y);
+    f(gpu, y.cuda());
+    EXPECT_EQ(gpu.impl()->data(), before);
+    expect_same(gpu, cpu, what);
+  };
+  check("mul_ by a scalar", [](const Tensor& t, const Tensor&) { t.mul_(2.5); });
+  check("add_ a broadcast row", [](const Tensor& t, const Tensor& r) { t.add_(r); });
+  check("add_ itself", [](const Tensor& t, const Tensor&) { t.add_(t); });
+  check("sub_ its transpose", [](const Tensor& t, const Tensor&) { t.sub_(t.t()); });
+  check("div_ of a transposed view", [](const Tensor& t, const Tensor& r) { t.t().div_(r + 3.0); });
+  check("clamp_ then relu_", [](const Tensor& t, const Tensor&) { t.clamp_(-0.5, 0.7).relu_(); });
+  Tensor w = x.cuda().requires_grad_(), v = w * 1.0;
+  v.mul_(3.0);  // recorded: autograd's own path
+  v.sum().backward();
+  expect_same(w.grad(), full({33, 33}, 3.0), "gradient through mul_");
+}
+
 // A training step on the GPU: eager autograd, and the compiled step (joint graph, partition,
 // both halves compiled for the GPU), against the CPU's eager gradients.
 TEST(Cuda, TrainingStepsMatchTheCpu) {
