@@ -201,12 +201,10 @@ const Tensor& Tensor::sub_(const Tensor& o) const {
   return in_place(*this, OpId::sub, "sub_", o, [&] { return coil::sub(*this, o); });
 }
 const Tensor& Tensor::mul_(const Tensor& o) const {
-  return in_place(*this, OpId::mul, "mul_", o,
-                  [&] { return coil::mul(old_value(*this, o), o); });
+  return in_place(*this, OpId::mul, "mul_", o, [&] { return coil::mul(old_value(*this, o), o); });
 }
 const Tensor& Tensor::div_(const Tensor& o) const {
-  return in_place(*this, OpId::div, "div_", o,
-                  [&] { return coil::div(old_value(*this, o), o); });
+  return in_place(*this, OpId::div, "div_", o, [&] { return coil::div(old_value(*this, o), o); });
 }
 const Tensor& Tensor::add_(const Scalar& o) const {
   return in_place(*this, OpId::add, "add_", Tensor(), [&] { return coil::add(*this, o); });
