@@ -51,6 +51,7 @@ def workloads(torch, F, gpu, device):
                            F.conv2d(x, w, padding=1), m, v, g, b, False)),
                        lambda: [r(*conv), r(64, 64, 3, 3), r(64), r(64), r(64),
                                 torch.rand(64, device=device) + 0.5]),
+        "long_rows_sum": (lambda x: x.sum(1), lambda: [r(8, (4 if gpu else 1) << 20)]),
         "instance_norm": (lambda x: (x - x.mean((2, 3), keepdim=True)) /
                           torch.sqrt(x.var((2, 3), keepdim=True) + 1e-5),
                           lambda: [r(*img)]),

@@ -132,6 +132,13 @@ std::vector<Workload> workloads() {
        [](const std::vector<Tensor>& a) {
          return (a[0] - mean(a[0], {2, 3}, true)) / sqrt(var(a[0], {2, 3}, 1.0, true) + 1e-5);
        }});
+  // A few long rows (issue 22's split reductions: one block per row would leave most of a GPU
+  // idle).
+  w.push_back({"long_rows_sum", "sum(x, dim=1), 8 rows",
+               [](bool gpu) {
+                 return randn_all({{8, gpu ? 4 << 20 : 1 << 20}});
+               },
+               [](const std::vector<Tensor>& a) { return sum(a[0], {1}); }});
   // Issue 24's convolution block (a model-shaped workload, not one of TARGETS.md's nine).
   w.push_back({"conv_block", "relu(batch_norm(conv2d(x, w, padding=1), ...)) (inference)",
                [](bool gpu) {

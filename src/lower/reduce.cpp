@@ -16,12 +16,16 @@ using ir::ReduceKind;
 using V = ir::ValueNode;
 using Result = std::optional<std::vector<TensorBox>>;
 
-// A reduction to a single value runs on one thread. Above this many elements it is split in
-// two (Inductor's split reductions): partial results over P contiguous pieces, reduced by as
-// many threads, then the P partials reduced to the value.
+// A reduction to a few values runs on as many threads (CPU) or blocks (GPU), one per value.
+// Above this many elements per value it is split in two (Inductor's split reductions): partial
+// results over P contiguous pieces of each value's elements, reduced by as many threads or
+// blocks, then each value's P partials reduced to it.
 constexpr int64_t kSplitMin = 32768;
+// "A few": fewer than the machine has threads to give them (a guess at the CPU's cores and at
+// the GPU's multiprocessors).
+constexpr int64_t kFewValuesCpu = 16, kFewValuesGpu = 128;
 
-// The number of pieces for a full reduction of n elements: a divisor of n that leaves each
+// The number of pieces for a reduction of n elements per value: a divisor of n that leaves each
 // piece long enough to vectorise, or 0 when none does.
 int64_t split_pieces(int64_t n) {
   for (int64_t p : {256, 128, 64, 32, 16})
@@ -48,17 +52,19 @@ ir::Value identity(ReduceKind kind, DType t) {
   }
 }
 
-// Rewrites `c`, a reduction to one element, as a reduction over a new buffer of partials, when
-// it is large enough and its kind combines partials with itself. A static count is cut into
-// pieces that divide it; a count known only at run time (large at the hints) into 256 pieces of
-// ceil(n / 256), the last elements of the last piece masked to the reduction's identity (their
-// index clamped, so that nothing reads past the tensor).
-void split_full_reduction(Context& cx, ir::Computation& c) {
+// Rewrites `c`, a reduction to a few values, as a reduction over a new buffer of partials,
+// when each value has enough elements and its kind combines partials with itself. A static
+// count is cut into pieces that divide it; a count known only at run time (large at the hints)
+// into 256 pieces of ceil(n / 256), the last elements of the last piece masked to the
+// reduction's identity (their index clamped, so that nothing reads past the tensor). The
+// partials are laid out as the values with one more, innermost dim: the piece.
+void split_reduction(Context& cx, ir::Computation& c) {
   const bool combines = *c.reduce == ReduceKind::Sum || *c.reduce == ReduceKind::Prod ||
                         *c.reduce == ReduceKind::Max || *c.reduce == ReduceKind::Min ||
                         *c.reduce == ReduceKind::Any || *c.reduce == ReduceKind::All;
   const sym::Expr numel = sym_numel(c.reduction_ranges);
-  if (!combines || !sym_numel(c.ranges)->is_const(1)) return;
+  const int64_t few = cx.program().device.is_cuda() ? kFewValuesGpu : kFewValuesCpu;
+  if (!combines || cx.program().hint(sym_numel(c.ranges)) > few) return;
   int64_t pieces = 256;
   sym::Expr len;
   if (numel->is_const()) {
@@ -70,19 +76,28 @@ void split_full_reduction(Context& cx, ir::Computation& c) {
     if (cx.program().hint(numel) < kSplitMin) return;
     len = sym::floordiv(numel + (pieces - 1), pieces);
   }
-  // Partials: piece p reduces elements [p * len, (p + 1) * len) of the flattened reduction.
+  // Partials: piece p of a value reduces elements [p * len, (p + 1) * len) of its flattened
+  // reduction. The values' dims of size 1 are left out (a full reduction's partials are a row).
   ir::Computation part;
-  part.ranges = {sym::constant(pieces)};
+  sym::Bindings at;
+  for (size_t k = 0; k < c.vars.size(); ++k) {
+    if (c.ranges[k]->is_const(1)) {
+      at[c.vars[k]] = sym::constant(0);
+      continue;
+    }
+    part.ranges.push_back(c.ranges[k]);
+  }
+  part.ranges.push_back(sym::constant(pieces));
   part.vars = Context::vars(part.ranges, "i");
+  for (size_t k = 0, kept = 0; k < c.vars.size(); ++k)
+    if (!c.ranges[k]->is_const(1)) at[c.vars[k]] = part.vars[kept++];
   part.reduction_ranges = {len};
   part.rvars = Context::vars(part.reduction_ranges, "j");
-  const sym::Expr flat = part.vars[0] * len + part.rvars[0];
+  const sym::Expr flat = part.vars.back() * len + part.rvars[0];
   const bool ragged = !numel->is_const();
-  sym::Bindings at;
   std::vector<sym::Expr> original =
       ir::unravel(ragged ? sym::min(flat, numel - 1) : flat, c.reduction_ranges);
   for (size_t k = 0; k < c.rvars.size(); ++k) at[c.rvars[k]] = original[k];
-  for (const sym::Expr& v : c.vars) at[v] = sym::constant(0);  // every output dim is 1
   part.body = ir::substitute(c.body, at);
   if (ragged)
     part.body = V::where(V::binary(Op::Lt, V::index_value(flat), size_value(numel, kInt64)),
@@ -92,12 +107,17 @@ void split_full_reduction(Context& cx, ir::Computation& c) {
   ir::Buffer b;
   b.kind = ir::BufferKind::Computed;
   b.layout = ir::Layout::contiguous(c.dtype, part.ranges);
-  b.compute = std::move(part);
-  const std::string partials = cx.add_buffer(std::move(b));
-  // The value: the partials reduced.
+  // Value v's partial p: the partials' row of v, element p.
+  std::vector<sym::Expr> partial_index;
+  for (size_t k = 0; k < c.vars.size(); ++k)
+    if (!c.ranges[k]->is_const(1)) partial_index.push_back(c.vars[k]);
   c.reduction_ranges = {sym::constant(pieces)};
   c.rvars = Context::vars(c.reduction_ranges, "j");
-  c.body = V::load(partials, c.dtype, c.rvars[0]);
+  partial_index.push_back(c.rvars[0]);
+  const sym::Expr address = b.layout.address(partial_index);
+  b.compute = std::move(part);
+  const std::string partials = cx.add_buffer(std::move(b));
+  c.body = V::load(partials, c.dtype, address);
 }
 
 // Reduces `x` over `dims` (all dims when empty) into a new buffer shaped like the node's
@@ -134,7 +154,7 @@ TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, 
   c.body = body(cx.box(x).load(idx));
   c.reduce = kind;
   c.dtype = dtype;
-  split_full_reduction(cx, c);
+  split_reduction(cx, c);
   ir::Buffer b;
   b.kind = ir::BufferKind::Computed;
   b.layout = ir::Layout::contiguous(dtype, c.ranges);

@@ -118,6 +118,18 @@ TEST(DynamicCompile, FullReductionsSplitOverRunTimeSizes) {
     expect_matches_interpreter(*g, cg, free);
 }
 
+// A few long rows at the hints: each row in 256 ragged pieces; any sizes later (many short rows
+// too) still reduce right.
+TEST(DynamicCompile, FewLongRowsSplitOverRunTimeSizes) {
+  std::shared_ptr<Graph> g = dynamic_graph();
+  Node* x = dynamic_input(*g, "x", {4, 40000});
+  g->output({g->call(OpId::sum, {x, Shape{1}}), g->call(OpId::amax, {x, Shape{1}})});
+  capture::CompiledGraph cg = compile_fx(g, CompileOptions{}, "dynamic");
+  for (std::vector<int64_t> free :
+       {std::vector<int64_t>{4, 40000}, {3, 50001}, {5, 33333}, {2, 7}, {300, 257}})
+    expect_matches_interpreter(*g, cg, free);
+}
+
 // Strides that are symbols of their own (the GPU's eager calls on views): the wrapper reads them
 // from the inputs at each call, and the kernels index with them. x is a slice of a wider matrix
 // (row stride s2), y the transpose of a contiguous one (column stride s0).

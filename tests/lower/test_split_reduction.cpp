@@ -1,5 +1,6 @@
-// Split reductions: a large reduction to one value runs as partials over pieces (one parallel
-// kernel) and a small reduction of the partials; results match a float64 reference.
+// Split reductions: a large reduction to one value, or to a few values (fewer than the machine's
+// threads), runs as partials over pieces (one parallel kernel) and a small reduction of the
+// partials; results match a float64 reference.
 #include <gtest/gtest.h>
 
 #include <coil/coil.h>
@@ -47,6 +48,40 @@ TEST(SplitReduction, MatchesFloat64) {
   EXPECT_TRUE(anyv.item<bool>());
   EXPECT_FALSE(allv.item<bool>());
   EXPECT_NEAR(pr.item<double>(), std::pow(1.0001f, 131072), 1e-2 * std::pow(1.0001, 131072));
+}
+
+// Few long rows (and few long columns): each value's elements in pieces, the partials laid out
+// as [values, pieces]; many rows are not split.
+TEST(SplitReduction, FewLongRowsRunAsPartials) {
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4, 65536}, kCPU));
+  g.output({g.call(OpId::sum, {x, Shape{1}})});
+  schedule::Schedule s = testing_stages::lowered_and_scheduled(g).schedule;
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(sym_numel(s.kernels[0].outer), sym::constant(4 * 128));  // pieces of 512
+  EXPECT_EQ(s.kernels[0].inner, sym_constants({512}));
+  EXPECT_EQ(s.kernels[1].outer, sym_constants({4}));
+  EXPECT_EQ(s.kernels[1].inner, sym_constants({128}));
+  Graph many;
+  Node* y = many.placeholder("y", ops::contiguous_meta(kFloat32, {64, 65536}, kCPU));
+  many.output({many.call(OpId::sum, {y, Shape{1}})});
+  EXPECT_EQ(testing_stages::lowered_and_scheduled(many).schedule.kernels.size(), 1u);
+}
+
+TEST(SplitReduction, FewLongRowsMatchFloat64) {
+  manual_seed(6);
+  Tensor x = random({3, 40000}), c = random({50000, 2});
+  auto f = compile([](const Tensor& a, const Tensor& b) {
+    return std::make_tuple(sum(a, {1}), amax(a, {1}, true), sum(b, {0}), softmax(a, 1),
+                           mean(a.reshape({3, 200, 200}), {1, 2}));
+  });
+  auto [rows, maxes, cols, soft, means] = f(x, c);
+  Tensor x64 = x.to(kFloat64), c64 = c.to(kFloat64);
+  expect_close(rows, values(sum(x64, {1})), {3}, 1e-5, 1e-3);
+  expect_close(maxes, values(amax(x64, {1}, true)), {3, 1}, 0, 0);
+  expect_close(cols, values(sum(c64, {0})), {2}, 1e-5, 1e-3);
+  expect_close(soft, values(softmax(x64, 1)), {3, 40000}, 1e-5, 1e-9);
+  expect_close(means, values(mean(x64.reshape({3, 200, 200}), {1, 2})), {3}, 1e-5, 1e-6);
 }
 
 }  // namespace
