@@ -328,6 +328,37 @@ TEST(Cuda, InPlaceOpsWriteTheirTensor) {
   expect_same(w.grad(), full({33, 33}, 3.0), "gradient through mul_");
 }
 
+// cumsum and scatter_add run on the GPU (no CPU copies): cumsum in every dim and the dtype rules
+// (integers to int64, dtype=), on a view too, equal to the CPU's sums; scatter_add with repeated
+// targets in each dim and dtype; an index out of range is the CPU's error.
+TEST(Cuda, ScanAndScatterRunOnTheGpu) {
+  COIL_REQUIRE_GPU();
+  const std::string log = log_of("device_eager", [&] {
+    for (DType t : {kFloat32, kFloat64, kFloat16, kInt64, kInt32, kBool}) {
+      SCOPED_TRACE(dtype_name(t));
+      Tensor x = is_floating(t) ? random({5, 300, 3}, t) : random({5, 300, 3}, t, 0, 3);
+      Tensor xc = x.cuda();
+      for (int64_t dim : {0, 1, -1}) expect_same(cumsum(xc, dim), cumsum(x, dim), "cumsum", 1e-4);
+      expect_same(cumsum(xc.transpose(0, 2), 1, kFloat64), cumsum(x.transpose(0, 2), 1, kFloat64),
+                  "cumsum of a view, as float64");
+    }
+    for (DType t : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64}) {
+      SCOPED_TRACE(dtype_name(t));
+      Tensor self = is_floating(t) ? random({6, 7}, t) : random({6, 7}, t, -5, 5);
+      Tensor src = is_floating(t) ? random({9, 7}, t) : random({9, 7}, t, -5, 5);
+      Tensor rows = random({9, 7}, kInt64, 0, 6), cols = random({6, 5}, kInt64, 0, 7);
+      expect_same(scatter_add(self.cuda(), 0, rows.cuda(), src.cuda()),
+                  scatter_add(self, 0, rows, src), "along dim 0", 1e-2);
+      expect_same(scatter_add(self.cuda(), 1, cols.cuda(), src.t().cuda()),
+                  scatter_add(self, 1, cols, src.t()), "along dim 1, src a view", 1e-2);
+    }
+  });
+  EXPECT_EQ(log.find("on the CPU"), std::string::npos) << log;
+  Tensor bad = full({2, 2}, int64_t{7}, kInt64).cuda();
+  EXPECT_COIL_ERROR(scatter_add(zeros({3, 2}).cuda(), 0, bad, ones({2, 2}).cuda()),
+                    "scatter_add: index 7 is out of bounds for dim 0");
+}
+
 // A training step on the GPU: eager autograd, and the compiled step (joint graph, partition,
 // both halves compiled for the GPU), against the CPU's eager gradients.
 TEST(Cuda, TrainingStepsMatchTheCpu) {

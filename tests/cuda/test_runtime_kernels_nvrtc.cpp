@@ -1,11 +1,12 @@
 // The CUDA backend's hand-written kernels (the runtime's copies, fills and random draws, the
-// fused attention) compile with NVRTC, with no GPU needed: CI checks them as it checks the
-// generated kernels.
+// fused attention, cumsum and scatter_add) compile with NVRTC, with no GPU needed: CI checks them
+// as it checks the generated kernels.
 #include <filesystem>
 
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/flash_attention.h"
 #include "backends/cuda/runtime_kernels.h"
+#include "backends/cuda/scan_scatter.h"
 #include "testing.h"
 
 using namespace coil;
@@ -40,4 +41,12 @@ TEST(CudaRuntimeKernels, CompileWithNvrtc) {
 TEST(CudaRuntimeKernels, AttentionCompilesWithNvrtc) {
   EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat64, 128, 128)), "");
   EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kBFloat16, 5, 7)), "");
+}
+
+// cumsum (a floating accumulator) and scatter_add's kinds of addition (64-bit integers by the
+// hardware's atomics, 16-bit floats by compare-and-swap).
+TEST(CudaRuntimeKernels, ScanAndScatterCompileWithNvrtc) {
+  EXPECT_EQ(nvrtc_errors(cuda::cumsum_kernel_source(kFloat16)), "");
+  EXPECT_EQ(nvrtc_errors(cuda::scatter_add_kernel_source(kInt64, kInt32)), "");
+  EXPECT_EQ(nvrtc_errors(cuda::scatter_add_kernel_source(kBFloat16, kInt64)), "");
 }

@@ -13,6 +13,8 @@
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/scan_scatter.h"
+#include "graph/dims.h"
 #include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/tensor_impl.h"
@@ -98,6 +100,21 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
       return product(a.tensor(1), a.tensor(2), a.tensor(0), Epilogue::none);
     case OpId::addmm_relu:
       return product(a.tensor(1), a.tensor(2), a.tensor(0), Epilogue::relu);
+    // A scan and a scatter: kernels of coil's own (scan_scatter.h).
+    case OpId::cumsum: {
+      Tensor out = empty_from_meta(metas.at(0));
+      const Tensor& x = a.tensor(0);
+      cumsum(x.dtype() == out.dtype() ? x : x.to(out.dtype()),
+             wrap_dim(a.i64(1), x.dim(), "cumsum"), out);
+      return std::vector<Tensor>{out};
+    }
+    case OpId::scatter_add: {
+      if (!scatter_add_supported(metas.at(0).dtype)) return std::nullopt;
+      Tensor out = empty_from_meta(metas.at(0));
+      copy_into(out, a.tensor(0));
+      scatter_add(out, wrap_dim(a.i64(1), out.dim(), "scatter_add"), a.tensor(2), a.tensor(3));
+      return std::vector<Tensor>{out};
+    }
     // Convolutions: cuDNN's, when it loads (else the CPU's kernel on copies).
     case OpId::conv2d:
     case OpId::conv2d_input_backward:
