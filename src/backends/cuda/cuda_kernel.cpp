@@ -175,8 +175,8 @@ class Printer {
     }
   }
 
-  // When every store, and some load, reads or writes consecutive elements for consecutive i,
-  // each thread takes kVector of them with vector accesses.
+  // When every store writes consecutive elements for consecutive i, each thread takes kVector
+  // of them: the stores, and the loads that are consecutive too, with vector accesses.
   Pointwise pointwise(const Kernel& k) {
     const sym::Expr numel = sym_numel(k.outer);
     sym::Expr i = sym::index_var("i", numel);
@@ -333,8 +333,7 @@ class Printer {
   }
 
   // The vector accesses of a pointwise kernel bound to flat index i: every store (all must be
-  // consecutive in i) and the loads of buffers it does not compute that are; none when a store
-  // is not, or nothing would be read or written as a vector.
+  // consecutive in i: none otherwise) and the loads of buffers it does not compute that are.
   std::vector<VectorAccess> vector_accesses(const Kernel& bk, sym::Expr i) {
     std::vector<VectorAccess> out;
     auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
