@@ -56,3 +56,17 @@ TEST(CudaCodegen, PointwiseKernelsUseVectorAccesses) {
     EXPECT_EQ(cuda_compile_errors(g), "");
   }
 }
+
+// A row's passes read and write it four elements at a time where they are consecutive along it
+// (softmax's three passes, layer norm's two), and compile.
+TEST(CudaCodegen, RowPassesUseVectorAccesses) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {64, 512}));
+  Node* w = g.placeholder("w", ops::contiguous_meta(kFloat32, {512}));
+  g.output(
+      {g.call(OpId::softmax, {x, int64_t{1}}), g.call(OpId::layer_norm, {x, Shape{512}, w, w})});
+  const std::string source = cuda_module_source(g);
+  EXPECT_NE(source.find("for (i64 coil_base = (i64)threadIdx.x * 4;"), std::string::npos) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
+}

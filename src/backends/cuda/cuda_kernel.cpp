@@ -160,16 +160,21 @@ class Printer {
     std::vector<VectorAccess> vectors;
     sym::Expr blocks;
   };
+  // Vector accesses along `var` (a pointwise kernel's i, a row kernel's r), element coil_j.
+  struct Lanes {
+    const std::vector<VectorAccess>& vectors;
+    sym::Expr var;
+  };
 
   // The statements of `nodes` at one point: pointwise values forwarded and stored (in a
   // vectorised body, to the store's register array, element coil_j).
   void point(CudaEmitter& em, const std::vector<const KernelNode*>& nodes,
-             const Pointwise* vectorised = nullptr) {
+             const Lanes* lanes = nullptr) {
     for (const KernelNode* n : nodes) {
       std::string v = em.emit(n->body);
       em.forward(n->buffer, v);
       if (!n->store) continue;
-      const VectorAccess* vec = vectorised ? find(*vectorised, n->buffer, n->store_index) : nullptr;
+      const VectorAccess* vec = lanes ? find(*lanes, n->buffer, n->store_index) : nullptr;
       em.line((vec ? vec->name + ".v[coil_j]" : n->buffer + "[" + sym::to_c(n->store_index) + "]") +
               " = " + to_memory(n->dtype, v) + ";");
     }
@@ -185,7 +190,9 @@ class Printer {
     bound_.push_back(bound(k, b));
     const Kernel& bk = bound_.back();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
-    std::vector<VectorAccess> vectors = vector_accesses(bk, i);
+    std::vector<const KernelNode*> nodes;
+    for (const KernelNode& n : bk.nodes) nodes.push_back(&n);
+    std::vector<VectorAccess> vectors = vector_accesses(nodes, i);
     const int64_t per_block = kPointwiseBlock * (vectors.empty() ? 1 : kVector);
     return {&bk, i, numel, std::move(vectors), sym::floordiv(numel + (per_block - 1), per_block)};
   }
@@ -212,32 +219,10 @@ class Printer {
     std::string fast = "coil_base + " + v + " <= " + numel;
     for (const VectorAccess& a : pw.vectors)
       fast += " && coil_vec_aligned<" + v + ">(" + a.at() + ")";
-    auto vec_type = [&](const VectorAccess& a) {
-      return std::string("coil_vec<") + memory_type(a.dtype) + ", " + v + ">";
-    };
     {
       auto vector_path = w_.block("if (" + fast + ")");
-      for (const VectorAccess& a : pw.vectors)
-        w_.line(vec_type(a) + " " + a.name +
-                (a.store ? ";"
-                         : " = *reinterpret_cast<const " + vec_type(a) + "*>(" + a.at() +
-                               " + coil_base);"));
-      {
-        w_.line("#pragma unroll");
-        auto lanes = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
-        w_.line("const i64 i = coil_base + coil_j;");
-        CudaEmitter em = emitter();
-        em.load_override = [&](const ir::ValueNode& load) -> std::optional<std::string> {
-          const VectorAccess* a = find(pw, load.buffer(), load.index());
-          if (!a || a->store) return std::nullopt;
-          return from_memory(load.dtype(), a->name + ".v[coil_j]");
-        };
-        point(em, nodes, &pw);
-      }
-      for (const VectorAccess& a : pw.vectors)
-        if (a.store)
-          w_.line("*reinterpret_cast<" + vec_type(a) + "*>(" + a.at() +
-                  " + coil_base) = " + a.name + ";");
+      vector_lanes({pw.vectors, pw.i},
+                   [&](CudaEmitter& em, const Lanes& lanes) { point(em, nodes, &lanes); });
     }
     auto scalar_path = w_.block("else");
     auto lanes = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
@@ -245,6 +230,59 @@ class Printer {
     auto guard = w_.block("if (i < " + numel + ")");
     CudaEmitter em = emitter();
     point(em, nodes);
+  }
+
+  // kVector elements from coil_base on, along `lanes.var`: the vectors read, `body` for each
+  // element (its loads of them from registers), the vectors written.
+  void vector_lanes(const Lanes& lanes,
+                    const std::function<void(CudaEmitter&, const Lanes&)>& body) {
+    const std::string v = std::to_string(kVector);
+    auto vec_type = [&](const VectorAccess& a) {
+      return std::string("coil_vec<") + memory_type(a.dtype) + ", " + v + ">";
+    };
+    for (const VectorAccess& a : lanes.vectors)
+      w_.line(vec_type(a) + " " + a.name +
+              (a.store ? ";"
+                       : " = *reinterpret_cast<const " + vec_type(a) + "*>(" + a.at() +
+                             " + coil_base);"));
+    {
+      w_.line("#pragma unroll");
+      auto each = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
+      w_.line("const i64 " + sym::to_c(lanes.var) + " = coil_base + coil_j;");
+      CudaEmitter em = emitter();
+      em.load_override = [&](const ir::ValueNode& load) -> std::optional<std::string> {
+        const VectorAccess* a = find(lanes, load.buffer(), load.index());
+        if (!a || a->store) return std::nullopt;
+        return from_memory(load.dtype(), a->name + ".v[coil_j]");
+      };
+      body(em, lanes);
+    }
+    for (const VectorAccess& a : lanes.vectors)
+      if (a.store)
+        w_.line("*reinterpret_cast<" + vec_type(a) + "*>(" + a.at() + " + coil_base) = " + a.name +
+                ";");
+  }
+
+  // One pass over a row at r: its pointwise nodes, and each reduction folded into its
+  // accumulator.
+  void fold_pass(CudaEmitter& em, const std::vector<const KernelNode*>& section,
+                 const Lanes* lanes) {
+    for (const KernelNode* n : section) {
+      if (!n->reduce) {
+        point(em, {n}, lanes);
+        continue;
+      }
+      std::string v = em.emit(n->body);
+      const std::string a = "acc_" + n->buffer;
+      const DType dt = n->body->dtype();
+      if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin) {
+        const std::string kmax = n->reduce == ReduceKind::ArgMax ? "true" : "false";
+        em.line("if (coil_arg<" + kmax + ", " + codegen::compute_type(dt) + ">{}.better(" + v +
+                ", r, " + a + ", " + a + "_i)) { " + a + " = " + v + "; " + a + "_i = r; }");
+      } else {
+        em.line(a + " = " + fold(*n->reduce) + "(" + a + ", " + v + ");");
+      }
+    }
   }
 
   void row_body(const Kernel& k, int64_t threads) {
@@ -280,25 +318,33 @@ class Printer {
         if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin)
           w_.line("i64 acc_" + n->buffer + "_i = 0;");
       }
-      {
+      // Each thread's elements of the row: kVector at a time where the pass's stores (and
+      // some loads) are consecutive along it, the row's length divides and the vectors are
+      // aligned; else one at a time.
+      auto scalar_loop = [&] {
         auto loop = w_.block("for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
         CudaEmitter em = emitter();
-        for (const KernelNode* n : blk.section) {
-          if (!n->reduce) {
-            point(em, {n});
-            continue;
-          }
-          std::string v = em.emit(n->body);
-          const std::string a = "acc_" + n->buffer;
-          const DType dt = n->body->dtype();
-          if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin) {
-            const std::string kmax = n->reduce == ReduceKind::ArgMax ? "true" : "false";
-            em.line("if (coil_arg<" + kmax + ", " + codegen::compute_type(dt) + ">{}.better(" + v +
-                    ", r, " + a + ", " + a + "_i)) { " + a + " = " + v + "; " + a + "_i = r; }");
-          } else {
-            em.line(a + " = " + fold(*n->reduce) + "(" + a + ", " + v + ");");
-          }
+        fold_pass(em, blk.section, nullptr);
+      };
+      const std::vector<VectorAccess> vectors = vector_accesses(blk.section, r);
+      if (vectors.empty() || std::none_of(vectors.begin(), vectors.end(),
+                                          [](const VectorAccess& a) { return !a.store; })) {
+        scalar_loop();
+      } else {
+        const std::string v = std::to_string(kVector);
+        std::string fast = "(" + rn + ") % " + v + " == 0";
+        for (const VectorAccess& a : vectors)
+          fast += " && coil_vec_aligned<" + v + ">(" + a.at() + ")";
+        {
+          auto vector_path = w_.block("if (" + fast + ")");
+          auto loop = w_.block("for (i64 coil_base = (i64)threadIdx.x * " + v + "; coil_base < " +
+                               rn + "; coil_base += " + std::to_string(threads * kVector) + ")");
+          vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
+            fold_pass(em, blk.section, &lanes);
+          });
         }
+        auto scalar_path = w_.block("else");
+        scalar_loop();
       }
       for (const KernelNode* n : blk.section) {
         if (!n->reduce) continue;
@@ -326,31 +372,33 @@ class Printer {
   CodeWriter& writer() { return w_; }
 
  private:
-  static const VectorAccess* find(const Pointwise& pw, const std::string& buffer, sym::Expr index) {
-    for (const VectorAccess& a : pw.vectors)
-      if (a.buffer == buffer && index - pw.i == a.offset) return &a;
+  static const VectorAccess* find(const Lanes& lanes, const std::string& buffer, sym::Expr index) {
+    for (const VectorAccess& a : lanes.vectors)
+      if (a.buffer == buffer && index - lanes.var == a.offset) return &a;
     return nullptr;
   }
 
-  // The vector accesses of a pointwise kernel bound to flat index i: every store (all must be
-  // consecutive in i: none otherwise) and the loads of buffers it does not compute that are.
-  std::vector<VectorAccess> vector_accesses(const Kernel& bk, sym::Expr i) {
+  // The vector accesses along `var` of `nodes` (a pointwise kernel's, bound to its flat index;
+  // a pass over a row): every store inside the loop (all must be consecutive along var: none
+  // otherwise) and the loads of buffers the kernel does not compute that are.
+  std::vector<VectorAccess> vector_accesses(const std::vector<const KernelNode*>& nodes,
+                                            sym::Expr var) {
     std::vector<VectorAccess> out;
     auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
       for (const VectorAccess& a : out)
         if (a.buffer == buffer && a.offset == offset) return;
       out.push_back({buffer, offset, dtype, store, "coil_v" + std::to_string(out.size())});
     };
-    for (const KernelNode& n : bk.nodes) {
-      if (!n.store) continue;
-      std::optional<sym::Expr> offset = unit_offset(n.store_index, i);
+    for (const KernelNode* n : nodes) {
+      if (!n->store || n->reduce) continue;
+      std::optional<sym::Expr> offset = unit_offset(n->store_index, var);
       if (!offset) return {};
-      add(n.buffer, *offset, n.dtype, true);
+      add(n->buffer, *offset, n->dtype, true);
     }
-    for (const KernelNode& n : bk.nodes)
-      ir::for_each_load(n.body, [&](const ir::ValueNode& load) {
+    for (const KernelNode* n : nodes)
+      ir::for_each_load(n->body, [&](const ir::ValueNode& load) {
         if (load.is_indirect() || nodes_.count(load.buffer())) return;
-        if (std::optional<sym::Expr> offset = unit_offset(load.index(), i))
+        if (std::optional<sym::Expr> offset = unit_offset(load.index(), var))
           add(load.buffer(), *offset, load.dtype(), false);
       });
     return out;
