@@ -130,6 +130,18 @@ TEST(DynamicCompile, FewLongRowsSplitOverRunTimeSizes) {
     expect_matches_interpreter(*g, cg, free);
 }
 
+// A softmax over rows of run-time length keeps its exponentials in a stack array for rows up to
+// the array's size, and recomputes them for longer rows: both versions of the row are right.
+TEST(DynamicCompile, RowScratchServesShortRowsAndLongOnesRecompute) {
+  std::shared_ptr<Graph> g = dynamic_graph();
+  Node* x = dynamic_input(*g, "x", {4, 64});
+  g->output({g->call(OpId::softmax, {x, int64_t{1}})});
+  capture::CompiledGraph cg = compile_fx(g, CompileOptions{}, "dynamic");
+  for (std::vector<int64_t> free :
+       {std::vector<int64_t>{4, 64}, {3, 8192}, {2, 8193}, {2, 20000}, {5, 3}})
+    expect_matches_interpreter(*g, cg, free);
+}
+
 // Strides that are symbols of their own (the GPU's eager calls on views): the wrapper reads them
 // from the inputs at each call, and the kernels index with them. x is a slice of a wider matrix
 // (row stride s2), y the transpose of a contiguous one (column stride s0).

@@ -48,20 +48,24 @@ class RowKernel : public LoopEmitter {
     const size_t depth = k_.outer.size();
     if (parallel_) w.line(omp_for(static_cast<int>(depth)));
     auto loops = outer_loops(w, depth);
-    for (const auto& [key, name] : scratch_)
-      w.line("float " + name + "[" + sym::to_c(sym_numel(k_.inner)) + "];");
-    for (size_t b = 0; b < bs.size(); ++b) {
-      current_block_ = b;
-      if (!bs[b].outer) {
-        emit_pass(w, bs[b].section);
-        continue;
-      }
-      const KernelNode& n = *bs[b].outer;
-      BodyEmitter em = emitter(w, false);
-      Emitted v = em.emit(n.body);
-      if (n.store) em.line(store_stmt(n, sym::to_c(n.store_index), v.text));
-      outer_values_[n.buffer] = v;
+    const sym::Expr length = sym_numel(k_.inner);
+    if (scratch_.empty() || length->is_const()) {
+      emit_row(w, bs, length);
+      return;
     }
+    // A row whose length is known only at run time keeps its scratch arrays, sized for the
+    // longest row they serve, when it is that short; a longer one recomputes.
+    const std::string most = std::to_string(kMaxScratch);
+    {
+      auto kept = w.block("if (" + sym::to_c(length) + " <= " + most + ")");
+      emit_row(w, bs, sym::constant(kMaxScratch));
+    }
+    scratch_.clear();
+    scratch_owner_.clear();
+    pass_ = 0;
+    prefetched_ = false;
+    auto recomputed = w.block("else");
+    emit_row(w, bs, length);
   }
 
   std::vector<std::pair<std::string, std::string>> inplace_pairs() const override {
@@ -84,6 +88,25 @@ class RowKernel : public LoopEmitter {
     if (!vector) return;
     for (const auto& [buffer, index] : prefetch_)
       em.line("__builtin_prefetch(" + buffer + " + " + sym::to_c(index) + ");");
+  }
+
+  // One row: its scratch arrays (of `scratch_length` floats), then its passes and the values
+  // between them.
+  void emit_row(CodeWriter& w, const std::vector<RowBlock>& bs, sym::Expr scratch_length) {
+    for (const auto& [key, name] : scratch_)
+      w.line("float " + name + "[" + sym::to_c(scratch_length) + "];");
+    for (size_t b = 0; b < bs.size(); ++b) {
+      current_block_ = b;
+      if (!bs[b].outer) {
+        emit_pass(w, bs[b].section);
+        continue;
+      }
+      const KernelNode& n = *bs[b].outer;
+      BodyEmitter em = emitter(w, false);
+      Emitted v = em.emit(n.body);
+      if (n.store) em.line(store_stmt(n, sym::to_c(n.store_index), v.text));
+      outer_values_[n.buffer] = v;
+    }
   }
 
   // How many vector accumulators each reduction of a pass keeps. One accumulator makes every
@@ -165,10 +188,12 @@ class RowKernel : public LoopEmitter {
   }
 
   // Transcendental values that a later pass over the same row computes again (softmax's exp:
-  // once for the sum, once for the output) are kept in a row-sized array on the stack instead.
+  // once for the sum, once for the output) are kept in a row-sized array on the stack instead
+  // (for rows up to kMaxScratch long).
   void plan_scratch(const std::vector<RowBlock>& bs) {
-    // A stack array needs a size the compiler knows.
-    if (!is_static(k_.inner) || hint_numel(k_.inner) > kMaxScratch) return;
+    // A stack array needs a size the compiler knows: a run-time length gets kMaxScratch's,
+    // and the rows longer than that another version of the row that recomputes (body()).
+    if (hint_numel(k_.inner) > kMaxScratch) return;
     std::map<std::string, size_t> first_section;
     for (size_t b = 0; b < bs.size(); ++b) {
       for (const KernelNode* n : bs[b].section) {
