@@ -80,17 +80,18 @@ void split_reduction(Context& cx, ir::Computation& c) {
   // reduction. The values' dims of size 1 are left out (a full reduction's partials are a row).
   ir::Computation part;
   sym::Bindings at;
+  std::vector<sym::Expr> kept;  // the values' vars of dims above 1
   for (size_t k = 0; k < c.vars.size(); ++k) {
     if (c.ranges[k]->is_const(1)) {
       at[c.vars[k]] = sym::constant(0);
-      continue;
+    } else {
+      kept.push_back(c.vars[k]);
+      part.ranges.push_back(c.ranges[k]);
     }
-    part.ranges.push_back(c.ranges[k]);
   }
   part.ranges.push_back(sym::constant(pieces));
   part.vars = Context::vars(part.ranges, "i");
-  for (size_t k = 0, kept = 0; k < c.vars.size(); ++k)
-    if (!c.ranges[k]->is_const(1)) at[c.vars[k]] = part.vars[kept++];
+  for (size_t k = 0; k < kept.size(); ++k) at[kept[k]] = part.vars[k];
   part.reduction_ranges = {len};
   part.rvars = Context::vars(part.reduction_ranges, "j");
   const sym::Expr flat = part.vars.back() * len + part.rvars[0];
@@ -108,9 +109,7 @@ void split_reduction(Context& cx, ir::Computation& c) {
   b.kind = ir::BufferKind::Computed;
   b.layout = ir::Layout::contiguous(c.dtype, part.ranges);
   // Value v's partial p: the partials' row of v, element p.
-  std::vector<sym::Expr> partial_index;
-  for (size_t k = 0; k < c.vars.size(); ++k)
-    if (!c.ranges[k]->is_const(1)) partial_index.push_back(c.vars[k]);
+  std::vector<sym::Expr> partial_index = kept;
   c.reduction_ranges = {sym::constant(pieces)};
   c.rvars = Context::vars(c.reduction_ranges, "j");
   partial_index.push_back(c.rvars[0]);

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include <coil/error.h>
 
@@ -64,6 +66,23 @@ std::shared_ptr<const jit::Module> NvrtcCompiler::load(const std::string& binary
   COIL_CHECK(device_ >= 0, "jit: '", binary_path,
              "' was compiled for a GPU, but there is none to load it on");
   return std::make_shared<const CudaModule>(binary_path, device_);
+}
+
+void* hand_written_kernel(int device, const std::string& key, const std::string& name,
+                          const std::function<std::string()>& source) {
+  static std::mutex mutex;
+  static auto* loaded = new std::map<std::tuple<int, std::string, std::string>,
+                                     std::pair<std::shared_ptr<const jit::Module>, void*>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto at = std::make_tuple(device, key, name);
+  auto it = loaded->find(at);
+  if (it == loaded->end()) {
+    NvrtcCompiler compiler(device);
+    auto module = jit::load(source(), compiler, key);
+    void* f = static_cast<const CudaModule&>(*module).function(name);
+    it = loaded->emplace(std::move(at), std::make_pair(module, f)).first;
+  }
+  return it->second.second;
 }
 
 }  // namespace coil::cuda

@@ -4,6 +4,7 @@
 // code still compiles and is checked.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,5 +35,11 @@ class NvrtcCompiler : public jit::Compiler {
   std::string arch_;  // "sm_90"
   std::vector<std::string> options_;
 };
+
+// Kernel `name` of a hand-written module (the runtime's random draws, cumsum, scatter_add):
+// compiled with NVRTC and loaded once per device and `key` (also the module's name in the code
+// cache); `source` is called only then. Kept for the process.
+void* hand_written_kernel(int device, const std::string& key, const std::string& name,
+                          const std::function<std::string()>& source);
 
 }  // namespace coil::cuda

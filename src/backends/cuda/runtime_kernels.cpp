@@ -196,21 +196,8 @@ extern "C" __global__ void coil_random(double* __restrict__ out, i64 n, u64 seed
 namespace {
 
 void random_kernel(const Tensor& dst, const RandomDraws& d) {
-  static std::mutex mutex;
-  static auto* loaded = new std::map<int, std::pair<std::shared_ptr<const jit::Module>, void*>>();
   const int device = dst.device().index;
-  void* f;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = loaded->find(device);
-    if (it == loaded->end()) {
-      NvrtcCompiler compiler(device);
-      auto module = jit::load(random_kernel_source(), compiler, "random");
-      void* fn = static_cast<const CudaModule&>(*module).function("coil_random");
-      it = loaded->emplace(device, std::make_pair(module, fn)).first;
-    }
-    f = it->second.second;
-  }
+  void* f = hand_written_kernel(device, "random", "coil_random", random_kernel_source);
   void* out = dst.impl()->data();
   int64_t n = dst.numel();
   uint64_t seed = d.seed, offset = d.offset;

@@ -1,8 +1,6 @@
 #include "backends/cuda/scan_scatter.h"
 
-#include <map>
-#include <mutex>
-#include <tuple>
+#include <algorithm>
 
 #include <coil/error.h>
 
@@ -23,23 +21,6 @@ constexpr int kMaxRank = 8;
 
 unsigned blocks(int64_t n) {
   return static_cast<unsigned>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65535));
-}
-
-// The kernel `name` of `source`, compiled once per device and key.
-void* kernel(int device, const std::string& key, const std::string& name,
-             const std::string& source) {
-  static std::mutex mutex;
-  static auto* loaded = new std::map<std::pair<int, std::string>,
-                                     std::pair<std::shared_ptr<const jit::Module>, void*>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded->find({device, key});
-  if (it == loaded->end()) {
-    NvrtcCompiler compiler(device);
-    auto m = jit::load(source, compiler, key);
-    void* f = static_cast<const CudaModule&>(*m).function(name);
-    it = loaded->emplace(std::make_pair(device, key), std::make_pair(m, f)).first;
-  }
-  return it->second.second;
 }
 
 }  // namespace
@@ -80,8 +61,8 @@ void cumsum(const Tensor& x_in, int64_t dim, const Tensor& out) {
     if (d != dim) (d < dim ? outer : inner) *= x.size(d);
   const int device = out.device().index;
   const DType t = out.dtype();
-  void* f = kernel(device, std::string("cumsum_") + dtype_short_name(t), "coil_cumsum",
-                   cumsum_kernel_source(t));
+  void* f = hand_written_kernel(device, std::string("cumsum_") + dtype_short_name(t), "coil_cumsum",
+                                [t] { return cumsum_kernel_source(t); });
   void* o = out.impl()->data();
   const void* i = x.impl()->data();
   int64_t lines = outer * inner;
@@ -169,10 +150,10 @@ void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tens
   if (index.dim() == 0) g.size[0] = 1;
   const int device = out.device().index;
   const DType t = out.dtype();
-  void* f = kernel(
-      device,
-      std::string("scatter_add_") + dtype_short_name(t) + "_" + dtype_short_name(index.dtype()),
-      "coil_scatter_add", scatter_add_kernel_source(t, index.dtype()));
+  const DType ix = index.dtype();
+  void* f = hand_written_kernel(
+      device, std::string("scatter_add_") + dtype_short_name(t) + "_" + dtype_short_name(ix),
+      "coil_scatter_add", [t, ix] { return scatter_add_kernel_source(t, ix); });
   void* record = allocate(2 * sizeof(int64_t), device);
   zero(record, 2 * sizeof(int64_t), device);
   void* o = out.impl()->data();
