@@ -31,6 +31,10 @@ struct CompileOptions {
   // "eager": run the captured graph with the interpreter; "aot_eager": through autograd and
   // decompositions on eager kernels; "inductor": the full compiler (the default).
   std::string backend = "inductor";
+  // "default", or "reduce-overhead": on a GPU, each compiled graph is recorded as a CUDA graph
+  // (per input geometry, after one warm-up call) and replayed, one launch per call
+  // (docs/cuda.md; the cudagraphs log says where one is not used). "max-autotune" is not there
+  // yet.
   std::string mode = "default";
   bool fullgraph = false;  // a graph break is an error instead of a split into segments
   // Dynamic shapes (docs/dynamic.md). Unset (the default): automatic, as torch.compile: the
@@ -56,7 +60,9 @@ struct CompileOptions {
 // guard_hits, graph_breaks, cache_hits, cache_misses, eager_fallbacks; what the inductor
 // backend produced: generated_kernels, extern_calls; and, for compiled training, the bytes the
 // partitioner saves for backward (saved_bytes) against saving everything (save_all_bytes); and
-// the compiled-graph cache's graph_cache_hits and graph_cache_misses; suppressed_errors.
+// the compiled-graph cache's graph_cache_hits and graph_cache_misses; suppressed_errors; and for
+// mode="reduce-overhead" cudagraph_recordings, cudagraph_replays and cudagraph_copies (held
+// outputs of an earlier replay moved to memory of their own before the next).
 std::map<std::string, int64_t> counters();
 // Forgets every compiled graph and zeroes the counters.
 void compiler_reset();

@@ -21,6 +21,9 @@ enum class Counter : uint8_t {
   graph_cache_hits,   // compiles served by the compiled-graph cache (jit/graph_cache.h)
   graph_cache_misses,
   suppressed_errors,  // failed compiles that ran eagerly instead (CompileOptions::suppress_errors)
+  cudagraph_recordings,  // mode="reduce-overhead": CUDA graphs recorded...
+  cudagraph_replays,     // ...calls that replayed one...
+  cudagraph_copies,      // ...and held outputs of earlier replays moved to memory of their own
   kCount
 };
 void bump(Counter c, int64_t by = 1);

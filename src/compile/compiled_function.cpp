@@ -15,6 +15,7 @@
 #include "capture/tracer.h"
 #include "compile/compile_backends.h"
 #include "compile/compile_fx.h"
+#include "compile/cuda_graphs.h"
 #include "debug/log.h"
 #include "graph/printer.h"
 
@@ -44,8 +45,8 @@ void validate(const CompileOptions& o) {
   compile_backend(o.backend);  // throws for an unknown one, naming the known ones
   COIL_CHECK(contains(kModes, o.mode), "coil::compile: unknown mode '", o.mode,
              "'; known modes: ", join(kModes));
-  COIL_CHECK(o.mode == "default", "coil::compile: mode '", o.mode,
-             "' is not implemented yet; use mode \"default\"");
+  COIL_CHECK(o.mode == "default" || o.mode == "reduce-overhead", "coil::compile: mode '", o.mode,
+             "' is not implemented yet; use mode \"default\" or \"reduce-overhead\"");
   COIL_CHECK(o.cache_size_limit >= 1, "coil::compile: cache_size_limit must be at least 1, got ",
              o.cache_size_limit);
   for (const auto& [key, value] : o.options) {
@@ -93,6 +94,7 @@ class CompiledFunctionImpl {
   explicit CompiledFunctionImpl(CompileOptions o) : options(std::move(o)) {
     static std::atomic<int> next_id{0};
     id = next_id++;
+    if (options.mode == "reduce-overhead") graph_pool = make_cuda_graph_pool();
   }
 
   ValueList call(const ValueList& inputs, const std::function<ValueList(const ValueList&)>& run);
@@ -133,6 +135,8 @@ class CompiledFunctionImpl {
   bool warned_limit = false;
   std::mutex segments_mutex;
   std::unordered_map<std::string, capture::CompiledGraph> segments;
+  // mode="reduce-overhead": the memory pool of the function's CUDA graphs.
+  std::shared_ptr<CudaGraphPool> graph_pool;
 };
 
 namespace {
@@ -285,6 +289,9 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
                                   debug::Clock::now() - capture_start);
   if (!graph) {  // a break happened: the results have their data already
     if (capture_into) capture_into->segmented = true;
+    if (capture_into && graph_pool)
+      debug::log("cudagraphs", prefix(entries.size()),
+                 "a graph break: the segments run without CUDA graphs");
     if (compile_trace) compile_trace->finish("graph break: runs in compiled segments");
     return results;
   }
@@ -331,6 +338,11 @@ ValueList CompiledFunctionImpl::trace(const ValueList& inputs,
                ? compile_fx_training(graph, o, *compile_trace, real_inputs, result_tensors.size())
                : compile_fx(graph, o, *compile_trace);
   });
+  if (graph_pool && training)
+    debug::log("cudagraphs", prefix(entries.size()),
+               "a training graph (autograd records it) runs without CUDA graphs");
+  else if (graph_pool)
+    e.compiled.run = cuda_graph_run(graph_pool, std::move(e.compiled.run), prefix(entries.size()));
   // Compiling may have added size guards (lowering decides with the hints): collected now.
   e.guards.guard_symbols(*graph);
   if (e.guards.is_dynamic()) {

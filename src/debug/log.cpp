@@ -33,6 +33,8 @@ const std::vector<Artifact>& artifacts() {
       {"schedule", "the order the kernels and library (extern) calls run in"},
       {"ir_post_fusion", "the kernels after fusion, over their loop variables"},
       {"output_code", "the generated C++ source and the wrapper that calls it"},
+      {"cudagraphs",
+       "mode=\"reduce-overhead\": each CUDA graph recorded, and why a graph runs without one"},
       {"device_eager", "eager GPU ops: each one compiled for a new shape, each run on the CPU"},
   };
   return list;

@@ -183,7 +183,7 @@ void CachingAllocator::release_cached() {
   for (Pool* pool : {&small_, &large_}) {
     for (auto it = pool->begin(); it != pool->end();) {
       Block* b = *it;
-      if (b->prev || b->next) {
+      if (b->prev || b->next || private_pools_.count(b->stream)) {
         ++it;
         continue;
       }
@@ -199,6 +199,38 @@ void CachingAllocator::release_cached() {
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   release_cached();
+}
+
+void CachingAllocator::add_private_pool(void* pool) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  private_pools_.insert(pool);
+}
+
+void CachingAllocator::release_private_pool(void* pool, void* stream) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  private_pools_.erase(pool);
+  for (auto& [ptr, b] : live_)
+    if (b->stream == pool) b->stream = stream;
+  for (Pool* p : {&small_, &large_}) {
+    std::vector<Block*> moved;
+    for (auto it = p->begin(); it != p->end();)
+      if ((*it)->stream == pool) {
+        moved.push_back(*it);
+        it = p->erase(it);
+      } else {
+        ++it;
+      }
+    for (Block* b : moved) {
+      b->stream = stream;
+      p->insert(b);
+    }
+  }
+}
+
+bool CachingAllocator::owned_by(void* ptr, void* pool) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  return it != live_.end() && it->second->stream == pool;
 }
 
 DeviceMemoryStats CachingAllocator::stats() const {

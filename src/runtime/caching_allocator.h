@@ -11,6 +11,11 @@
 // tried again; then it is a coil::Error saying what was asked, what is allocated and cached, and
 // what to do.
 //
+// A private pool (CUDA graphs, mode="reduce-overhead") is a key that requests pass instead of
+// a stream: its blocks serve only requests with the same key, so the memory a recorded graph
+// reads and writes is never handed to anything else while the graph lives, and empty_cache keeps
+// it. Releasing the pool gives its blocks to a stream's cache, live ones when they are freed.
+//
 // The device itself is behind DeviceMemory (the CUDA runtime's, runtime/cuda/; tests use a fake
 // one), so the allocator's bookkeeping is device-neutral code.
 #pragma once
@@ -73,6 +78,11 @@ class CachingAllocator {
   void empty_cache();
   DeviceMemoryStats stats() const;
   void reset_peak_stats();
+  // Private pools: `pool` is passed to allocate() in place of a stream (see above).
+  void add_private_pool(void* pool);
+  void release_private_pool(void* pool, void* stream);
+  // `ptr` is a live block that `pool` handed out.
+  bool owned_by(void* ptr, void* pool) const;
 
   // The rounded size of a request, and the segment a request starts when nothing cached fits.
   static size_t round_size(size_t bytes);
@@ -111,6 +121,7 @@ class CachingAllocator {
   std::unordered_map<void*, Block*> live_;
   std::vector<std::pair<void*, Block*>> events_;  // pending cross-stream uses
   DeviceMemoryStats stats_;
+  std::set<void*> private_pools_;
 };
 
 // Sizes as "20.00 MiB".

@@ -52,6 +52,23 @@ void copy_to_pinned(void* dst, const void* src, int device, size_t nbytes);
 // Sets `nbytes` of device memory to zero, queued on the device's stream.
 void zero(void* ptr, size_t nbytes, int device);
 
+// CUDA graphs (mode="reduce-overhead"). A graph pool is a private pool of the device's caching
+// allocator, keyed by any address the caller owns: the memory of the graphs recorded into it is
+// never handed to other work while the pool lives (runtime/caching_allocator.h).
+void add_graph_pool(void* pool, int device);
+// The pool's memory goes back to the device's cache (its graphs are destroyed).
+void release_graph_pool(void* pool, int device);
+// `ptr` is memory that `pool` gave out (a recorded graph's output).
+bool in_graph_pool(void* ptr, void* pool, int device);
+// From here on, work queued on `device`'s stream is recorded rather than run, and coil's
+// allocations on the device come from `pool`.
+void begin_capture(int device, void* pool);
+// Ends the capture: the instantiated graph (a cudaGraphExec_t), or coil::Error with CUDA's
+// reason when the work could not be recorded (it synchronised, or copied to the host).
+void* end_capture(int device);
+void launch_graph(void* graph, int device);
+void destroy_graph(void* graph);
+
 struct DeviceInfo {
   std::string name;
   int major = 0, minor = 0;  // compute capability

@@ -30,6 +30,13 @@ void free_pinned(void*) {}
 void copy_from_pinned(void*, int, const void*, size_t) { unavailable("to"); }
 void copy_to_pinned(void*, const void*, int, size_t) { unavailable("to"); }
 const DeviceInfo& device_info(int) { unavailable("cuda"); }
+void add_graph_pool(void*, int) { unavailable("CUDA graphs"); }
+void release_graph_pool(void*, int) {}
+bool in_graph_pool(void*, void*, int) { return false; }
+void begin_capture(int, void*) { unavailable("CUDA graphs"); }
+void* end_capture(int) { unavailable("CUDA graphs"); }
+void launch_graph(void*, int) { unavailable("CUDA graphs"); }
+void destroy_graph(void*) {}
 void check(int, const char* what) { unavailable(what); }
 void note_launch(int, const char*, std::string_view) { unavailable("cuda"); }
 std::string last_launch(int) { return ""; }

@@ -55,6 +55,12 @@ void fill_with(const Tensor& dst, RandomDraws d) {
 
 }  // namespace
 
+uint64_t random_counters_used() {
+  Generator& g = default_generator();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  return g.offset;
+}
+
 std::array<uint32_t, 4> philox(uint64_t counter, uint64_t key) {
   uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
   uint32_t c2 = 0, c3 = 0;

@@ -19,6 +19,10 @@ void fill_uniform(const Tensor& dst, double low, double high);  // [low, high)
 void fill_normal(const Tensor& dst, double mean, double stddev);
 void fill_randint(const Tensor& dst, int64_t low, int64_t high);  // [low, high)
 
+// The counters the default generator has handed out so far (a CUDA graph that draws would draw
+// the same numbers at every replay: coil does not record one).
+uint64_t random_counters_used();
+
 enum class Distribution : uint8_t { uniform, normal, integer };
 
 // One fill's draws: what element i is drawn from and how it becomes a float64.

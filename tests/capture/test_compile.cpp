@@ -202,11 +202,27 @@ TEST_F(CompileTest, DisableRunsEagerly) {
   compiler_reset();
 }
 
+// mode="reduce-overhead" on the CPU: CUDA graphs need a GPU, so the function runs as in the
+// default mode, and the cudagraphs log says why.
+TEST_F(CompileTest, ReduceOverheadOnTheCpuRunsAsDefault) {
+  std::string log = log_of("cudagraphs", [&] {
+    auto cf = compile(sin2cos2, {.mode = "reduce-overhead"});
+    for (int call = 0; call < 3; ++call) {
+      Tensor x = randn({4});
+      EXPECT_TRUE(allclose(cf(x), sin2cos2(x)));
+    }
+    EXPECT_EQ(count("cudagraph_recordings"), 0);
+  });
+  EXPECT_NE(log.find("run without a CUDA graph: input 0 is on cpu"), std::string::npos) << log;
+}
+
 TEST_F(CompileTest, BadOptionsAreClearErrors) {
   EXPECT_COIL_ERROR(compile(sin2cos2, {.backend = "tvm"}),
                     "known backends: eager, aot_eager, inductor");
   EXPECT_COIL_ERROR(compile(sin2cos2, {.mode = "turbo"}), "known modes");
   EXPECT_COIL_ERROR(compile(sin2cos2, {.mode = "max-autotune"}), "not implemented yet");
+  EXPECT_COIL_ERROR(compile(sin2cos2, {.mode = "max-autotune-no-cudagraphs"}),
+                    "not implemented yet");
   EXPECT_COIL_ERROR(compile(sin2cos2, {.options = {{"trace.enabld", true}}}), "known options");
   auto bad = compile([](const Tensor& x) { return x + ones({3}); }, {.backend = "eager"});
   EXPECT_COIL_ERROR(bad(ones({4})), "cannot be broadcast");

@@ -134,6 +134,31 @@ TEST(CachingAllocator, BlocksUsedOnAnotherStreamWaitForItsEvent) {
   EXPECT_EQ(f.allocator.allocate(4 * MiB, kStreamA), p);
 }
 
+// A recorded CUDA graph's memory: only requests into the same pool reuse it, empty_cache keeps
+// it, and once the pool is released it serves the stream (a block still live, when it is freed).
+TEST(CachingAllocator, PrivatePoolsKeepTheirMemoryUntilReleased) {
+  Fixture f;
+  void* pool = reinterpret_cast<void*>(0x30);
+  f.allocator.add_private_pool(pool);
+  void* kept = f.allocator.allocate(3 * MiB, pool);  // a graph's output, still live
+  void* freed = f.allocator.allocate(4096, pool);    // an intermediate, freed during recording
+  EXPECT_TRUE(f.allocator.owned_by(kept, pool));
+  EXPECT_FALSE(f.allocator.owned_by(kept, kStreamA));
+  f.allocator.free(freed);
+  void* other = f.allocator.allocate(4096, kStreamA);
+  EXPECT_NE(other, freed);
+  f.allocator.free(other);
+  EXPECT_EQ(f.allocator.allocate(4096, pool), freed);  // the next recording into the pool
+  f.allocator.free(freed);
+  const int64_t reserved = f.allocator.stats().reserved;
+  f.allocator.empty_cache();  // the stream's free segment goes, the pool's stays
+  EXPECT_EQ(f.allocator.stats().reserved, reserved - static_cast<int64_t>(2 * MiB));
+  f.allocator.release_private_pool(pool, kStreamA);
+  EXPECT_EQ(f.allocator.allocate(4096, kStreamA), freed);
+  f.allocator.free(kept);
+  EXPECT_EQ(f.allocator.allocate(3 * MiB, kStreamA), kept);
+}
+
 TEST(CachingAllocator, OutOfMemoryGivesCachedSegmentsBackThenFailsClearly) {
   Fixture f(24 * MiB);
   void* a = f.allocator.allocate(3 * MiB, kStreamA);  // a 20 MiB segment

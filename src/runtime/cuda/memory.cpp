@@ -1,7 +1,8 @@
-// The caching allocator of each device over cudaMalloc, and the memory statistics of
-// include/coil/cuda.h.
+// The caching allocator of each device over cudaMalloc, the memory statistics of
+// include/coil/cuda.h, and CUDA graphs: capture into a graph pool, launch.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -95,8 +96,14 @@ bool uncached() {
   return on;
 }
 
+// Per device: the graph pool that allocations go to while its stream is captured (or null).
+std::atomic<void*> g_capture_pool[64];
+
 void* allocate(size_t nbytes, int device) {
-  if (!uncached()) return allocator(device).allocate(nbytes, stream(device));
+  if (!uncached()) {
+    void* pool = g_capture_pool[device].load(std::memory_order_relaxed);
+    return allocator(device).allocate(nbytes, pool ? pool : stream(device));
+  }
   set_device(device);
   void* p = nullptr;
   if (nbytes) check(cudaMalloc(&p, nbytes), "cudaMalloc");
@@ -111,6 +118,50 @@ void free(void* ptr, int device) {
   set_device(device);
   cudaFree(ptr);  // synchronises: the kernels that used it are done
 }
+
+void add_graph_pool(void* pool, int device) { allocator(device).add_private_pool(pool); }
+
+void release_graph_pool(void* pool, int device) {
+  allocator(device).release_private_pool(pool, stream(device));
+}
+
+bool in_graph_pool(void* ptr, void* pool, int device) {
+  return !uncached() && allocator(device).owned_by(ptr, pool);
+}
+
+void begin_capture(int device, void* pool) {
+  COIL_CHECK(!uncached(),
+             "CUDA graphs: not with COIL_CUDA_NO_CACHE=1 (every free would "
+             "synchronise the device, which a capture cannot)");
+  COIL_CHECK(device >= 0 && device < 64, "CUDA graphs: device ", device, " is out of range");
+  set_device(device);
+  check(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream(device)),
+                               cudaStreamCaptureModeRelaxed),
+        "cudaStreamBeginCapture");
+  g_capture_pool[device] = pool;
+}
+
+void* end_capture(int device) {
+  g_capture_pool[device] = nullptr;
+  set_device(device);
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamEndCapture(static_cast<cudaStream_t>(stream(device)), &graph),
+        "recording a CUDA graph");
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(e, "cudaGraphInstantiate");
+  return exec;
+}
+
+void launch_graph(void* graph, int device) {
+  note_launch(device, "a CUDA graph");
+  check_stream(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph),
+                               static_cast<cudaStream_t>(stream(device))),
+               device, "cudaGraphLaunch");
+}
+
+void destroy_graph(void* graph) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }
 
 int64_t memory_allocated(int device) {
   return available() ? allocator(device).stats().allocated : 0;
