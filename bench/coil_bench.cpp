@@ -2,10 +2,11 @@
 // ceilings (copy bandwidth, BLAS rate) measured at start-up. Prints a table and writes JSON.
 //
 //   coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] [--filter NAME] [--json FILE]
-//              [--reps N] [--dynamic]
+//              [--reps N] [--dynamic] [--mode reduce-overhead]
 //
 // --dynamic compiles every workload with dynamic=true: its graph over size symbols, its kernels
-// taking their sizes at run time (docs/dynamic.md), to compare with the static graphs.
+// taking their sizes at run time (docs/dynamic.md), to compare with the static graphs. --mode
+// compiles them in another mode than "default" (reduce-overhead: CUDA graphs, docs/cuda.md).
 //
 // With --device cuda the workloads run on the GPU at their GPU sizes; each timed call is timed
 // to the end of its GPU work (the host waits for the device), and the ceilings are the GPU's:
@@ -57,6 +58,7 @@ struct Options {
   std::string filter, json, probe;
   int reps = 0;  // 0: as many as fit in about half a second
   bool dynamic = false;
+  std::string mode = "default";
 };
 
 Options parse(int argc, char** argv) {
@@ -87,10 +89,12 @@ Options parse(int argc, char** argv) {
       o.probe = next();
     else if (a == "--dynamic")
       o.dynamic = true;
+    else if (a == "--mode")
+      o.mode = next();
     else {
       std::cerr << "usage: coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] "
                    "[--filter NAME] [--json FILE] "
-                   "[--reps N] [--dynamic]\n";
+                   "[--reps N] [--dynamic] [--mode reduce-overhead]\n";
       std::exit(2);
     }
   }
@@ -256,7 +260,7 @@ double warm_first_call_ms(const std::string& name, const Options& o) {
   std::string cmd = "'/proc/" + std::to_string(getpid()) + "/exe' --probe " + name + " --size " +
                     (o.gpu ? "gpu" : "cpu") + " --device " + o.device.str() +
                     (o.threads ? " --threads " + std::to_string(o.threads) : "") +
-                    (o.dynamic ? " --dynamic" : "");
+                    (o.dynamic ? " --dynamic" : "") + " --mode " + o.mode;
   std::vector<double> times;
   for (int i = 0; i < 5; ++i) {
     FILE* p = popen(cmd.c_str(), "r");
@@ -302,6 +306,7 @@ int run_bench(int argc, char** argv) {
   if (o.threads) omp_set_num_threads(o.threads);
   use_device(o.device);
   use_dynamic_shapes(o.dynamic);
+  use_mode(o.mode);
   g_on_gpu = o.device.is_cuda();
   if (!o.probe.empty()) return probe(o);
 
@@ -315,11 +320,11 @@ int run_bench(int argc, char** argv) {
   double blas = gpu ? gpu_matmul_rate() : matmul_rate();
   std::printf(
       "coil-bench: %s, %d cores, %d threads; copy %.1f GB/s, matmul %.1f GFLOP/s "
-      "(float32 %s^3)%s\n",
+      "(float32 %s^3)%s; mode %s\n",
       gpu ? (cuda::device_name(o.device.index) + " (" + o.device.str() + ")").c_str()
           : cpu_model().c_str(),
       omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9, gpu ? "4096" : "2048",
-      o.dynamic ? "; dynamic shapes" : "");
+      o.dynamic ? "; dynamic shapes" : "", o.mode.c_str());
   std::printf("%-15s %10s %10s %8s %10s %7s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
               "coil ms", "speedup", "roofline", "of roof", "of lib", "kernels", "first cold",
               "first warm", "check");
@@ -330,6 +335,7 @@ int run_bench(int argc, char** argv) {
                            {"blas_gflops", blas / 1e9},
                            {"size", o.gpu ? "gpu" : "cpu"},
                            {"dynamic", o.dynamic},
+                           {"mode", o.mode},
                            {"workloads", nlohmann::json::array()}};
   bool ok = true;
   for (const Workload& w : workloads()) {

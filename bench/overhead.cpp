@@ -138,6 +138,18 @@ void BM_CompiledAddOneCudaReduceOverhead(benchmark::State& state) {
 }
 BENCHMARK(BM_CompiledAddOneCudaReduceOverhead);
 
+// With the input marked as a static address: no copy, the graph launch alone.
+void BM_CompiledAddOneCudaReduceOverheadStaticInput(benchmark::State& state) {
+  if (!coil::cuda::is_available()) return state.SkipWithError("no GPU");
+  auto cf = coil::compile([](const coil::Tensor& x) { return x + 1; }, {.mode = "reduce-overhead"});
+  coil::Tensor x = coil::randn({1024}).cuda();
+  coil::mark_static_address(x);
+  cf(x), cf(x);
+  for (auto _ : state) benchmark::DoNotOptimize(cf(x));
+  coil::cuda::synchronize();
+}
+BENCHMARK(BM_CompiledAddOneCudaReduceOverheadStaticInput);
+
 // A small MLP (three products with bias and ReLU, a softmax): seven launches per call in the
 // default mode, one graph launch with mode="reduce-overhead". Host time per call; the loop
 // waits for the GPU only at its end.

@@ -56,9 +56,15 @@ bool& dynamic_shapes() {
 
 void use_device(Device device) { current_device() = device; }
 void use_dynamic_shapes(bool dynamic) { dynamic_shapes() = dynamic; }
+std::string& compile_mode() {
+  static std::string mode = "default";
+  return mode;
+}
+void use_mode(const std::string& mode) { compile_mode() = mode; }
 CompileOptions bench_options(const std::string& name) {
   CompileOptions o{.name = name};
   if (dynamic_shapes()) o.dynamic = true;
+  o.mode = compile_mode();
   return o;
 }
 Device bench_device() { return current_device(); }

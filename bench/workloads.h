@@ -34,6 +34,8 @@ void use_device(Device device);
 Device bench_device();
 // coil-bench --dynamic: the compiled programs over size symbols (CompileOptions::dynamic).
 void use_dynamic_shapes(bool dynamic);
+// coil-bench --mode: CompileOptions::mode of the compiled programs ("reduce-overhead").
+void use_mode(const std::string& mode);
 CompileOptions bench_options(const std::string& name);
 
 // One matrix product of a workload: `batch` products of (m x k) by (k x n).

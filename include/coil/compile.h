@@ -73,6 +73,11 @@ void compiler_reset();
 // mark_dynamic of a dim of size 0 or 1 is a coil::Error: those sizes are always specialised.
 void mark_dynamic(const Tensor& t, int64_t dim);
 void mark_static(const Tensor& t, int64_t dim);
+// As torch._dynamo.mark_static_address: where `t` (its memory, and every view of it) is an input
+// of a mode="reduce-overhead" function, the CUDA graph reads it where it is instead of a copy made
+// at each call (for tensors that live across calls: weights, caches, optimizer state). A call
+// with another tensor in its place records a graph of its own.
+void mark_static_address(const Tensor& t);
 
 namespace detail {
 

@@ -480,6 +480,12 @@ void mark_dynamic(const Tensor& t, int64_t dim) {
   impl.marked_static &= ~(uint64_t{1} << dim);
 }
 
+void mark_static_address(const Tensor& t) {
+  COIL_CHECK(t.defined() && t.impl()->storage, "coil::mark_static_address: the tensor ",
+             t.defined() ? "has no memory (a capture proxy)" : "is undefined");
+  t.impl()->storage->static_address = true;
+}
+
 void mark_static(const Tensor& t, int64_t dim) {
   TensorImpl& impl = marked(t, dim, "coil::mark_static");
   if (dim < 0) dim += t.dim();

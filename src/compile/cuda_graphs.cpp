@@ -1,6 +1,7 @@
 #include "compile/cuda_graphs.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -24,8 +25,15 @@ constexpr int kMaxGraphs = 32;
 
 // One recorded graph: the memory it reads and writes, and where each output lives.
 struct Recording {
-  void* exec = nullptr;
-  std::vector<Tensor> inputs;  // the static inputs, which every replay's inputs are copied into
+  cuda::RecordedGraph graph;
+  // The static inputs, which every replay's inputs are copied into, or (static_address) the
+  // program's tensor itself, read where it is (coil::mark_static_address).
+  std::vector<Tensor> inputs;
+  std::vector<bool> static_address;
+  // Per input, the graph's own copy into its static input (-1: none; a strided input is copied
+  // before the launch), and each copy's source at the last launch.
+  std::vector<int> copy_of;
+  std::vector<cuda::GraphCopy> copies;
   // The graph's output memory, shared with the program's tensors while it holds them.
   std::vector<std::shared_ptr<Storage>> storages;
   struct Output {
@@ -35,9 +43,7 @@ struct Recording {
     Tensor fixed;      // ...or always this tensor (a captured parameter, or undefined)
   };
   std::vector<Output> outputs;
-  ~Recording() {
-    if (exec) cuda::destroy_graph(exec);
-  }
+  ~Recording() { cuda::destroy_graph(graph); }
 };
 
 // The program still holds `s`, which the next replay would overwrite: its tensors move to a copy
@@ -89,17 +95,18 @@ class Runner {
     std::unique_ptr<Recording> graph;
     bool skipped = false;
   };
-  void skip(Slot& slot, const std::string& key, const std::string& why) {
+  void skip(Slot& slot, const std::string& geometry, const std::string& why) {
     slot.skipped = true;
-    debug::log("cudagraphs", name_, "inputs " + key + " run without a CUDA graph: " + why);
+    debug::log("cudagraphs", name_, "inputs " + geometry + " run without a CUDA graph: " + why);
   }
   std::unique_ptr<Recording> record(const std::vector<Tensor>& inputs, int device);
-  std::vector<Tensor> replay(Recording& r, const std::vector<Tensor>& inputs, bool copy_inputs);
+  std::vector<Tensor> replay(Recording& r, const std::vector<Tensor>& inputs);
 
   std::shared_ptr<CudaGraphPool> pool_;
   GraphRun run_;
   std::string name_;
-  std::map<std::string, Slot> slots_;  // by the inputs' geometry
+  std::map<std::string, Slot> slots_;  // by the inputs' geometry (see key())
+  Slot* last_ = nullptr;               // the last call's, tried first
 };
 
 // The GPU all defined inputs are on, or -1 with the reason there is none.
@@ -118,8 +125,11 @@ int device_of(const std::vector<Tensor>& inputs, std::string& why) {
   return device;
 }
 
-// "f32[8, 16]{16, 1} ..." : what a recording depends on besides the graph.
-std::string geometry(const std::vector<Tensor>& inputs) {
+bool read_in_place(const Tensor& t) { return t.defined() && t.impl()->storage->static_address; }
+
+// "float32[8, 16]{[16, 1]} ...": what a recording depends on besides the graph, and the memory
+// of the inputs it reads in place.
+std::string key(const std::vector<Tensor>& inputs) {
   std::string key;
   for (const Tensor& t : inputs) {
     if (!t.defined()) {
@@ -127,62 +137,84 @@ std::string geometry(const std::vector<Tensor>& inputs) {
       continue;
     }
     key += std::string(dtype_name(t.dtype())) + shape_str(t.sizes()) + "{" +
-           shape_str(t.strides()) + "} ";
+           shape_str(t.strides()) + "}";
+    if (read_in_place(t)) {
+      char at[32];
+      std::snprintf(at, sizeof at, "@%p", static_cast<void*>(t.impl()->data()));
+      key += at;
+    }
+    key += " ";
   }
   if (!key.empty()) key.pop_back();
   return key;
 }
 
+// `inputs` are what `r` was recorded for (key() without making the string).
+bool fits(const Recording& r, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != r.inputs.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined() != r.inputs[i].defined()) return false;
+    if (!inputs[i].defined()) continue;
+    const TensorMeta &a = inputs[i].impl()->meta, &b = r.inputs[i].impl()->meta;
+    if (a.dtype != b.dtype || a.sizes != b.sizes || a.strides != b.strides || a.device != b.device)
+      return false;
+    if (r.static_address[i] != read_in_place(inputs[i])) return false;
+    if (r.static_address[i] && inputs[i].impl()->data() != r.inputs[i].impl()->data()) return false;
+  }
+  return true;
+}
+
 std::vector<Tensor> Runner::operator()(const std::vector<Tensor>& inputs) {
+  std::unique_lock<std::mutex> lock(pool_->mutex);
+  if (last_ && last_->graph && fits(*last_->graph, inputs)) return replay(*last_->graph, inputs);
   std::string why;
   const int device = device_of(inputs, why);
-  const std::string key = geometry(inputs);
-  std::unique_lock<std::mutex> lock(pool_->mutex);
-  Slot& slot = slots_[key];
-  if (!slot.skipped && device < 0) skip(slot, key, why);
+  const std::string geometry = key(inputs);
+  Slot& slot = slots_[geometry];
+  last_ = &slot;
+  if (!slot.skipped && device < 0) skip(slot, geometry, why);
   if (slot.skipped) {
     lock.unlock();
     return run_(inputs);
   }
-  if (slot.graph) return replay(*slot.graph, inputs, true);
+  if (slot.graph) return replay(*slot.graph, inputs);
   if (!slot.warmed_up) {  // kernels loaded, library plans made: what a recording cannot do
     slot.warmed_up = true;
     const uint64_t drawn = random_counters_used();
     std::vector<Tensor> outs = run_(inputs);
     if (random_counters_used() != drawn)
-      skip(slot, key, "it draws random numbers (every replay would draw the same ones)");
+      skip(slot, geometry, "it draws random numbers (every replay would draw the same ones)");
     for (size_t i = 0; i < outs.size() && !slot.skipped; ++i)
       if (outs[i].defined() && outs[i].device() != Device(DeviceType::CUDA, device))
-        skip(slot, key, "output " + std::to_string(i) + " is on " + outs[i].device().str());
+        skip(slot, geometry, "output " + std::to_string(i) + " is on " + outs[i].device().str());
     return outs;
   }
   if (pool_->device >= 0 && pool_->device != device)
-    skip(slot, key, "the function's graphs are on cuda:" + std::to_string(pool_->device));
+    skip(slot, geometry, "the function's graphs are on cuda:" + std::to_string(pool_->device));
   else if (pool_->graphs >= kMaxGraphs)
-    skip(slot, key, "the function has " + std::to_string(kMaxGraphs) + " graphs already");
+    skip(slot, geometry, "the function has " + std::to_string(kMaxGraphs) + " graphs already");
   else
     try {
       slot.graph = record(inputs, device);
     } catch (const std::exception& e) {
-      skip(slot, key, std::string("recording failed: ") + e.what());
+      skip(slot, geometry, std::string("recording failed: ") + e.what());
     }
   if (slot.skipped) {
     lock.unlock();
     return run_(inputs);
   }
-  return replay(*slot.graph, inputs, false);
+  return replay(*slot.graph, inputs);
 }
 
 std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int device) {
   auto r = std::make_unique<Recording>();
   for (const Tensor& t : inputs) {
-    if (!t.defined()) {
+    r->static_address.push_back(read_in_place(t));
+    if (!t.defined() || r->static_address.back()) {
       r->inputs.push_back(t);
       continue;
     }
-    Tensor copy = empty_from_meta(meta_of(t));
-    copy_into(copy, t);
-    r->inputs.push_back(copy);
+    r->inputs.push_back(empty_from_meta(meta_of(t)));
   }
   if (pool_->device < 0) {
     cuda::add_graph_pool(pool_.get(), device);
@@ -194,12 +226,22 @@ std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int
     outs = run_(r->inputs);
   } catch (...) {
     try {
-      cuda::destroy_graph(cuda::end_capture(device));
+      cuda::RecordedGraph broken = cuda::end_capture(device);
+      cuda::destroy_graph(broken);
     } catch (const Error&) {  // the capture was broken already: what the first error says
     }
     throw;
   }
-  r->exec = cuda::end_capture(device);
+  // Contiguous inputs are copied by the graph itself, before its work: no launch of their own.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    const bool copied = t.defined() && !r->static_address[i] && t.is_contiguous() && t.numel();
+    r->copy_of.push_back(copied ? static_cast<int>(r->copies.size()) : -1);
+    if (copied)
+      r->copies.push_back({r->inputs[i].impl()->data(), t.impl()->data(),
+                           static_cast<size_t>(t.numel()) * itemsize(t.dtype())});
+  }
+  r->graph = cuda::end_capture(device, r->copies);
 
   int64_t graph_bytes = 0;
   for (const Tensor& o : outs) {
@@ -229,29 +271,28 @@ std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int
   ++pool_->graphs;
   capture::bump(capture::Counter::cudagraph_recordings);
   debug::log("cudagraphs", name_,
-             "recorded a CUDA graph for inputs " + geometry(inputs) + " (graph " +
+             "recorded a CUDA graph for inputs " + key(inputs) + " (graph " +
                  std::to_string(pool_->graphs) + " of the function; outputs in " +
                  std::to_string(graph_bytes) + " bytes of its pool)");
   return r;
 }
 
-std::vector<Tensor> Runner::replay(Recording& r, const std::vector<Tensor>& inputs,
-                                   bool copy_inputs) {
+std::vector<Tensor> Runner::replay(Recording& r, const std::vector<Tensor>& inputs) {
   const int device = pool_->device;
   for (Recording* other : pool_->recordings)
     for (std::shared_ptr<Storage>& s : other->storages)
       if (s.use_count() > 1) hand_over(s, device);
-  for (size_t i = 0; copy_inputs && i < inputs.size(); ++i) {
-    const Tensor& in = inputs[i];
-    const Tensor& to = r.inputs[i];
-    if (!in.defined() || in.impl()->data() == to.impl()->data()) continue;
-    if (in.is_contiguous())
-      cuda::copy(to.impl()->data(), to.device(), in.impl()->data(), in.device(),
-                 static_cast<size_t>(in.numel()) * itemsize(in.dtype()));
-    else
-      copy_into(to, in);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined() || r.static_address[i]) continue;
+    const void* src = inputs[i].impl()->data();
+    if (r.copy_of[i] < 0) {
+      copy_into(r.inputs[i], inputs[i]);
+    } else if (cuda::GraphCopy& c = r.copies[static_cast<size_t>(r.copy_of[i])]; c.src != src) {
+      c.src = src;
+      cuda::set_graph_copy(r.graph, static_cast<size_t>(r.copy_of[i]), c);
+    }
   }
-  cuda::launch_graph(r.exec, device);
+  cuda::launch_graph(r.graph, device);
   capture::bump(capture::Counter::cudagraph_replays);
 
   std::vector<Tensor> outs;

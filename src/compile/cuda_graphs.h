@@ -3,15 +3,16 @@
 // a launch per kernel and library call (torch.compile's cudagraph trees play this part).
 //
 // The first call at a geometry runs as usual (a warm-up: kernels loaded, library plans made); the
-// second records the graph on copies of its inputs (static inputs, coil's own memory) and every
-// later call copies its inputs there and replays. What a recording allocates comes from the
-// function's graph pool, shared by all its graphs and never handed to other work while they live.
-// A replay rewrites the same output memory: outputs of earlier replays that the program still
-// holds are first moved to fresh memory of their own (a copy on the GPU), so no result the
-// program sees is ever overwritten. Where a graph cannot be used it runs as without the mode, and
-// the cudagraphs log says why: tensors on the CPU, random draws (every replay would draw the
-// same numbers), work that synchronises the host (the capture fails), more geometries than the
-// bound.
+// second records the graph on static inputs (coil's own memory) and every later call replays
+// it: the graph's first nodes copy the call's inputs into the static ones (their sources
+// updated in the instantiated graph when they change), so a call is one launch. What a recording
+// allocates comes from the function's graph pool, shared by all its graphs and never handed to
+// other work while they live. A replay rewrites the same output memory: outputs of earlier replays
+// that the program still holds are first moved to fresh memory of their own (a copy on the GPU), so
+// no result the program sees is ever overwritten. Where a graph cannot be used it runs as without
+// the mode, and the cudagraphs log says why: tensors on the CPU, random draws (every replay would
+// draw the same numbers), work that synchronises the host (the capture fails), more geometries than
+// the bound.
 #pragma once
 
 #include <functional>

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <coil/device.h>
 
@@ -63,11 +64,25 @@ bool in_graph_pool(void* ptr, void* pool, int device);
 // From here on, work queued on `device`'s stream is recorded rather than run, and coil's
 // allocations on the device come from `pool`.
 void begin_capture(int device, void* pool);
-// Ends the capture: the instantiated graph (a cudaGraphExec_t), or coil::Error with CUDA's
+// A copy a graph makes before its recorded work: `bytes` from `src` into `dst` (a static input),
+// whose source can change from launch to launch.
+struct GraphCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+struct RecordedGraph {
+  void* graph = nullptr;      // cudaGraph_t
+  void* exec = nullptr;       // cudaGraphExec_t
+  std::vector<void*> copies;  // the copies' nodes
+};
+// Ends the capture: the recorded work after `copies`, instantiated, or coil::Error with CUDA's
 // reason when the work could not be recorded (it synchronised, or copied to the host).
-void* end_capture(int device);
-void launch_graph(void* graph, int device);
-void destroy_graph(void* graph);
+RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies = {});
+// The next launches make copy `k` from `c.src` (which must stay on the same device).
+void set_graph_copy(const RecordedGraph& g, size_t k, const GraphCopy& c);
+void launch_graph(const RecordedGraph& g, int device);
+void destroy_graph(RecordedGraph& g);
 
 struct DeviceInfo {
   std::string name;

@@ -34,9 +34,10 @@ void add_graph_pool(void*, int) { unavailable("CUDA graphs"); }
 void release_graph_pool(void*, int) {}
 bool in_graph_pool(void*, void*, int) { return false; }
 void begin_capture(int, void*) { unavailable("CUDA graphs"); }
-void* end_capture(int) { unavailable("CUDA graphs"); }
-void launch_graph(void*, int) { unavailable("CUDA graphs"); }
-void destroy_graph(void*) {}
+RecordedGraph end_capture(int, const std::vector<GraphCopy>&) { unavailable("CUDA graphs"); }
+void set_graph_copy(const RecordedGraph&, size_t, const GraphCopy&) { unavailable("CUDA graphs"); }
+void launch_graph(const RecordedGraph&, int) { unavailable("CUDA graphs"); }
+void destroy_graph(RecordedGraph&) {}
 void check(int, const char* what) { unavailable(what); }
 void note_launch(int, const char*, std::string_view) { unavailable("cuda"); }
 std::string last_launch(int) { return ""; }

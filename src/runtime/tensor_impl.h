@@ -18,6 +18,8 @@ struct Storage {
   Device device;
   std::function<void(void*)> deleter;  // empty when the memory is borrowed
   bool pinned = false;                 // page-locked host memory (Tensor::pin_memory)
+  // coil::mark_static_address: CUDA graphs read this memory where it is, never a copy of it.
+  bool static_address = false;
   // Bumped by every in-place write, so autograd can tell that a tensor it saved has changed.
   uint64_t version = 0;
   Storage() = default;

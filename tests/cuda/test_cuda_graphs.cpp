@@ -109,6 +109,30 @@ TEST(CudaGraphs, MutatedAndViewedInputsAreTheProgramsTensors) {
   EXPECT_EQ(counters()["cudagraph_replays"], 3);  // the recording call launches it too
 }
 
+// coil::mark_static_address: the graph reads the tensor where it is (a write between calls is
+// seen without a copy), and another tensor in its place records a graph of its own.
+TEST(CudaGraphs, StaticAddressesAreReadInPlace) {
+  COIL_REQUIRE_GPU();
+  compiler_reset();
+  auto f = [](const Tensor& x, const Tensor& w) { return matmul(x, w).relu(); };
+  auto cf = compile(f, reduce_overhead());
+  Tensor w = random({24, 16}).cuda(), other = random({24, 16}).cuda();
+  mark_static_address(w);
+  mark_static_address(other);
+  for (int call = 0; call < 4; ++call) {
+    Tensor x = random({8, 24});
+    expect_same(cf(x.cuda(), w), f(x, w.cpu()), "call " + std::to_string(call));
+    w.mul_(-0.5);
+  }
+  EXPECT_EQ(counters()["cudagraph_recordings"], 1);
+  for (int call = 0; call < 3; ++call) {
+    Tensor x = random({8, 24});
+    expect_same(cf(x.cuda(), other), f(x, other.cpu()), "another weight");
+  }
+  EXPECT_EQ(counters()["cudagraph_recordings"], 2);
+  EXPECT_COIL_ERROR(mark_static_address(Tensor()), "undefined");
+}
+
 // A dynamic function records a graph per size, all in one pool, and each size's replays match.
 TEST(CudaGraphs, DynamicFunctionsRecordAGraphPerSize) {
   COIL_REQUIRE_GPU();

@@ -2,6 +2,7 @@
 // include/coil/cuda.h, and CUDA graphs: capture into a graph pool, launch.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -141,27 +142,60 @@ void begin_capture(int device, void* pool) {
   g_capture_pool[device] = pool;
 }
 
-void* end_capture(int device) {
+RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies) {
   g_capture_pool[device] = nullptr;
   set_device(device);
+  RecordedGraph g;
   cudaGraph_t graph = nullptr;
   check(cudaStreamEndCapture(static_cast<cudaStream_t>(stream(device)), &graph),
         "recording a CUDA graph");
-  cudaGraphExec_t exec = nullptr;
-  cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  check(e, "cudaGraphInstantiate");
-  return exec;
+  g.graph = graph;
+  try {
+    // The copies first: every node the capture made without a dependency waits for them.
+    size_t n = 0;
+    check(cudaGraphGetRootNodes(graph, nullptr, &n), "cudaGraphGetRootNodes");
+    std::vector<cudaGraphNode_t> roots(n), from(n);
+    if (n) check(cudaGraphGetRootNodes(graph, roots.data(), &n), "cudaGraphGetRootNodes");
+    for (const GraphCopy& c : copies) {
+      cudaGraphNode_t node;
+      check(cudaGraphAddMemcpyNode1D(&node, graph, nullptr, 0, c.dst, c.src, c.bytes,
+                                     cudaMemcpyDeviceToDevice),
+            "cudaGraphAddMemcpyNode1D");
+      std::fill(from.begin(), from.end(), node);
+      if (n)
+        check(cudaGraphAddDependencies(graph, from.data(), roots.data(), nullptr, n),
+              "cudaGraphAddDependencies");
+      g.copies.push_back(node);
+    }
+    cudaGraphExec_t exec = nullptr;
+    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    g.exec = exec;
+  } catch (...) {
+    destroy_graph(g);
+    throw;
+  }
+  return g;
 }
 
-void launch_graph(void* graph, int device) {
+void set_graph_copy(const RecordedGraph& g, size_t k, const GraphCopy& c) {
+  check(cudaGraphExecMemcpyNodeSetParams1D(static_cast<cudaGraphExec_t>(g.exec),
+                                           static_cast<cudaGraphNode_t>(g.copies[k]), c.dst, c.src,
+                                           c.bytes, cudaMemcpyDeviceToDevice),
+        "cudaGraphExecMemcpyNodeSetParams1D");
+}
+
+void launch_graph(const RecordedGraph& g, int device) {
   note_launch(device, "a CUDA graph");
-  check_stream(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph),
+  check_stream(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g.exec),
                                static_cast<cudaStream_t>(stream(device))),
                device, "cudaGraphLaunch");
 }
 
-void destroy_graph(void* graph) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }
+void destroy_graph(RecordedGraph& g) {
+  if (g.exec) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g.exec));
+  if (g.graph) cudaGraphDestroy(static_cast<cudaGraph_t>(g.graph));
+  g = RecordedGraph{};
+}
 
 int64_t memory_allocated(int device) {
   return available() ? allocator(device).stats().allocated : 0;
