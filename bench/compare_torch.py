@@ -83,15 +83,17 @@ def train_mlp(torch, gpu, compiled, device, mode="default"):
     def loss_fn(x):
         y = model(x)
         return (y * y).mean()
-    loss = step_begin(torch, mode, torch.compile(loss_fn, mode=mode)) if compiled else loss_fn
-    opt_step = step_begin(torch, mode, torch.compile(opt.step, mode=mode)) if compiled else opt.step
+    loss = torch.compile(loss_fn, mode=mode) if compiled else loss_fn
+    opt_step = torch.compile(opt.step, mode=mode) if compiled else opt.step
     def step(x):
         l = loss(x)
         l.backward()
         opt_step()
         opt.zero_grad()
         return l
-    return step, lambda: [torch.randn(n, d, device=device)]
+    # One CUDA-graph step per training step: the optimizer reads the backward's outputs.
+    return (step_begin(torch, mode, step) if compiled else step,
+            lambda: [torch.randn(n, d, device=device)])
 
 
 def median_ms(fn, sets, sync, min_reps=5, budget_s=0.5):
