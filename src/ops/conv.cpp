@@ -1,5 +1,7 @@
-// conv2d as im2col + GEMM: per sample and group, the input patches are unfolded into a
-// (C/groups * kh * kw) x (OH * OW) matrix that the group's weights multiply in one BLAS call.
+// conv2d and its backward ops in float32 through oneDNN's convolution primitives
+// (runtime/kernels/onednn_conv.h); where oneDNN has no kernel, and in float64, as im2col + GEMM:
+// per sample and group, the input patches are unfolded into a (C/groups * kh * kw) x (OH * OW)
+// matrix that the group's weights multiply in one BLAS call.
 // Its backward ops are the same products transposed: the input's gradient folds the product of
 // the weights' transpose and the output gradient back (col2im), the weight's multiplies the
 // output gradient by the unfolded input's transpose.
@@ -7,6 +9,7 @@
 
 #include "ops/linalg_util.h"
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/onednn_conv.h"
 
 namespace coil::ops {
 
@@ -220,6 +223,10 @@ void conv_weight_grad(const T* gy, const T* x, T* dw, const ConvGeometry& g) {
     }
 }
 
+ConvShape shape_of(const ConvGeometry& g) {
+  return {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.groups, g.stride, g.pad, g.dil};
+}
+
 // A contiguous copy of t in `dtype`, or t itself when it already is one.
 Tensor contiguous_as(const Tensor& t, DType dtype) {
   if (t.dtype() != dtype) return to_dtype_copy(t, dtype);
@@ -244,6 +251,14 @@ std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& o
   DType compute = out[0].dtype == kFloat64 ? kFloat64 : kFloat32;
   Tensor x = contiguous_as(a.tensor(0), compute), w = contiguous_as(a.tensor(1), compute);
   Tensor acc = compute == r.dtype() ? r : empty_contiguous(r.sizes(), compute);
+  if (compute == kFloat32) {  // oneDNN's convolution where it has one
+    Tensor b = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
+    if (onednn_conv2d(shape_of(g), x.data_ptr<float>(), w.data_ptr<float>(),
+                      b.defined() ? b.data_ptr<float>() : nullptr, acc.data_ptr<float>())) {
+      if (!acc.is_same(r)) copy_into(r, acc);
+      return one(r);
+    }
+  }
   if (bias.defined()) {
     // Each output plane starts at its channel's bias.
     Tensor planes =
@@ -304,9 +319,13 @@ std::vector<TensorMeta> meta_conv2d_input_backward(const Args& a) {
 }
 
 std::vector<Tensor> eager_conv2d_input_backward(const Args& a, const std::vector<TensorMeta>& out) {
-  return conv_backward(a, out[0], "conv2d_input_backward",
-                       []<typename T>(const T* gy, const T*, const T* w, T* dx,
-                                      const ConvGeometry& g) { conv_input_grad(gy, w, dx, g); });
+  return conv_backward(
+      a, out[0], "conv2d_input_backward",
+      []<typename T>(const T* gy, const T*, const T* w, T* dx, const ConvGeometry& g) {
+        if constexpr (std::is_same_v<T, float>)
+          if (onednn_conv2d_backward_data(shape_of(g), gy, w, dx)) return;
+        conv_input_grad(gy, w, dx, g);
+      });
 }
 
 std::vector<TensorMeta> meta_conv2d_weight_backward(const Args& a) {
@@ -317,9 +336,13 @@ std::vector<TensorMeta> meta_conv2d_weight_backward(const Args& a) {
 
 std::vector<Tensor> eager_conv2d_weight_backward(const Args& a,
                                                  const std::vector<TensorMeta>& out) {
-  return conv_backward(a, out[0], "conv2d_weight_backward",
-                       []<typename T>(const T* gy, const T* x, const T*, T* dw,
-                                      const ConvGeometry& g) { conv_weight_grad(gy, x, dw, g); });
+  return conv_backward(
+      a, out[0], "conv2d_weight_backward",
+      []<typename T>(const T* gy, const T* x, const T*, T* dw, const ConvGeometry& g) {
+        if constexpr (std::is_same_v<T, float>)
+          if (onednn_conv2d_backward_weights(shape_of(g), gy, x, dw)) return;
+        conv_weight_grad(gy, x, dw, g);
+      });
 }
 
 }  // namespace coil::ops

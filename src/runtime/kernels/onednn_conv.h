@@ -1,0 +1,29 @@
+// float32 convolutions and their gradients through oneDNN's convolution primitives (as
+// PyTorch's CPU convolutions are): its direct kernels work on blocked layouts (channels in groups
+// of 8 or 16), so the NCHW input and output are reordered into and out of them around the call;
+// still several times faster than im2col + GEMM on the benchmark's convolution
+// (docs/performance.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace coil {
+
+// One conv2d: input (n, c, h, w), weight (o, c / groups, kh, kw), output (n, o, oh, ow).
+struct ConvShape {
+  int64_t n, c, h, w;
+  int64_t o, kh, kw;
+  int64_t oh, ow;
+  int64_t groups;
+  std::array<int64_t, 2> stride, pad, dil;
+};
+
+// y = conv2d(x, w) (+ bias, o elements, when given), every tensor contiguous. Returns false,
+// touching nothing, when oneDNN has no kernel for it; the caller then uses its own.
+bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
+// Its gradients: dx from the output's gradient gy and the weight, dw from gy and the input.
+bool onednn_conv2d_backward_data(const ConvShape& s, const float* gy, const float* w, float* dx);
+bool onednn_conv2d_backward_weights(const ConvShape& s, const float* gy, const float* x, float* dw);
+
+}  // namespace coil
