@@ -44,8 +44,11 @@ struct CompileOptions {
   // coil::mark_dynamic / mark_static choose single dims. Sizes 0 and 1 are always specialised.
   std::optional<bool> dynamic;
   // Free-form options as in torch.compile(options={...}), each true or false:
-  // "trace.enabled", "trace.graph_diagram" (docs/debugging.md) and "async_compile" (default
-  // true: the C++ compiler runs beside the first call's library calls; docs/pipeline.md).
+  // "trace.enabled", "trace.graph_diagram" (docs/debugging.md), "async_compile" (default
+  // true: the C++ compiler runs beside the first call's library calls; docs/pipeline.md) and
+  // "freezing" (default false; as torch._inductor.config.freezing: the program promises that
+  // the tensors the function captures will not change, and inference graphs fold batch norm
+  // into the convolution before it; docs/pipeline.md).
   std::map<std::string, OptionValue> options;
   // As torch._dynamo.config.suppress_errors: a compile that fails (no C++ compiler, a compiler
   // crash, an internal error) runs the graph eagerly instead, with one warning naming why.

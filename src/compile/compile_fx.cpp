@@ -209,9 +209,15 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> graph, const Comp
     trace.finish("eager: the captured graph runs on the interpreter");
     return interpreted(graph);
   }
+  // Frozen graphs hold values computed from the parameters at compile time, which the graph
+  // cache's key does not cover: they are compiled in every process.
+  const auto freeze = options.options.find("freezing");
+  const bool freezing = freeze != options.options.end() && std::get<bool>(freeze->second);
   std::string key;
-  if (std::optional<capture::CompiledGraph> hit = cached(graph, options, trace, key)) return *hit;
+  if (!freezing)
+    if (std::optional<capture::CompiledGraph> hit = cached(graph, options, trace, key)) return *hit;
   auto g = std::make_shared<Graph>(graph->clone());
+  if (freezing) stages::freezing(*g, trace);
   stages::graph_stages(*g, trace);
   return compile_inner(g, *graph, key, options, trace);
 }

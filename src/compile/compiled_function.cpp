@@ -28,7 +28,8 @@ namespace {
 
 const char* const kModes[] = {"default", "reduce-overhead", "max-autotune",
                               "max-autotune-no-cudagraphs"};
-const char* const kOptions[] = {"trace.enabled", "trace.graph_diagram", "async_compile"};
+const char* const kOptions[] = {"trace.enabled", "trace.graph_diagram", "async_compile",
+                                "freezing"};
 
 template <size_t N>
 std::string join(const char* const (&names)[N]) {

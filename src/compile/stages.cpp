@@ -53,6 +53,11 @@ void pre_grad(Graph& g, debug::CompileTrace& trace) {
   trace.write("pre_grad.txt", [&] { return print_graph(g); });
 }
 
+void freezing(Graph& g, debug::CompileTrace& trace) {
+  pass_group(g, "freezing", freezing_passes(), trace);
+  trace.write("freezing.txt", [&] { return print_graph(g); });
+}
+
 void decompositions(Graph& g, debug::CompileTrace& trace) {
   trace.timeline().stage("decompositions", "decompose", [&] { return decompose(g); });
   debug::log("decompositions", trace.log_prefix(), "after decompositions:\n" + print_graph(g));

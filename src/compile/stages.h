@@ -25,6 +25,9 @@ void pre_grad(Graph& g, debug::CompileTrace& trace);
 void decompositions(Graph& g, debug::CompileTrace& trace);
 void joint_graph(Graph& g, debug::CompileTrace& trace);
 void post_grad(Graph& g, debug::CompileTrace& trace);
+// options["freezing"]: before pre_grad on an inference graph, the passes that assume captured
+// tensors never change (Inductor's freezing).
+void freezing(Graph& g, debug::CompileTrace& trace);
 
 // An inference graph's graph stages in order: pre_grad, decompositions, post_grad. (A training
 // step's order is compile_fx_training's: the joint graph comes between.)

@@ -36,5 +36,8 @@ std::vector<Pass> joint_graph_passes();
 // On each forward and backward graph after decompositions: the clean-ups, then the pattern
 // rewrites into fused library calls (addmm, addmm_relu).
 std::vector<Pass> post_grad_passes();
+// With CompileOptions::options["freezing"], first on an inference graph: what assumes the
+// captured tensors never change (batch norm folded into convolutions).
+std::vector<Pass> freezing_passes();
 
 }  // namespace coil

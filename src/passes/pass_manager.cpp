@@ -87,4 +87,9 @@ std::vector<Pass> post_grad_passes() {
           {"dce", run_dce}};
 }
 
+// CompileOptions::options["freezing"]: before the pre-grad passes, on an inference graph.
+std::vector<Pass> freezing_passes() {
+  return {{"fold_conv_batch_norm", run_fold_conv_batch_norm}, {"dce", run_dce}};
+}
+
 }  // namespace coil
