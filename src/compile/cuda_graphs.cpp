@@ -107,6 +107,7 @@ class Runner {
   std::string name_;
   std::map<std::string, Slot> slots_;  // by the inputs' geometry (see key())
   Slot* last_ = nullptr;               // the last call's, tried first
+  bool said_no_gpu_ = false;           // a call without a GPU was logged
 };
 
 // The GPU all defined inputs are on, or -1 with the reason there is none.
@@ -169,10 +170,17 @@ std::vector<Tensor> Runner::operator()(const std::vector<Tensor>& inputs) {
   if (last_ && last_->graph && fits(*last_->graph, inputs)) return replay(*last_->graph, inputs);
   std::string why;
   const int device = device_of(inputs, why);
+  if (device < 0) {  // no slot: a CPU call costs no key per call, and is logged once
+    if (!said_no_gpu_)
+      debug::log("cudagraphs", name_,
+                 "inputs " + key(inputs) + " run without a CUDA graph: " + why);
+    said_no_gpu_ = true;
+    lock.unlock();
+    return run_(inputs);
+  }
   const std::string geometry = key(inputs);
   Slot& slot = slots_[geometry];
   last_ = &slot;
-  if (!slot.skipped && device < 0) skip(slot, geometry, why);
   if (slot.skipped) {
     lock.unlock();
     return run_(inputs);
