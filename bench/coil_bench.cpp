@@ -2,15 +2,18 @@
 // ceilings (copy bandwidth, BLAS rate) measured at start-up. Prints a table and writes JSON.
 //
 //   coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] [--filter NAME] [--json FILE]
-//              [--reps N] [--dynamic] [--mode reduce-overhead]
+//              [--reps N] [--dynamic] [--tf32] [--mode reduce-overhead]
 //
 // --dynamic compiles every workload with dynamic=true: its graph over size symbols, its kernels
 // taking their sizes at run time (docs/dynamic.md), to compare with the static graphs. --mode
 // compiles them in another mode than "default" (reduce-overhead: CUDA graphs, docs/cuda.md).
+// --tf32 lets float32 products and convolutions on the GPU use TF32 (off by default, as in
+// PyTorch's products); the report says which was used.
 //
 // With --device cuda the workloads run on the GPU at their GPU sizes; each timed call is timed
 // to the end of its GPU work (the host waits for the device), and the ceilings are the GPU's:
-// coil's copy kernel over 256 MB and cuBLASLt's float32 4096^3 product.
+// the driver's dense copy (what coil's copy_ calls) over 1 GiB and cuBLASLt's float32 4096^3
+// product.
 //
 // Times are medians after warm-up, with inputs rotated across several copies so that small
 // workloads do not run from a warm cache. Every run checks the compiled result against eager;
@@ -58,6 +61,7 @@ struct Options {
   std::string filter, json, probe;
   int reps = 0;  // 0: as many as fit in about half a second
   bool dynamic = false;
+  bool tf32 = false;  // float32 products and convolutions on the GPU in TF32
   std::string mode = "default";
 };
 
@@ -89,12 +93,14 @@ Options parse(int argc, char** argv) {
       o.probe = next();
     else if (a == "--dynamic")
       o.dynamic = true;
+    else if (a == "--tf32")
+      o.tf32 = true;
     else if (a == "--mode")
       o.mode = next();
     else {
       std::cerr << "usage: coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] "
                    "[--filter NAME] [--json FILE] "
-                   "[--reps N] [--dynamic] [--mode reduce-overhead]\n";
+                   "[--reps N] [--dynamic] [--tf32] [--mode reduce-overhead]\n";
       std::exit(2);
     }
   }
@@ -107,16 +113,17 @@ void sync() {
   if (g_on_gpu) cuda::synchronize();
 }
 
-// The GPU's ceilings: a large copy (coil's own copy kernel: bytes read + written per second)
-// and the float32 product rate of cuBLASLt on a 4096^3 product.
+// The GPU's ceilings: a large dense copy (the driver's device-to-device copy, which coil's copy_
+// calls: bytes read + written per second, over 1 GiB so the synchronisation is noise) and the
+// float32 product rate of cuBLASLt on a 4096^3 product.
 double gpu_copy_bandwidth() {
-  const int64_t n = 64 << 20;
-  Tensor a = ones({n}, kFloat32, kCUDA);
+  const int64_t n = 128 << 20;
+  Tensor a = ones({n}, kFloat32, kCUDA), b = empty({n}, kFloat32, kCUDA);
   double best = 1e30;
   for (int r = 0; r < 15; ++r) {
     sync();
     auto t0 = Clock::now();
-    a.clone();
+    b.copy_(a);
     sync();
     best = std::min(best, ms_since(t0));
   }
@@ -260,7 +267,8 @@ double warm_first_call_ms(const std::string& name, const Options& o) {
   std::string cmd = "'/proc/" + std::to_string(getpid()) + "/exe' --probe " + name + " --size " +
                     (o.gpu ? "gpu" : "cpu") + " --device " + o.device.str() +
                     (o.threads ? " --threads " + std::to_string(o.threads) : "") +
-                    (o.dynamic ? " --dynamic" : "") + " --mode " + o.mode;
+                    (o.dynamic ? " --dynamic" : "") + (o.tf32 ? " --tf32" : "") + " --mode " +
+                    o.mode;
   std::vector<double> times;
   for (int i = 0; i < 5; ++i) {
     FILE* p = popen(cmd.c_str(), "r");
@@ -307,6 +315,8 @@ int run_bench(int argc, char** argv) {
   use_device(o.device);
   use_dynamic_shapes(o.dynamic);
   use_mode(o.mode);
+  cuda::set_matmul_allow_tf32(o.tf32);
+  cuda::set_cudnn_allow_tf32(o.tf32);
   g_on_gpu = o.device.is_cuda();
   if (!o.probe.empty()) return probe(o);
 
@@ -320,11 +330,11 @@ int run_bench(int argc, char** argv) {
   double blas = gpu ? gpu_matmul_rate() : matmul_rate();
   std::printf(
       "coil-bench: %s, %d cores, %d threads; copy %.1f GB/s, matmul %.1f GFLOP/s "
-      "(float32 %s^3)%s; mode %s\n",
+      "(float32 %s^3)%s; mode %s; TF32 %s\n",
       gpu ? (cuda::device_name(o.device.index) + " (" + o.device.str() + ")").c_str()
           : cpu_model().c_str(),
       omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9, gpu ? "4096" : "2048",
-      o.dynamic ? "; dynamic shapes" : "", o.mode.c_str());
+      o.dynamic ? "; dynamic shapes" : "", o.mode.c_str(), o.tf32 ? "on" : "off");
   std::printf("%-15s %10s %10s %8s %10s %7s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
               "coil ms", "speedup", "roofline", "of roof", "of lib", "kernels", "first cold",
               "first warm", "check");
@@ -336,6 +346,7 @@ int run_bench(int argc, char** argv) {
                            {"size", o.gpu ? "gpu" : "cpu"},
                            {"dynamic", o.dynamic},
                            {"mode", o.mode},
+                           {"tf32", o.tf32},
                            {"workloads", nlohmann::json::array()}};
   bool ok = true;
   for (const Workload& w : workloads()) {

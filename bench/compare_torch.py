@@ -7,7 +7,7 @@ first call of torch.compile is timed with an empty Inductor cache (a fresh
 TORCHINDUCTOR_CACHE_DIR).
 
     python3 bench/compare_torch.py --coil-bench build/bench/coil-bench [--threads N]
-        [--size cpu|gpu] [--device cpu|cuda] [--filter NAME] [--json FILE] [--mode MODE]
+        [--size cpu|gpu] [--device cpu|cuda] [--filter NAME] [--json FILE] [--mode MODE] [--tf32]
 
 With --device cuda both run on the GPU (at the GPU sizes), and every timed call waits for the
 GPU's work to end (torch.cuda.synchronize), as coil-bench does.
@@ -110,15 +110,16 @@ def median_ms(fn, sets, sync, min_reps=5, budget_s=0.5):
     return statistics.median(times)
 
 
-def run_torch(names, gpu, threads, device, mode="default"):
+def run_torch(names, gpu, threads, device, mode="default", tf32=False):
     import torch
     import torch.nn.functional as F
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if threads:
         torch.set_num_threads(threads)
-    # coil's float32 products and convolutions are full precision; PyTorch's convolutions would
-    # use TF32 on the GPU by default (its matrix products do not).
-    torch.backends.cudnn.allow_tf32 = False
+    # Both sides alike: full-precision float32 products and convolutions unless --tf32 (PyTorch's
+    # convolutions would use TF32 on the GPU by default, its matrix products would not).
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     # PyTorch before 2.0 (Debian 12's 1.13) has no torch.compile: then eager only.
     has_compile = hasattr(torch, "compile")
     if not has_compile:
@@ -178,6 +179,8 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--filter", default="")
     p.add_argument("--json", default="")
+    p.add_argument("--tf32", action="store_true",
+                   help="float32 products and convolutions on the GPU in TF32, on both sides")
     p.add_argument("--mode", default="default",
                    help="the compile mode of both sides (reduce-overhead: CUDA graphs)")
     a = p.parse_args()
@@ -193,15 +196,17 @@ def main():
             cmd += ["--filter", a.filter]
         if a.mode != "default":
             cmd += ["--mode", a.mode]
+        if a.tf32:
+            cmd += ["--tf32"]
         print("$", " ".join(cmd), flush=True)
         rc = subprocess.call(cmd)
         coil = json.load(open(coil_json))
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
         names = [w["name"] for w in coil["workloads"]]
-        torch_results = run_torch(names, gpu_sizes, a.threads, a.device, a.mode)
+        torch_results = run_torch(names, gpu_sizes, a.threads, a.device, a.mode, a.tf32)
 
     print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
-          f"matmul {coil['blas_gflops']:.0f} GFLOP/s")
+          f"matmul {coil['blas_gflops']:.0f} GFLOP/s, TF32 {'on' if a.tf32 else 'off'} on both sides")
     head = ("workload", "torch eager", "inductor", "coil", "coil/eager", "coil/ind", "roof %",
             "lib %", "ind first", "coil first", "coil warm")
     print("%-15s %11s %10s %10s %10s %9s %7s %6s %10s %10s %10s" % head)
@@ -223,7 +228,7 @@ def main():
         rows.append({**w, **t, "speedup_vs_inductor": speed})
     if a.json:
         json.dump({"machine": {k: coil[k] for k in ("cpu", "threads", "copy_gbps", "blas_gflops")},
-                   "workloads": rows}, open(a.json, "w"), indent=2)
+                   "tf32": a.tf32, "workloads": rows}, open(a.json, "w"), indent=2)
     return rc
 
 

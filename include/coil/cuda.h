@@ -29,4 +29,24 @@ void reset_peak_memory_stats(int device = 0);
 // Gives cached, unused memory back to the device (other programs can use it).
 void empty_cache();
 
+// TF32, as torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32: float32
+// matrix products (cuBLASLt), and convolutions (cuDNN), may run on tensor cores with inputs
+// rounded to 10 mantissa bits. Both off by default: coil's float32 is full precision (PyTorch
+// turns the convolutions' switch on by default; coil does not). A switch applies from the next
+// product or convolution, eager or compiled; a CUDA graph already recorded keeps what it had.
+void set_matmul_allow_tf32(bool on);
+bool matmul_allow_tf32();
+void set_cudnn_allow_tf32(bool on);
+bool cudnn_allow_tf32();
+
 }  // namespace coil::cuda
+
+namespace coil {
+
+// As torch.set_float32_matmul_precision: "highest" (the default: full precision), "high" or
+// "medium" (TF32 for float32 products on the GPU; CPU products stay full precision). Anything
+// else is a coil::Error.
+void set_float32_matmul_precision(const std::string& precision);
+std::string get_float32_matmul_precision();
+
+}  // namespace coil

@@ -92,6 +92,28 @@ TEST(Cuda, CopiesAndFillsWriteIntoViews) {
   expect_same(g, c, "writes into views");
 }
 
+// The copy kernel merges dims that step evenly and hands dense same-dtype copies to the driver:
+// each kind of geometry against the CPU.
+TEST(Cuda, CopiesOfEveryGeometry) {
+  COIL_REQUIRE_GPU();
+  Tensor x = arange(0, 2 * 3 * 4 * 5, 1, kFloat32).reshape({2, 3, 4, 5});
+  Tensor gx = x.cuda();
+  expect_same(gx.clone(), x, "dense clone (the driver's copy)");
+  expect_same(gx.slice(0, 1, 2).clone(), x.slice(0, 1, 2), "a dense slice");
+  expect_same(gx.slice(2, 1, 3).clone(), x.slice(2, 1, 3), "rows of a slice (merged outer dims)");
+  expect_same(gx.transpose(1, 3).contiguous(), x.transpose(1, 3).contiguous(), "a transpose");
+  expect_same(gx.slice(3, 0, 5, 2).clone(), x.slice(3, 0, 5, 2), "a stride of 2");
+  expect_same(gx.to(kFloat64), x.to(kFloat64), "dense, another dtype");
+  expect_same(gx.select(1, 0).select(1, 0).select(1, 0).clone(),
+              x.select(1, 0).select(1, 0).select(1, 0), "one strided dim");
+  Tensor g = zeros({2, 3, 4, 5}, kFloat32, kCUDA), c = zeros({2, 3, 4, 5});
+  g.copy_(gx.select(0, 1).select(1, 2).unsqueeze(1));
+  c.copy_(x.select(0, 1).select(1, 2).unsqueeze(1));
+  expect_same(g, c, "a broadcast source");
+  Tensor s = full({}, 3.0, kFloat32, kCUDA);
+  expect_same(s.clone(), full({}, 3.0), "a 0-dim tensor");
+}
+
 // The (normalized) arguments of `op` with their tensors, and a factory's device, on the GPU.
 std::vector<Arg> on_gpu(OpId op, std::vector<Arg> args) {
   const auto& params = op_info(op).schema.args;

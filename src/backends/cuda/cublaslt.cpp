@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include <coil/cuda.h>
 #include <coil/error.h>
 
 #include "runtime/copy.h"
@@ -171,9 +172,10 @@ struct Problem {
   Operand a, b;
   cublasLtEpilogue_t epilogue;
   bool add_c;
+  bool tf32;
   auto tie() const {
     return std::tie(device, dtype, m, n, k, batch, a_batch, b_batch, a.rows, a.cols, a.ld,
-                    a.transpose, b.rows, b.cols, b.ld, b.transpose, epilogue, add_c);
+                    a.transpose, b.rows, b.cols, b.ld, b.transpose, epilogue, add_c, tf32);
   }
   bool operator<(const Problem& o) const { return tie() < o.tie(); }
 };
@@ -182,8 +184,10 @@ std::shared_ptr<Plan> make_plan(const Problem& p, cublasLtHandle_t handle) {
   auto plan = std::make_shared<Plan>();
   const cudaDataType_t type = data_type(p.dtype);
   const bool f64 = p.dtype == kFloat64;
-  check_lt(lt().desc_create(&plan->desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
-                            f64 ? CUDA_R_64F : CUDA_R_32F),
+  const cublasComputeType_t compute = f64      ? CUBLAS_COMPUTE_64F
+                                      : p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                               : CUBLAS_COMPUTE_32F;
+  check_lt(lt().desc_create(&plan->desc, compute, f64 ? CUDA_R_64F : CUDA_R_32F),
            "cublasLtMatmulDescCreate");
   cublasOperation_t ta = p.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = p.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -245,6 +249,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, const Ten
   p.n = out.size(-1);
   p.k = a.size(-1);
   p.batch = batched ? out.size(0) : 1;
+  p.tf32 = p.dtype == kFloat32 && matmul_allow_tf32();
   p.a = as_operand(b, p.k, p.n);  // cuBLASLt's first factor: B^T (N x K)
   p.b = as_operand(a, p.m, p.k);  // its second: A^T (K x M)
   p.a_batch = batched && a.dim() == 3 ? a.stride(0) : 0;

@@ -1,6 +1,7 @@
 // Matrix products on the GPU through cuBLASLt (loaded on first use): float32 at full precision
-// (no TF32, as PyTorch's default), float64, and the 16-bit floats, with a bias and a ReLU fused
-// into the product's epilogue where cuBLASLt has them.
+// (no TF32, as PyTorch's default, unless coil::cuda::set_matmul_allow_tf32 allows it), float64,
+// and the 16-bit floats, with a bias and a ReLU fused into the product's epilogue where cuBLASLt
+// has them.
 #pragma once
 
 #include <coil/tensor.h>

@@ -1,7 +1,7 @@
 // cuDNN's calls on the GPU (the library loaded on first use): conv2d forward with its bias and
-// its two backward ops, for float32 (at full precision: no TF32), float64 and the 16-bit floats
-// (cudnn_conv.cpp); max and average pooling and their gradients (cudnn_pool.cpp). Where the
-// toolkit has no cuDNN, cudnn_available() is false and these ops run on the CPU.
+// its two backward ops, for float32 (full precision unless set_cudnn_allow_tf32), float64 and the
+// 16-bit floats (cudnn_conv.cpp); max and average pooling and their gradients (cudnn_pool.cpp).
+// Where the toolkit has no cuDNN, cudnn_available() is false and these ops run on the CPU.
 #pragma once
 
 #include <array>

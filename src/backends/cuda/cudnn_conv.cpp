@@ -6,6 +6,8 @@
 #include <optional>
 #include <tuple>
 
+#include <coil/cuda.h>
+
 #include "backends/cuda/cudnn_library.h"
 #include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
@@ -15,11 +17,13 @@ namespace coil::cuda {
 
 namespace {
 
-// float32 asks for FMA math: cuDNN's default would allow TF32 on tensor cores, and coil's
-// float32 convolutions are full precision (as its matrix products; PyTorch allows TF32 for
-// convolutions by default). The 16-bit floats accumulate in float32 on tensor cores.
+// float32 asks for FMA math unless coil::cuda::set_cudnn_allow_tf32 allowed TF32: cuDNN's
+// default would use TF32 on tensor cores, and coil's float32 convolutions are full precision by
+// default (as its matrix products; PyTorch allows TF32 for convolutions by default). The 16-bit
+// floats accumulate in float32 on tensor cores.
 cudnnMathType_t math_for(DType t) {
-  return t == kFloat16 || t == kBFloat16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  if (t == kFloat16 || t == kBFloat16) return CUDNN_TENSOR_OP_MATH;
+  return t == kFloat32 && cudnn_allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
 struct ConvDesc {
@@ -50,8 +54,8 @@ struct Choice {
 };
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
-using ProblemKey =
-    std::tuple<Pass, int, DType, std::array<int, 4>, std::array<int, 4>, std::array<int64_t, 7>>;
+using ProblemKey = std::tuple<Pass, int, DType, cudnnMathType_t, std::array<int, 4>,
+                              std::array<int, 4>, std::array<int64_t, 7>>;
 
 template <typename Perf>
 std::optional<Choice> first_usable(const Perf* perf, int found, DType t) {
@@ -74,6 +78,7 @@ Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, const TensorDesc&
   const ProblemKey key{pass,
                        device,
                        t,
+                       math_for(t),
                        xdims,
                        wdims,
                        {win.stride[0], win.stride[1], win.padding[0], win.padding[1],
