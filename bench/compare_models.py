@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""ResNet-50 and GPT-2 small side by side: coil (coil-bench-models) against PyTorch eager and
+torch.compile (Inductor), the same models, sizes and protocol, on the same machine in one run.
+
+    python3 bench/compare_models.py --coil-bench-models build/bench/coil-bench-models
+        [--device cpu|cuda] [--model resnet50|gpt2] [--threads N] [--quick] [--json FILE]
+
+The PyTorch models are scripts/make_model_checkpoints.py's (torchvision's ResNet and Hugging
+Face's GPT-2 architecture, written with torch.nn), at full size with random weights. Times are
+medians after one warm-up call (its time is torch.compile's first call, with an empty Inductor
+cache); TF32 is off on both sides.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+
+
+def timer(torch, device):
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+    def median_ms(fn, reps):
+        def once():
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            return (time.perf_counter() - t0) * 1e3
+        first = once()
+        return statistics.median(once() for _ in range(reps)), first
+    return median_ms
+
+
+def gpt2_cached_step(torch, F, model):
+    """One decode step over a KV cache with the model's own weights: (ids, positions, past) ->
+    (next ids, past grown by one position)."""
+    def step(ids, pos, past):
+        x = model.wte(ids) + model.wpe(pos)
+        out = []
+        for i, block in enumerate(model.h):
+            a = block.attn
+            B, T, C = x.shape
+            q, k, v = a.c_attn(block.ln_1(x)).split(C, dim=2)
+            heads = lambda t: t.view(B, T, a.n_head, C // a.n_head).transpose(1, 2)
+            q, k, v = heads(q), heads(k), heads(v)
+            k = torch.cat([past[2 * i], k], 2)
+            v = torch.cat([past[2 * i + 1], v], 2)
+            y = F.scaled_dot_product_attention(q, k, v)
+            x = x + a.c_proj(y.transpose(1, 2).reshape(B, T, C))
+            x = x + block.mlp(block.ln_2(x))
+            out += [k, v]
+        logits = model.ln_f(x) @ model.wte.weight.t()
+        return logits[:, -1].argmax(-1, keepdim=True), out
+    return step
+
+
+def prefill(torch, F, model, ids):
+    """The prompt's forward, keeping each layer's keys and values."""
+    past, x = [], model.wte(ids) + model.wpe(torch.arange(ids.shape[1], device=ids.device))
+    for block in model.h:
+        a = block.attn
+        B, T, C = x.shape
+        q, k, v = a.c_attn(block.ln_1(x)).split(C, dim=2)
+        heads = lambda t: t.view(B, T, a.n_head, C // a.n_head).transpose(1, 2)
+        q, k, v = heads(q), heads(k), heads(v)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + a.c_proj(y.transpose(1, 2).reshape(B, T, C))
+        x = x + block.mlp(block.ln_2(x))
+        past += [k, v]
+    return (model.ln_f(x) @ model.wte.weight.t())[:, -1].argmax(-1, keepdim=True), past
+
+
+def run_torch(device, which, quick):
+    import torch
+    import torch.nn.functional as F
+    import make_model_checkpoints as m
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    median_ms = timer(torch, device)
+    reps = 2 if quick else 3
+    gpu = device == "cuda"
+    rows = {}
+
+    def both(name, items, make_eager, make_compiled):
+        eager, _ = median_ms(make_eager(), reps)
+        compiled, first = median_ms(make_compiled(), reps)
+        rows[name] = {"items_per_call": items, "torch_eager_ms": eager, "inductor_ms": compiled,
+                      "inductor_first_ms": first}
+        print(f"  torch {name}: eager {eager:.2f} ms, inductor {compiled:.2f} ms, "
+              f"first {first:.0f} ms", flush=True)
+
+    if which in ("", "resnet50"):
+        torch.manual_seed(0)
+        model = m.ResNet(m.Bottleneck, [3, 4, 6, 3], 64, 1000).to(device).eval()
+        batch, train_batch = (64, 32) if gpu else (16, 8)
+        x = torch.randn(batch, 3, 224, 224, device=device)
+
+        def infer(fn):
+            def call():
+                with torch.no_grad():
+                    fn(x)
+            return call
+        both("resnet50 inference", batch, lambda: infer(model), lambda: infer(torch.compile(model)))
+        model.train()
+        xt = torch.randn(train_batch, 3, 224, 224, device=device)
+        yt = torch.randint(0, 1000, (train_batch,), device=device)
+
+        def train(compiled):
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            loss = lambda a, b: F.cross_entropy(model(a), b)
+            loss = torch.compile(loss) if compiled else loss
+            step = torch.compile(opt.step) if compiled else opt.step
+
+            def call():
+                opt.zero_grad()
+                loss(xt, yt).backward()
+                step()
+            return call
+        both("resnet50 train step", train_batch, lambda: train(False), lambda: train(True))
+
+    if which in ("", "gpt2"):
+        torch.manual_seed(0)
+        cfg = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
+                   layer_norm_epsilon=1e-5)
+        model = m.GPT2Model(cfg).to(device).eval()
+        ids = torch.randint(0, 50257, (8, 512), device=device)
+
+        def fwd(fn):
+            def call():
+                with torch.no_grad():
+                    fn(ids)
+            return call
+        both("gpt2 forward 8x512", 8 * 512, lambda: fwd(model), lambda: fwd(torch.compile(model)))
+        model.train()
+        labels = torch.randint(0, 50257, (8, 512), device=device)
+
+        def train(compiled):
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+            def loss(a, b):
+                logits = model(a)
+                return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), b.reshape(-1))
+            loss = torch.compile(loss) if compiled else loss
+            step = torch.compile(opt.step) if compiled else opt.step
+
+            def call():
+                opt.zero_grad()
+                loss(ids, labels).backward()
+                step()
+            return call
+        both("gpt2 train step 8x512", 8 * 512, lambda: train(False), lambda: train(True))
+        model.eval()
+        prompt = torch.randint(0, 50257, (1, 16), device=device)
+        new_tokens = 64
+
+        def generate(compiled):
+            step = gpt2_cached_step(torch, F, model)
+            step = torch.compile(step) if compiled else step
+
+            def call():
+                with torch.no_grad():
+                    nxt, past = prefill(torch, F, model, prompt)
+                    for t in range(new_tokens - 1):
+                        pos = torch.full((1, 1), past[0].shape[2], device=device)
+                        nxt, past = step(nxt, pos, past)
+            return call
+        eager, _ = median_ms(generate(False), 1)
+        compiled, first = median_ms(generate(True), 1)
+        rows["gpt2 generate b1"] = {"items_per_call": new_tokens, "torch_eager_ms": eager,
+                                    "inductor_ms": compiled, "inductor_first_ms": first}
+        print(f"  torch gpt2 generate b1: eager {eager:.1f} ms, inductor {compiled:.1f} ms, "
+              f"first {first:.0f} ms", flush=True)
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--coil-bench-models", required=True)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--model", default="", choices=["", "resnet50", "gpt2"])
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json", default="")
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        coil_json = os.path.join(tmp, "coil.json")
+        cmd = [a.coil_bench_models, "--device", a.device, "--json", coil_json]
+        if a.model:
+            cmd += ["--model", a.model]
+        if a.quick:
+            cmd += ["--quick"]
+        env = dict(os.environ, **({"OMP_NUM_THREADS": str(a.threads)} if a.threads else {}))
+        print("$", " ".join(cmd), flush=True)
+        rc = subprocess.call(cmd, env=env)
+        coil = json.load(open(coil_json))
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
+        import torch
+        if a.threads:
+            torch.set_num_threads(a.threads)
+        t = run_torch(a.device, a.model, a.quick)
+    head = ("model", "torch eager", "inductor", "coil eager", "coil", "coil/ind", "ind first",
+            "coil first")
+    print("\n%-22s %12s %12s %12s %12s %9s %10s %10s" % head)
+    rows = []
+    for r in coil["rows"]:
+        tr = t[r["name"]]
+        per_s = lambda ms: r["items_per_call"] / ms * 1e3
+        print("%-22s %10.0f/s %10.0f/s %10.0f/s %10.0f/s %8.2fx %8.0fms %8.0fms" % (
+            r["name"], per_s(tr["torch_eager_ms"]), per_s(tr["inductor_ms"]),
+            per_s(r["eager_ms"]), per_s(r["compiled_ms"]), tr["inductor_ms"] / r["compiled_ms"],
+            tr["inductor_first_ms"], r["first_ms"]))
+        rows.append({**r, **tr, "speedup_vs_inductor": tr["inductor_ms"] / r["compiled_ms"]})
+    if a.json:
+        json.dump({"device": a.device, "tf32": False, "rows": rows}, open(a.json, "w"), indent=2)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+// coil-bench-models: the full-size models of coil::nn with random weights, eager and compiled:
+// ResNet-50 inference (images/s) and a training step (SGD with momentum, batch norm in training
+// mode); GPT-2 small forward (batch x tokens), a training step (AdamW) and greedy generation at
+// batch 1 (tokens/s, the compiled decode step against the eager one). Prints a table and writes
+// JSON for bench/compare_models.py, which runs the same models in PyTorch beside it.
+//
+//   coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] [--json FILE] [--quick]
+//
+// Times are medians of 3 calls after warm-up (2 with --quick); a GPU call
+// is timed to the end of its work. The first compiled call is timed with an empty compile cache.
+// Every compiled result is checked against eager: logits, the first training step's loss (later
+// steps drift apart as float32 rounding grows through training), generated ids.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include <coil/coil.h>
+#include <coil/cuda.h>
+
+using namespace coil;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  Device device = kCPU;
+  std::string model, json;
+  bool quick = false;
+};
+
+Device g_device = kCPU;
+
+void sync() {
+  if (g_device.is_cuda()) cuda::synchronize();
+}
+
+double ms_of(const std::function<void()>& fn) {
+  sync();
+  auto t0 = Clock::now();
+  fn();
+  sync();
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The median of `reps` timed calls after `warmups` calls (the first one's time is returned in
+// `first` when asked: for a compiled function, its first call). A training step warms up twice:
+// the compiled optimizer step compiles on the second (the first creates the momentum buffers).
+double median_ms(const std::function<void()>& fn, int reps, double* first = nullptr,
+                 int warmups = 1) {
+  double f = ms_of(fn);
+  if (first) *first = f;
+  for (int i = 1; i < warmups; ++i) ms_of(fn);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) t.push_back(ms_of(fn));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// |a - b| / max(1, |b|) over the elements: compiled against eager.
+double difference(const Tensor& a, const Tensor& b) {
+  Tensor x = a.detach().cpu().to(kFloat64), y = b.detach().cpu().to(kFloat64);
+  return amax(abs(sub(x, y))).item<double>() / std::max(1.0, amax(abs(y)).item<double>());
+}
+
+struct Row {
+  std::string name, unit;
+  double per_call_items;  // images or tokens per call
+  double eager_ms, compiled_ms, first_ms, diff;
+};
+
+void print(const Row& r) {
+  std::printf("%-22s %10.2f %10.2f %8.2fx %11.1f %11.1f %10.0f %9.1e\n", r.name.c_str(),
+              r.eager_ms, r.compiled_ms, r.eager_ms / r.compiled_ms,
+              r.per_call_items / r.eager_ms * 1e3, r.per_call_items / r.compiled_ms * 1e3,
+              r.first_ms, r.diff);
+  std::fflush(stdout);
+}
+
+std::vector<Row> resnet50_rows(const Options& o) {
+  const int reps = o.quick ? 2 : 3;
+  const int64_t batch = g_device.is_cuda() ? 64 : 16, train_batch = g_device.is_cuda() ? 32 : 8;
+  std::vector<Row> rows;
+  {
+    manual_seed(0);
+    auto model = nn::resnet50();
+    model->to(g_device).eval();
+    Tensor x = randn({batch, 3, 224, 224}).to(g_device);
+    NoGradGuard no_grad;
+    auto compiled = coil::compile(model);
+    Row r{"resnet50 inference", "images/s", double(batch)};
+    Tensor want, got;
+    r.eager_ms = median_ms([&] { want = model->forward(x); }, reps);
+    r.compiled_ms = median_ms([&] { got = compiled(x); }, reps, &r.first_ms);
+    r.diff = difference(got, want);
+    print(r);
+    rows.push_back(r);
+  }
+  {
+    // Two copies of the same weights, one trained eagerly and one compiled, step for step.
+    manual_seed(0);
+    auto eager_model = nn::resnet50(), compiled_model = nn::resnet50();
+    compiled_model->load_state_dict(eager_model->state_dict());
+    eager_model->to(g_device);
+    compiled_model->to(g_device);
+    Tensor x = randn({train_batch, 3, 224, 224}).to(g_device);
+    Tensor y = randint(0, 1000, {train_batch}).to(g_device);
+    optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.01, .momentum = 0.9});
+    optim::SGD compiled_opt(compiled_model->parameters(),
+                            {.lr = 0.01, .momentum = 0.9, .compiled = true});
+    auto loss_of = [](nn::ResNet& m, const Tensor& a, const Tensor& b) {
+      return cross_entropy(m.forward(a), b);
+    };
+    auto compiled_loss = coil::compile(
+        [&](const Tensor& a, const Tensor& b) { return loss_of(*compiled_model, a, b); });
+    Tensor le, lc;  // the first step's losses, from the same weights
+    Row r{"resnet50 train step", "images/s", double(train_batch)};
+    r.eager_ms = median_ms(
+        [&] {
+          eager_opt.zero_grad();
+          Tensor l = loss_of(*eager_model, x, y);
+          if (!le.defined()) le = l;
+          l.backward();
+          eager_opt.step();
+        },
+        reps, nullptr, 2);
+    r.compiled_ms = median_ms(
+        [&] {
+          compiled_opt.zero_grad();
+          Tensor l = compiled_loss(x, y);
+          if (!lc.defined()) lc = l;
+          l.backward();
+          compiled_opt.step();
+        },
+        reps, &r.first_ms, 2);
+    r.diff = difference(lc, le);
+    print(r);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::vector<Row> gpt2_rows(const Options& o) {
+  const int reps = o.quick ? 2 : 3;
+  const int64_t batch = 8, len = 512;
+  std::vector<Row> rows;
+  manual_seed(0);
+  auto model = nn::gpt2(nn::GPT2Config::small());
+  model->to(g_device);
+  Tensor ids = randint(0, 50257, {batch, len}).to(g_device);
+  {
+    model->eval();
+    NoGradGuard no_grad;
+    auto compiled = coil::compile(model);
+    Row r{"gpt2 forward 8x512", "tokens/s", double(batch * len)};
+    Tensor want, got;
+    r.eager_ms = median_ms([&] { want = model->forward(ids); }, reps);
+    r.compiled_ms = median_ms([&] { got = compiled(ids); }, reps, &r.first_ms);
+    r.diff = difference(got, want);
+    print(r);
+    rows.push_back(r);
+  }
+  {
+    model->train();
+    auto twin = nn::gpt2(nn::GPT2Config::small());
+    twin->load_state_dict(model->state_dict());
+    twin->to(g_device);
+    Tensor labels = randint(0, 50257, {batch, len}).to(g_device);
+    optim::AdamW eager_opt(model->parameters(), {.lr = 1e-4});
+    optim::AdamW compiled_opt(twin->parameters(), {.lr = 1e-4, .compiled = true});
+    auto loss_of = [&](nn::GPT2& m, const Tensor& a, const Tensor& b) {
+      Tensor logits = m.forward(a);
+      return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.reshape({-1}));
+    };
+    auto compiled_loss =
+        coil::compile([&](const Tensor& a, const Tensor& b) { return loss_of(*twin, a, b); });
+    Tensor le, lc;  // the first step's losses, from the same weights
+    Row r{"gpt2 train step 8x512", "tokens/s", double(batch * len)};
+    r.eager_ms = median_ms(
+        [&] {
+          eager_opt.zero_grad();
+          Tensor l = loss_of(*model, ids, labels);
+          if (!le.defined()) le = l;
+          l.backward();
+          eager_opt.step();
+        },
+        reps, nullptr, 2);
+    r.compiled_ms = median_ms(
+        [&] {
+          compiled_opt.zero_grad();
+          Tensor l = compiled_loss(ids, labels);
+          if (!lc.defined()) lc = l;
+          l.backward();
+          compiled_opt.step();
+        },
+        reps, &r.first_ms, 2);
+    r.diff = difference(lc, le);
+    print(r);
+    rows.push_back(r);
+  }
+  {
+    model->eval();
+    const int64_t prompt = 16, new_tokens = 64;
+    Tensor p = randint(0, 50257, {1, prompt}).to(g_device);
+    Row r{"gpt2 generate b1", "tokens/s", double(new_tokens)};
+    Tensor want, got;
+    r.eager_ms = median_ms([&] { want = nn::generate_greedy(*model, p, new_tokens, false); }, 1);
+    r.compiled_ms =
+        median_ms([&] { got = nn::generate_greedy(*model, p, new_tokens, true); }, 1, &r.first_ms);
+    r.diff = equal(got.cpu(), want.cpu()) ? 0.0 : 1.0;
+    print(r);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--device" && i + 1 < argc)
+      o.device = Device(argv[++i]);
+    else if (a == "--model" && i + 1 < argc)
+      o.model = argv[++i];
+    else if (a == "--json" && i + 1 < argc)
+      o.json = argv[++i];
+    else if (a == "--quick")
+      o.quick = true;
+    else {
+      std::cerr << "usage: coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] "
+                   "[--json FILE] [--quick]\n";
+      return 2;
+    }
+  }
+  try {
+    g_device = o.device;
+    char dir[] = "/tmp/coil-bench-models-cache-XXXXXX";  // first calls compile
+    if (!mkdtemp(dir)) return 1;
+    setenv("COIL_CACHE_DIR", dir, 1);
+    std::printf("coil-bench-models on %s\n%-22s %10s %10s %9s %11s %11s %10s %9s\n",
+                o.device.is_cuda() ? cuda::device_name(o.device.index).c_str() : "the CPU",
+                "model", "eager ms", "coil ms", "speedup", "eager /s", "coil /s", "first ms",
+                "diff");
+    std::vector<Row> rows;
+    if (o.model.empty() || o.model == "resnet50") {
+      auto r = resnet50_rows(o);
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
+    if (o.model.empty() || o.model == "gpt2") {
+      auto r = gpt2_rows(o);
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
+    bool ok = true;
+    nlohmann::json report = {{"device", o.device.str()}, {"rows", nlohmann::json::array()}};
+    for (const Row& r : rows) {
+      ok = ok && r.diff < 1e-2;
+      report["rows"].push_back({{"name", r.name},
+                                {"unit", r.unit},
+                                {"items_per_call", r.per_call_items},
+                                {"eager_ms", r.eager_ms},
+                                {"compiled_ms", r.compiled_ms},
+                                {"first_ms", r.first_ms},
+                                {"difference", r.diff}});
+    }
+    if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
+    if (!ok) std::fprintf(stderr, "coil-bench-models: a compiled result differs from eager\n");
+    return ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "coil-bench-models: %s\n", e.what());
+    return 1;
+  }
+}
