@@ -7,8 +7,8 @@ torch.compile (Inductor), the same models, sizes and protocol, on the same machi
 
 The PyTorch models are scripts/make_model_checkpoints.py's (torchvision's ResNet and Hugging
 Face's GPT-2 architecture, written with torch.nn), at full size with random weights. Times are
-medians after one warm-up call (its time is torch.compile's first call, with an empty Inductor
-cache); TF32 is off on both sides.
+medians after warm-up (one call, two for training steps), as coil-bench-models does; the first
+call is torch.compile's, with an empty Inductor cache. TF32 is off on both sides.
 """
 import argparse
 import json
@@ -26,7 +26,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 def timer(torch, device):
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
-    def median_ms(fn, reps):
+    def median_ms(fn, reps, warmups=1):
+        """The median of `reps` calls after `warmups` (the first call's time returned too). A
+        training step warms up twice: the optimizer step's second call compiles again once
+        its momentum buffers exist."""
         def once():
             sync()
             t0 = time.perf_counter()
@@ -34,6 +37,8 @@ def timer(torch, device):
             sync()
             return (time.perf_counter() - t0) * 1e3
         first = once()
+        for _ in range(warmups - 1):
+            once()
         return statistics.median(once() for _ in range(reps)), first
     return median_ms
 
@@ -88,9 +93,9 @@ def run_torch(device, which, quick):
     gpu = device == "cuda"
     rows = {}
 
-    def both(name, items, make_eager, make_compiled):
-        eager, _ = median_ms(make_eager(), reps)
-        compiled, first = median_ms(make_compiled(), reps)
+    def both(name, items, make_eager, make_compiled, warmups=1):
+        eager, _ = median_ms(make_eager(), reps, warmups)
+        compiled, first = median_ms(make_compiled(), reps, warmups)
         rows[name] = {"items_per_call": items, "torch_eager_ms": eager, "inductor_ms": compiled,
                       "inductor_first_ms": first}
         print(f"  torch {name}: eager {eager:.2f} ms, inductor {compiled:.2f} ms, "
@@ -123,7 +128,7 @@ def run_torch(device, which, quick):
                 loss(xt, yt).backward()
                 step()
             return call
-        both("resnet50 train step", train_batch, lambda: train(False), lambda: train(True))
+        both("resnet50 train step", train_batch, lambda: train(False), lambda: train(True), 2)
 
     if which in ("", "gpt2"):
         torch.manual_seed(0)
@@ -155,7 +160,7 @@ def run_torch(device, which, quick):
                 loss(ids, labels).backward()
                 step()
             return call
-        both("gpt2 train step 8x512", 8 * 512, lambda: train(False), lambda: train(True))
+        both("gpt2 train step 8x512", 8 * 512, lambda: train(False), lambda: train(True), 2)
         model.eval()
         prompt = torch.randint(0, 50257, (1, 16), device=device)
         new_tokens = 64
@@ -183,12 +188,14 @@ def run_torch(device, which, quick):
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--coil-bench-models", required=True)
+    p.add_argument("--coil-bench-models", default="")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--model", default="", choices=["", "resnet50", "gpt2"])
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", default="")
+    p.add_argument("--coil-json", default="",
+                   help="coil's side from an earlier coil-bench-models --json instead of a run")
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         coil_json = os.path.join(tmp, "coil.json")
@@ -198,8 +205,12 @@ def main():
         if a.quick:
             cmd += ["--quick"]
         env = dict(os.environ, **({"OMP_NUM_THREADS": str(a.threads)} if a.threads else {}))
-        print("$", " ".join(cmd), flush=True)
-        rc = subprocess.call(cmd, env=env)
+        rc = 0
+        if a.coil_json:
+            coil_json = a.coil_json
+        else:
+            print("$", " ".join(cmd), flush=True)
+            rc = subprocess.call(cmd, env=env)
         coil = json.load(open(coil_json))
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
         import torch
@@ -211,7 +222,9 @@ def main():
     print("\n%-22s %12s %12s %12s %12s %9s %10s %10s" % head)
     rows = []
     for r in coil["rows"]:
-        tr = t[r["name"]]
+        tr = t.get(r["name"])
+        if tr is None:  # a model PyTorch's side did not run (--model)
+            continue
         per_s = lambda ms: r["items_per_call"] / ms * 1e3
         print("%-22s %10.0f/s %10.0f/s %10.0f/s %10.0f/s %8.2fx %8.0fms %8.0fms" % (
             r["name"], per_s(tr["torch_eager_ms"]), per_s(tr["inductor_ms"]),

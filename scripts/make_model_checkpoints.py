@@ -78,10 +78,13 @@ class GPT2Attention(nn.Module):
         q, k, v = self.c_attn(x).split(C, dim=2)
         heads = lambda t: t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         q, k, v = heads(q), heads(k), heads(v)                     # [B, H, T, D]
-        scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.n_head)
-        causal = torch.ones(T, T, dtype=torch.bool).tril()
-        scores = scores.masked_fill(~causal, float("-inf"))
-        y = scores.softmax(dim=-1) @ v
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2 (bench/compare_models.py)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.n_head)
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            scores = scores.masked_fill(~causal, float("-inf"))
+            y = scores.softmax(dim=-1) @ v
         return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
 
 
@@ -117,7 +120,7 @@ class GPT2Model(nn.Module):
         self.ln_f = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
 
     def forward(self, input_ids):  # returns logits (LM head tied to wte)
-        pos = torch.arange(input_ids.shape[1])
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
         x = self.wte(input_ids) + self.wpe(pos)
         for block in self.h:
             x = block(x)
