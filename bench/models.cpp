@@ -79,10 +79,9 @@ struct Row {
 };
 
 void print(const Row& r) {
-  std::printf("%-22s %10.2f %10.2f %8.2fx %11.1f %11.1f %10.0f %9.1e\n", r.name.c_str(),
-              r.eager_ms, r.compiled_ms, r.eager_ms / r.compiled_ms,
-              r.per_call_items / r.eager_ms * 1e3, r.per_call_items / r.compiled_ms * 1e3,
-              r.first_ms, r.diff);
+  std::printf("%-22s %10.2f %10.2f %8.2fx %11.1f %11.1f %10.0f %9.1e\n", r.name.c_str(), r.eager_ms,
+              r.compiled_ms, r.eager_ms / r.compiled_ms, r.per_call_items / r.eager_ms * 1e3,
+              r.per_call_items / r.compiled_ms * 1e3, r.first_ms, r.diff);
   std::fflush(stdout);
 }
 
@@ -249,9 +248,8 @@ int main(int argc, char** argv) {
     if (!mkdtemp(dir)) return 1;
     setenv("COIL_CACHE_DIR", dir, 1);
     std::printf("coil-bench-models on %s\n%-22s %10s %10s %9s %11s %11s %10s %9s\n",
-                o.device.is_cuda() ? cuda::device_name(o.device.index).c_str() : "the CPU",
-                "model", "eager ms", "coil ms", "speedup", "eager /s", "coil /s", "first ms",
-                "diff");
+                o.device.is_cuda() ? cuda::device_name(o.device.index).c_str() : "the CPU", "model",
+                "eager ms", "coil ms", "speedup", "eager /s", "coil /s", "first ms", "diff");
     std::vector<Row> rows;
     if (o.model.empty() || o.model == "resnet50") {
       auto r = resnet50_rows(o);

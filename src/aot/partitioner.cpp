@@ -50,6 +50,35 @@ bool is_free(const Node* n) {
   return n->kind() == NodeKind::Parameter || n->kind() == NodeKind::Constant;
 }
 
+// A recomputed value may read at most this many values of the forward (saved or recomputed at
+// their own cost).
+constexpr size_t kMaxRecomputeReads = 4;
+
+// Forward nodes that may be recomputed but would read more than kMaxRecomputeReads values that
+// are not: a residual stream x_i = x_{i-1} + a_i recomputed whole reads every earlier a_i, so
+// each layer's backward redoes the sum of all before it (work quadratic in depth, and kernels
+// whose code grows with it). The min cut never sees that cost (recomputing is free to it), so
+// these nodes are saved instead, and what reads them recomputes from them. `forward` is in
+// topological order.
+std::unordered_set<const Node*> too_wide_to_recompute(const std::vector<const Node*>& forward) {
+  std::unordered_set<const Node*> wide;
+  std::unordered_map<const Node*, std::vector<const Node*>> reads;  // of recomputable nodes
+  for (const Node* n : forward) {
+    if (banned_from_recompute(n)) continue;
+    std::vector<const Node*>& r = reads[n];
+    for (const Node* u : n->inputs()) {
+      if (is_free(u)) continue;
+      auto it = reads.find(u);
+      const bool source = it == reads.end() || wide.count(u);
+      for (const Node* v : source ? std::vector<const Node*>{u} : it->second)
+        if (std::find(r.begin(), r.end(), v) == r.end() && r.size() <= kMaxRecomputeReads)
+          r.push_back(v);
+    }
+    if (r.size() > kMaxRecomputeReads) wide.insert(n);
+  }
+  return wide;
+}
+
 // Dinic's maximum flow, then the source side of the minimum cut.
 class FlowNetwork {
  public:
@@ -211,12 +240,16 @@ Partition partition(const JointGraph& joint) {
   for (const Node* n : nodes)
     if (!tangent_dependent.count(n) && !is_free(n) && n->kind() != NodeKind::Output)
       index.emplace(n, static_cast<int>(index.size()));
+  std::vector<const Node*> forward;
+  for (const Node* n : nodes)
+    if (index.count(n)) forward.push_back(n);
+  const std::unordered_set<const Node*> wide = too_wide_to_recompute(forward);
   const int source = 2 * static_cast<int>(index.size()), sink = source + 1;
   FlowNetwork net(sink + 1);
   for (const auto& [n, i] : index) {
     const bool tuple = n->meta().size() != 1;  // a multi-output call: its items are saved
     net.add_edge(2 * i, 2 * i + 1, tuple ? kInf : bytes_of(n->tensor_meta()));
-    if (banned_from_recompute(n)) net.add_edge(source, 2 * i, kInf);
+    if (banned_from_recompute(n) || wide.count(n)) net.add_edge(source, 2 * i, kInf);
     if (needed.count(n)) net.add_edge(2 * i + 1, sink, kInf);
     for (const Node* u : n->inputs())
       if (auto it = index.find(u); it != index.end()) net.add_edge(2 * it->second + 1, 2 * i, kInf);

@@ -6,11 +6,13 @@
 //   - (x // a) // b == x // (a*b) and (x // b) % a == (x % (a*b)) // b;
 //   - a common factor g of d and of every coefficient cancels:
 //     (g*x + c) // (g*e) == (x + c // g) // e and (g*x + c) % (g*e) == g*((x + c // g) % e) + c % g
-//     for 0 <= c (the part c % g < g never carries into the quotient).
+//     for 0 <= c (the part c % g < g never carries into the quotient); and so does a low part
+//     whose values lie in [0, g) as a constant's c % g does (split_low_part).
 // A symbolic divisor d (a size, or a product of sizes and a constant) has fewer rules: terms
 // that are multiples of d leave as a quotient or drop out of a mod, a numerator in [0, d)
 // stays, and (x // a) // d == x // (a*d).
 #include <algorithm>
+#include <cstdlib>
 
 #include "sym/int_math.h"
 #include "sym/intern.h"
@@ -38,6 +40,35 @@ Expr divided(Sum s, int64_t g) {
   return detail::from_sum(std::move(s));
 }
 
+// s == g*high + low with g > 1 a factor of d and every value of low in [0, g): the terms of
+// largest |coefficient| make up `high` (g is their common factor with d), the others and the
+// constant `low`. Then (g*high + low) // d == high // (d/g) and (g*high + low) % d ==
+// g*(high % (d/g)) + low, as for a constant low part: a flattened index (768*r + x0) // 196608
+// with x0 in [0, 768) is r // 256. False when no split has one.
+bool split_low_part(const Sum& s, int64_t d, Sum* high, Expr* low, int64_t* g) {
+  std::vector<Term> terms = s.terms;
+  std::stable_sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
+    return std::abs(a.coef) > std::abs(b.coef);
+  });
+  for (size_t n = terms.size() - 1; n >= 1 && n < terms.size(); --n) {
+    int64_t f = d;
+    for (size_t i = 0; i < n; ++i) f = detail::gcd_with(f, terms[i].coef);
+    if (f <= 1) continue;
+    Sum l;
+    l.terms.assign(terms.begin() + static_cast<std::ptrdiff_t>(n), terms.end());
+    l.constant = s.constant;
+    Expr le = detail::from_sum(std::move(l));
+    if (le->range().lo < 0 || le->range().hi >= f) continue;
+    high->terms.assign(terms.begin(), terms.begin() + static_cast<std::ptrdiff_t>(n));
+    for (Term& t : high->terms) t.coef /= f;
+    high->constant = 0;
+    *low = le;
+    *g = f;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Expr floordiv(Expr e, int64_t d) {
@@ -62,6 +93,12 @@ Expr floordiv(Expr e, int64_t d) {
   quotient.constant = floor_div(s.constant, d);
   rest.constant = floor_mod(s.constant, d);
   int64_t g = common_factor(rest, d);
+  Sum high;
+  Expr low;
+  int64_t low_g = 1;
+  if (g == 1 && split_low_part(rest, d, &high, &low, &low_g))
+    return add(detail::from_sum(std::move(quotient)),
+               floordiv(detail::from_sum(std::move(high)), d / low_g));
   if (quotient.terms.empty() && quotient.constant == 0 && g == 1)
     return detail::make(Kind::FloorDiv, {e, constant(d)});
   return add(detail::from_sum(std::move(quotient)), floordiv(divided(std::move(rest), g), d / g));
@@ -101,6 +138,11 @@ Expr mod(Expr e, int64_t d) {
   rest.constant = floor_mod(detail::checked_add(rest.constant, s.constant), d);
   changed |= rest.constant != s.constant;
   int64_t g = common_factor(rest, d);
+  Sum high;
+  Expr low;
+  int64_t low_g = 1;
+  if (g == 1 && split_low_part(rest, d, &high, &low, &low_g))
+    return add(mul(constant(low_g), mod(detail::from_sum(std::move(high)), d / low_g)), low);
   if (g > 1) {
     int64_t low = floor_mod(rest.constant, g);
     return add(mul(constant(g), mod(divided(std::move(rest), g), d / g)), constant(low));

@@ -20,7 +20,8 @@ namespace coil::testing {
 class JitTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"COIL_CACHE_DIR", "COIL_CXX", "COIL_CXXFLAGS", "XDG_CACHE_HOME"}) {
+    for (const char* name : {"COIL_CACHE_DIR", "COIL_CXX", "COIL_CXXFLAGS", "COIL_COMPILE_THREADS",
+                             "XDG_CACHE_HOME"}) {
       const char* value = std::getenv(name);
       saved_env_[name] = value ? std::optional<std::string>(value) : std::nullopt;
     }

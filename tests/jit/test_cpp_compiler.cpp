@@ -89,6 +89,36 @@ TEST_F(JitTest, FlagsReachTheCompilerAndTheKey) {
   EXPECT_EQ(jit::stats().compiles, 2);
 }
 
+// A large source compiles in parts side by side (the prelude repeated in each), linked into
+// one library: eight kernels of about 40 KB (mostly a comment) for three compilers.
+TEST_F(JitTest, LargeSourcesCompileInPartsAndLinkAsOne) {
+  std::string source = "static inline int twice(int x) { return 2 * x; }\n";
+  const std::string padding = "// " + std::string(40 << 10, 'x') + "\n";
+  for (int i = 0; i < 8; ++i)
+    source += std::string(cpu::kPartBoundary) + padding + "extern \"C\" int k" + std::to_string(i) +
+              "(int x) { return twice(x) + " + std::to_string(i) + "; }\n";
+  setenv("COIL_COMPILE_THREADS", "3", 1);
+  cpu::CppCompiler compiler(cpu::current_toolchain());
+  const std::string src = cache_dir_ + "/big.cpp", lib_path = cache_dir_ + "/big.so";
+  std::ofstream(src) << source;
+  jit::Compiler::Outcome out = compiler.compile(source, src, lib_path);
+  ASSERT_TRUE(out.ok) << out.failure << "\n" << out.log.substr(0, 2000);
+  EXPECT_NE(out.log.find("big.so.part2.cpp"), std::string::npos) << "not compiled in 3 parts";
+  EXPECT_EQ(out.log.find("big.so.part3.cpp"), std::string::npos);
+  auto lib = compiler.load(lib_path);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(static_cast<const cpu::Library&>(*lib).function<int(int)>("k" + std::to_string(i))(5),
+              10 + i);
+  EXPECT_EQ(cached_files(), (std::vector<std::string>{"big.cpp", "big.so"}));  // no parts left
+
+  // A part that fails fails the compile, its source kept for the log.
+  source += std::string(cpu::kPartBoundary) + padding + "this is not C++\n";
+  std::ofstream(src) << source;
+  out = compiler.compile(source, src, lib_path);
+  EXPECT_FALSE(out.ok);
+  EXPECT_NE(out.log.find("this is not C++"), std::string::npos) << out.log.substr(0, 2000);
+}
+
 TEST_F(JitTest, DefaultCacheDirFollowsXdgCacheHome) {
   unsetenv("COIL_CACHE_DIR");
   setenv("XDG_CACHE_HOME", cache_dir_.c_str(), 1);

@@ -78,6 +78,11 @@ TEST(SymSimplify, FloorDiv) {
       {floordiv(n, 4), "n // 4"},
       {floordiv(mod(x, 16), 4), "(x % 16) // 4"},  // canonical: stays
       {floordiv(mod(x, 16), 32), "0"},
+      // A low part bounded below the other terms' common factor with the divisor: a
+      // flattened (r, y) index, 8*r + y over r-rows of 8, divided by 4 rows.
+      {floordiv(x * 8 + y, 32), "x // 4"},
+      {floordiv(x * 8 + z * 8 + y, 256), "(x + z) // 32"},
+      {floordiv(x * 8 + z, 32), "(8*x + z) // 32"},  // z reaches 31: no split
   });
 }
 
@@ -99,6 +104,8 @@ TEST(SymSimplify, Mod) {
       {mod(n, 4), "n % 4"},
       {mod(-x, 8), "(-x) % 8"},
       {mod(x + mod(z, 16), 8), "(x + z) % 8"},  // z % 16 == z modulo 8
+      {mod(x * 8 + y, 32), "y + 8*(x % 4)"},    // a low part in [0, 8) below 8*x
+      {floordiv(x * 8 + y, 32) * 32 + mod(x * 8 + y, 32), "8*x + y"},  // and back together
   });
 }
 

@@ -1,11 +1,14 @@
 // The CPU backend's compiler: the system C++ compiler (toolchain.h) turns a graph's generated
 // source into a shared library, which dlopen loads (library.h). The source is header-free (it
 // includes nothing and declares what it calls, e.g. SLEEF's Sleef_expf16_u10), so it compiles
-// in tens of milliseconds.
+// in tens of milliseconds. A large source (the backward of a deep network: hundreds of kernels)
+// is compiled in parts, one compiler per core, then linked: the kernels are independent, so
+// each part is the prelude and some of them.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "backends/cpu/library.h"
 #include "backends/cpu/toolchain.h"
@@ -13,6 +16,9 @@
 #include "jit/compiler.h"
 
 namespace coil::cpu {
+
+// Between the kernels of a module's source (CpuBackend::module_source): where it may be split.
+inline constexpr std::string_view kPartBoundary = "\n// coil: part boundary\n";
 
 class CppCompiler : public jit::Compiler {
  public:

@@ -20,7 +20,7 @@ codegen::KernelSource CpuBackend::generate_kernel(const schedule::Kernel& k,
 
 std::string CpuBackend::module_source(const std::vector<codegen::KernelSource>& kernels) const {
   std::string s = cpp_prelude();
-  for (const codegen::KernelSource& k : kernels) s += "\n" + k.code;
+  for (const codegen::KernelSource& k : kernels) s += std::string(kPartBoundary) + k.code;
   return s;
 }
 

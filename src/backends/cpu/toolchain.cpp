@@ -129,4 +129,23 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
   return argv;
 }
 
+std::vector<std::string> object_command(const Toolchain& toolchain, const std::string& source,
+                                        const std::string& object) {
+  std::vector<std::string> argv = {toolchain.compiler};
+  argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
+  argv.insert(argv.end(), {"-c", "-o", object, source});
+  return argv;
+}
+
+std::vector<std::string> link_command(const Toolchain& toolchain,
+                                      const std::vector<std::string>& objects,
+                                      const std::string& output) {
+  std::vector<std::string> argv = {toolchain.compiler};
+  argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
+  argv.insert(argv.end(), {"-o", output});
+  argv.insert(argv.end(), objects.begin(), objects.end());
+  argv.insert(argv.end(), toolchain.libs.begin(), toolchain.libs.end());
+  return argv;
+}
+
 }  // namespace coil::cpu

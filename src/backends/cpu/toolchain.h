@@ -24,5 +24,12 @@ Toolchain current_toolchain();
 // The full command that compiles `source` into the shared library `output`.
 std::vector<std::string> compile_command(const Toolchain& toolchain, const std::string& source,
                                          const std::string& output);
+// The same in two steps, for a source compiled in parts: `source` into the object file
+// `object`, then `objects` linked into the shared library `output`.
+std::vector<std::string> object_command(const Toolchain& toolchain, const std::string& source,
+                                        const std::string& object);
+std::vector<std::string> link_command(const Toolchain& toolchain,
+                                      const std::vector<std::string>& objects,
+                                      const std::string& output);
 
 }  // namespace coil::cpu
