@@ -1,12 +1,20 @@
 // The CUDA backend's hand-written kernels (the runtime's copies, fills and random draws, the
 // fused attention, cumsum and scatter_add) compile with NVRTC, with no GPU needed: CI checks them
 // as it checks the generated kernels.
+#include <stdlib.h>
+
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <coil/cuda.h>
 
 #include "backends/cuda/cuda_compiler.h"
+#include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "backends/cuda/scan_scatter.h"
+#include "jit/source_parts.h"
 #include "testing.h"
 
 using namespace coil;
@@ -49,4 +57,40 @@ TEST(CudaRuntimeKernels, ScanAndScatterCompileWithNvrtc) {
   EXPECT_EQ(nvrtc_errors(cuda::cumsum_kernel_source(kFloat16)), "");
   EXPECT_EQ(nvrtc_errors(cuda::scatter_add_kernel_source(kInt64, kInt32)), "");
   EXPECT_EQ(nvrtc_errors(cuda::scatter_add_kernel_source(kBFloat16, kInt64)), "");
+}
+
+// A large module compiles as several NVRTC programs side by side, bundled into one binary
+// whose kernels all load (with a GPU): eight kernels of about 40 KB (mostly a comment) for
+// three compile threads.
+TEST(CudaRuntimeKernels, LargeModulesCompileInPartsIntoABundle) {
+  std::string source = "__device__ inline float twice(float x) { return 2 * x; }\n";
+  const std::string padding = "// " + std::string(40 << 10, 'x') + "\n";
+  for (int i = 0; i < 8; ++i)
+    source += std::string(jit::kPartBoundary) + padding + "extern \"C\" __global__ void k" +
+              std::to_string(i) + "(float* x) { x[0] = twice(x[0]); }\n";
+  const char* saved = std::getenv("COIL_COMPILE_THREADS");
+  const std::string saved_value = saved ? saved : "";
+  setenv("COIL_COMPILE_THREADS", "3", 1);
+  std::string dir = ::testing::TempDir() + "coil-nvrtc-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const int device = cuda::is_available() ? 0 : -1;
+  cuda::NvrtcCompiler compiler(device);
+  jit::Compiler::Outcome out = compiler.compile(source, dir + "/big.cu", dir + "/big.cubin");
+  if (saved)
+    setenv("COIL_COMPILE_THREADS", saved_value.c_str(), 1);
+  else
+    unsetenv("COIL_COMPILE_THREADS");
+  ASSERT_TRUE(out.ok) << out.log.substr(0, 2000);
+  std::ifstream in(dir + "/big.cubin", std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string binary = bytes.str();
+  ASSERT_EQ(binary.substr(0, 12), "coil-cubins\n");
+  EXPECT_EQ(static_cast<unsigned char>(binary[12]), 3u) << "not three parts";
+  if (device >= 0) {
+    cuda::CudaModule module(dir + "/big.cubin", device);
+    for (int i = 0; i < 8; ++i) EXPECT_NE(module.function("k" + std::to_string(i)), nullptr);
+    EXPECT_THROW(module.function("k8"), Error);
+  }
+  std::filesystem::remove_all(dir);
 }

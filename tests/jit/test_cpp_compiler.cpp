@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "jit/source_parts.h"
 #include "jit_testing.h"
 
 using namespace coil;
@@ -95,7 +96,7 @@ TEST_F(JitTest, LargeSourcesCompileInPartsAndLinkAsOne) {
   std::string source = "static inline int twice(int x) { return 2 * x; }\n";
   const std::string padding = "// " + std::string(40 << 10, 'x') + "\n";
   for (int i = 0; i < 8; ++i)
-    source += std::string(cpu::kPartBoundary) + padding + "extern \"C\" int k" + std::to_string(i) +
+    source += std::string(jit::kPartBoundary) + padding + "extern \"C\" int k" + std::to_string(i) +
               "(int x) { return twice(x) + " + std::to_string(i) + "; }\n";
   setenv("COIL_COMPILE_THREADS", "3", 1);
   cpu::CppCompiler compiler(cpu::current_toolchain());
@@ -112,7 +113,7 @@ TEST_F(JitTest, LargeSourcesCompileInPartsAndLinkAsOne) {
   EXPECT_EQ(cached_files(), (std::vector<std::string>{"big.cpp", "big.so"}));  // no parts left
 
   // A part that fails fails the compile, its source kept for the log.
-  source += std::string(cpu::kPartBoundary) + padding + "this is not C++\n";
+  source += std::string(jit::kPartBoundary) + padding + "this is not C++\n";
   std::ofstream(src) << source;
   out = compiler.compile(source, src, lib_path);
   EXPECT_FALSE(out.ok);

@@ -188,10 +188,11 @@ void check_resnet(const std::string& name, bool compiled_training, double after_
 
 }  // namespace
 
-// Measured: resnet18's after.* agree to 3e-11; resnet50's to 1.5e-9 except the stem's (1.4e-6).
+// Measured: resnet18's after.* agree to 3e-11; resnet50's to 1.5e-9 except the stem's (1.4e-6),
+// compiled too (its compiled training, 9 s of a 2-core CI, is left to ResNet-18's blocks).
 TEST(ResNet, Resnet18MatchesPyTorch) { check_resnet("resnet18_tiny", true, 1e-9); }
 
-TEST(ResNet, Resnet50MatchesPyTorch) { check_resnet("resnet50_tiny", true, 1e-5); }
+TEST(ResNet, Resnet50MatchesPyTorch) { check_resnet("resnet50_tiny", false, 1e-5); }
 
 TEST(ResNet, ArchitecturesHaveTheReferenceParameterCounts) {
   // torchvision's resnet18 / resnet50 at full width: 11,689,512 and 25,557,032 parameters.

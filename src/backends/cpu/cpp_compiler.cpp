@@ -1,11 +1,10 @@
 #include "backends/cpu/cpp_compiler.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <thread>
 
+#include "jit/source_parts.h"
 #include "support/subprocess.h"
 
 namespace coil::cpu {
@@ -16,40 +15,6 @@ namespace {
 // (the prelude each part repeats is small, and a compiler process costs its start-up).
 constexpr size_t kSplitBytes = 192 << 10;
 constexpr size_t kMinPartBytes = 64 << 10;
-
-// How many compilers run at once: $COIL_COMPILE_THREADS, else one per hardware thread.
-size_t compile_jobs() {
-  if (const char* env = std::getenv("COIL_COMPILE_THREADS"); env && std::atoi(env) > 0)
-    return static_cast<size_t>(std::atoi(env));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-// The source's prelude and its kernels' texts, cut at the part boundaries.
-std::vector<std::string_view> pieces_of(std::string_view source) {
-  std::vector<std::string_view> pieces;
-  size_t start = 0;
-  for (size_t at; (at = source.find(kPartBoundary, start)) != std::string_view::npos;
-       start = at + kPartBoundary.size())
-    pieces.push_back(source.substr(start, at - start));
-  pieces.push_back(source.substr(start));
-  return pieces;
-}
-
-// The kernels (pieces[1..]) in `parts` runs of consecutive pieces of about equal size, each
-// after the prelude.
-std::vector<std::string> split_source(const std::vector<std::string_view>& pieces, size_t parts) {
-  size_t total = 0;
-  for (size_t i = 1; i < pieces.size(); ++i) total += pieces[i].size();
-  std::vector<std::string> out;
-  size_t done = 0;
-  for (size_t i = 1; i < pieces.size(); ++i) {
-    if (out.empty() || (done * parts >= total * out.size() && out.size() < parts))
-      out.emplace_back(pieces[0]);
-    out.back().append(kPartBoundary).append(pieces[i]);
-    done += pieces[i].size();
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -75,15 +40,14 @@ jit::Compiler::Outcome CppCompiler::compile(const std::string& source,
     }
   };
   out.ok = true;
-  const std::vector<std::string_view> pieces = pieces_of(source);
-  const size_t parts = std::min({compile_jobs(), pieces.size() - 1, source.size() / kMinPartBytes});
-  if (source.size() < kSplitBytes || parts < 2) {
+  const size_t parts = jit::parts_for(source, kSplitBytes, kMinPartBytes);
+  if (parts < 2) {
     std::vector<std::string> command = compile_command(toolchain_, source_path, output_path);
     record(command, support::run_process(command));
     return out;
   }
   // In parts: the sources beside the output, compiled side by side, then linked.
-  const std::vector<std::string> sources = split_source(pieces, parts);
+  const std::vector<std::string> sources = jit::split_source(source, parts);
   std::vector<std::string> part_sources, objects;
   std::vector<std::vector<std::string>> commands;
   for (size_t i = 0; i < sources.size(); ++i) {

@@ -2,13 +2,11 @@
 // source into a shared library, which dlopen loads (library.h). The source is header-free (it
 // includes nothing and declares what it calls, e.g. SLEEF's Sleef_expf16_u10), so it compiles
 // in tens of milliseconds. A large source (the backward of a deep network: hundreds of kernels)
-// is compiled in parts, one compiler per core, then linked: the kernels are independent, so
-// each part is the prelude and some of them.
+// is compiled in parts, one compiler per core, then linked (jit/source_parts.h).
 #pragma once
 
 #include <memory>
 #include <string>
-#include <string_view>
 
 #include "backends/cpu/library.h"
 #include "backends/cpu/toolchain.h"
@@ -16,9 +14,6 @@
 #include "jit/compiler.h"
 
 namespace coil::cpu {
-
-// Between the kernels of a module's source (CpuBackend::module_source): where it may be split.
-inline constexpr std::string_view kPartBoundary = "\n// coil: part boundary\n";
 
 class CppCompiler : public jit::Compiler {
  public:

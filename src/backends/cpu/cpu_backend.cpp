@@ -3,6 +3,7 @@
 #include "backends/cpu/cpp_compiler.h"
 #include "backends/cpu/cpp_kernel.h"
 #include "backends/cpu/cpp_prelude.h"
+#include "jit/source_parts.h"
 
 namespace coil::cpu {
 
@@ -20,7 +21,7 @@ codegen::KernelSource CpuBackend::generate_kernel(const schedule::Kernel& k,
 
 std::string CpuBackend::module_source(const std::vector<codegen::KernelSource>& kernels) const {
   std::string s = cpp_prelude();
-  for (const codegen::KernelSource& k : kernels) s += std::string(kPartBoundary) + k.code;
+  for (const codegen::KernelSource& k : kernels) s += std::string(jit::kPartBoundary) + k.code;
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include "backends/cuda/flash_attention.h"
 #include "backends/cuda/scan_scatter.h"
 #include "graph/dims.h"
+#include "jit/source_parts.h"
 #include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/tensor_impl.h"
@@ -176,7 +177,7 @@ codegen::KernelSource CudaBackend::generate_kernel(const schedule::Kernel& k,
 
 std::string CudaBackend::module_source(const std::vector<codegen::KernelSource>& kernels) const {
   std::string s = cuda_prelude();
-  for (const codegen::KernelSource& k : kernels) s += "\n" + k.code;
+  for (const codegen::KernelSource& k : kernels) s += std::string(jit::kPartBoundary) + k.code;
   return s;
 }
 

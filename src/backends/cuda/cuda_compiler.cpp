@@ -4,16 +4,23 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include <coil/error.h>
 
 #include "backends/cuda/driver.h"
 #include "backends/cuda/nvrtc.h"
+#include "jit/source_parts.h"
 #include "runtime/cuda_runtime.h"
 
 namespace coil::cuda {
 
 namespace {
+
+// A source this large compiles in parts of at least kMinPartBytes (NVRTC pays for the prelude
+// and its own start in each).
+constexpr size_t kSplitBytes = 192 << 10;
+constexpr size_t kMinPartBytes = 64 << 10;
 
 // The device's architecture, or $COIL_CUDA_ARCH ("sm_90"), or sm_90 where there is no GPU.
 std::string arch_of(int device) {
@@ -45,15 +52,37 @@ std::string NvrtcCompiler::name() const { return "NVRTC " + nvrtc_version() + " 
 jit::Compiler::Outcome NvrtcCompiler::compile(const std::string& source,
                                               const std::string& source_path,
                                               const std::string& output_path) const {
-  NvrtcResult r = nvrtc_compile(source, source_path, options_);
+  // A large module compiles as several NVRTC programs on threads of their own (NVRTC's calls
+  // are thread-safe), bundled into one binary (driver.h's cubin bundle).
+  const size_t parts = jit::parts_for(source, kSplitBytes, kMinPartBytes);
+  const std::vector<std::string> sources =
+      parts < 2 ? std::vector<std::string>{source} : jit::split_source(source, parts);
+  std::vector<NvrtcResult> results(sources.size());
+  if (sources.size() == 1) {
+    results[0] = nvrtc_compile(source, source_path, options_);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < sources.size(); ++i)
+      threads.emplace_back([&, i] {
+        results[i] =
+            nvrtc_compile(sources[i], source_path + " (part " + std::to_string(i) + ")", options_);
+      });
+    for (std::thread& t : threads) t.join();
+  }
   Outcome out;
-  out.ok = r.ok;
-  out.failure = r.ok ? "" : "reported errors";
+  out.ok = true;
   for (const std::string& o : options_) out.log += o + " ";
-  out.log += "\n" + r.log;
-  if (r.ok) {
+  std::vector<std::string> cubins;
+  for (NvrtcResult& r : results) {
+    out.log += "\n" + r.log;
+    out.ok = out.ok && r.ok;
+    cubins.push_back(std::move(r.cubin));
+  }
+  out.failure = out.ok ? "" : "reported errors";
+  if (out.ok) {
+    const std::string binary = cubins.size() == 1 ? cubins[0] : bundle_cubins(cubins);
     std::ofstream file(output_path, std::ios::binary | std::ios::trunc);
-    file.write(r.cubin.data(), static_cast<std::streamsize>(r.cubin.size()));
+    file.write(binary.data(), static_cast<std::streamsize>(binary.size()));
     if (!file) {
       out.ok = false;
       out.failure = "could not write " + output_path;

@@ -3,8 +3,10 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include <coil/error.h>
 
@@ -60,6 +62,52 @@ void check_cu(CUresult r, const std::string& what, const std::string& context = 
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kBundleMagic = "coil-cubins\n";
+
+uint64_t read_u64(std::string_view bytes, size_t at) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i)
+    v |= uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  return v;
+}
+
+void append_u64(std::string& out, uint64_t v) {
+  for (size_t i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// The cubins of a binary: itself, or a bundle's parts. A malformed bundle is an error naming
+// the file.
+std::vector<std::string_view> cubins_of(std::string_view image, const std::string& path) {
+  if (image.substr(0, kBundleMagic.size()) != kBundleMagic) return {image};
+  auto bad = [&] { return Error("jit: '" + path + "' is a damaged bundle of cubins"); };
+  size_t at = kBundleMagic.size();
+  if (image.size() < at + 8) throw bad();
+  const uint64_t count = read_u64(image, at);
+  at += 8;
+  if (count > (image.size() - at) / 8) throw bad();
+  size_t data = at + 8 * count;
+  std::vector<std::string_view> out;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t n = read_u64(image, at + 8 * i);
+    if (n > image.size() - data) throw bad();
+    out.push_back(image.substr(data, n));
+    data += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string bundle_cubins(const std::vector<std::string>& cubins) {
+  std::string out(kBundleMagic);
+  append_u64(out, cubins.size());
+  for (const std::string& c : cubins) append_u64(out, c.size());
+  for (const std::string& c : cubins) out += c;
+  return out;
+}
+
 CudaModule::CudaModule(std::string path, int device) : path_(std::move(path)), device_(device) {
   std::ifstream in(path_, std::ios::binary);
   COIL_CHECK(in, "jit: cannot read '", path_, "'");
@@ -68,14 +116,22 @@ CudaModule::CudaModule(std::string path, int device) : path_(std::move(path)), d
   std::string image = bytes.str();
   image.resize(jit::sealed_size(image));  // the code cache's seal follows the cubin
   set_device(device_);
-  CUmodule m = nullptr;
-  check_cu(driver().load(&m, image.data()), "jit: cannot load '" + path_ + "'");
-  module_ = m;
+  for (std::string_view cubin : cubins_of(image, path_)) {
+    // The driver reads an image from aligned memory: each part is copied out of the bundle.
+    const std::string part(cubin);
+    CUmodule m = nullptr;
+    CUresult r = driver().load(&m, part.data());
+    if (r != CUDA_SUCCESS) {
+      for (void* loaded : modules_) driver().unload(static_cast<CUmodule>(loaded));
+      check_cu(r, "jit: cannot load '" + path_ + "'");
+    }
+    modules_.push_back(m);
+  }
 }
 
 CudaModule::~CudaModule() {
   // The process's end tears contexts down first; an error here has nobody to tell.
-  if (module_) driver().unload(static_cast<CUmodule>(module_));
+  for (void* m : modules_) driver().unload(static_cast<CUmodule>(m));
 }
 
 void* CudaModule::function(const std::string& name) const {
@@ -83,8 +139,10 @@ void* CudaModule::function(const std::string& name) const {
   auto it = functions_.find(name);
   if (it != functions_.end()) return it->second;
   CUfunction f = nullptr;
-  check_cu(driver().get_function(&f, static_cast<CUmodule>(module_), name.c_str()),
-           "jit: no kernel '" + name + "' in '" + path_ + "'");
+  CUresult r = CUDA_ERROR_NOT_FOUND;
+  for (size_t i = 0; i < modules_.size() && r == CUDA_ERROR_NOT_FOUND; ++i)
+    r = driver().get_function(&f, static_cast<CUmodule>(modules_[i]), name.c_str());
+  check_cu(r, "jit: no kernel '" + name + "' in '" + path_ + "'");
   functions_[name] = f;
   return f;
 }

@@ -7,14 +7,19 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "jit/module.h"
 
 namespace coil::cuda {
 
+// Several cubins in one binary, for a module compiled in parts: "coil-cubins\n", the count and
+// each cubin's size (8 bytes each, little-endian), then the cubins.
+std::string bundle_cubins(const std::vector<std::string>& cubins);
+
 class CudaModule : public jit::Module {
  public:
-  // Loads the cubin at `path` on device `device`.
+  // Loads the cubin (or bundle of cubins) at `path` on device `device`.
   CudaModule(std::string path, int device);
   ~CudaModule() override;
   CudaModule(const CudaModule&) = delete;
@@ -28,7 +33,7 @@ class CudaModule : public jit::Module {
  private:
   std::string path_;
   int device_;
-  void* module_ = nullptr;  // CUmodule
+  std::vector<void*> modules_;  // CUmodule, one per cubin
   mutable std::mutex mutex_;
   mutable std::map<std::string, void*> functions_;
 };
