@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <thread>
 
 namespace coil::jit {
@@ -48,6 +49,22 @@ std::vector<std::string> split_source(std::string_view source, size_t parts) {
   }
   if (out.empty()) out.emplace_back(source);
   return out;
+}
+
+void run_parts(size_t n, const std::function<void(size_t)>& fn) {
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace coil::jit

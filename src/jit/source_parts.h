@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,5 +25,9 @@ size_t parts_for(std::string_view source, size_t split_bytes, size_t min_part_by
 // `source` cut at its boundaries into `parts` sources of about equal size, each the prelude
 // (the text before the first boundary) followed by a run of whole kernels.
 std::vector<std::string> split_source(std::string_view source, size_t parts);
+
+// Calls fn(0) .. fn(n - 1), each on a thread of its own, and waits for all of them; the first
+// exception one of them threw is rethrown here.
+void run_parts(size_t n, const std::function<void(size_t)>& fn);
 
 }  // namespace coil::jit

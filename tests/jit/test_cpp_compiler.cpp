@@ -112,6 +112,17 @@ TEST_F(JitTest, LargeSourcesCompileInPartsAndLinkAsOne) {
               10 + i);
   EXPECT_EQ(cached_files(), (std::vector<std::string>{"big.cpp", "big.so"}));  // no parts left
 
+  // A compile that throws on its thread (a compiler that cannot start) throws here, after the
+  // others are done, rather than ending the process.
+  std::vector<int> ran(3, 0);
+  EXPECT_THROW(jit::run_parts(3,
+                              [&](size_t i) {
+                                ran[i] = 1;
+                                if (i == 1) throw Error("part 1 failed");
+                              }),
+               Error);
+  EXPECT_EQ(ran, (std::vector<int>{1, 1, 1}));
+
   // A part that fails fails the compile, its source kept for the log.
   source += std::string(jit::kPartBoundary) + padding + "this is not C++\n";
   std::ofstream(src) << source;

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <thread>
 
 #include "jit/source_parts.h"
 #include "support/subprocess.h"
@@ -57,12 +56,7 @@ jit::Compiler::Outcome CppCompiler::compile(const std::string& source,
     commands.push_back(object_command(toolchain_, part_sources.back(), objects.back()));
   }
   std::vector<support::ProcessOutput> results(sources.size());
-  {
-    std::vector<std::thread> compilers;
-    for (size_t i = 0; i < sources.size(); ++i)
-      compilers.emplace_back([&, i] { results[i] = support::run_process(commands[i]); });
-    for (std::thread& t : compilers) t.join();
-  }
+  jit::run_parts(sources.size(), [&](size_t i) { results[i] = support::run_process(commands[i]); });
   for (size_t i = 0; i < sources.size(); ++i) record(commands[i], results[i]);
   if (out.ok) {
     std::vector<std::string> link = link_command(toolchain_, objects, output_path);

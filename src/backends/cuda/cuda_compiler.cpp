@@ -4,7 +4,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include <coil/error.h>
 
@@ -61,13 +60,10 @@ jit::Compiler::Outcome NvrtcCompiler::compile(const std::string& source,
   if (sources.size() == 1) {
     results[0] = nvrtc_compile(source, source_path, options_);
   } else {
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < sources.size(); ++i)
-      threads.emplace_back([&, i] {
-        results[i] =
-            nvrtc_compile(sources[i], source_path + " (part " + std::to_string(i) + ")", options_);
-      });
-    for (std::thread& t : threads) t.join();
+    jit::run_parts(sources.size(), [&](size_t i) {
+      results[i] =
+          nvrtc_compile(sources[i], source_path + " (part " + std::to_string(i) + ")", options_);
+    });
   }
   Outcome out;
   out.ok = true;
