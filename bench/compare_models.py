@@ -43,43 +43,38 @@ def timer(torch, device):
     return median_ms
 
 
-def gpt2_cached_step(torch, F, model):
-    """One decode step over a KV cache with the model's own weights: (ids, positions, past) ->
-    (next ids, past grown by one position)."""
-    def step(ids, pos, past):
-        x = model.wte(ids) + model.wpe(pos)
-        out = []
-        for i, block in enumerate(model.h):
-            a = block.attn
-            B, T, C = x.shape
-            q, k, v = a.c_attn(block.ln_1(x)).split(C, dim=2)
-            heads = lambda t: t.view(B, T, a.n_head, C // a.n_head).transpose(1, 2)
-            q, k, v = heads(q), heads(k), heads(v)
-            k = torch.cat([past[2 * i], k], 2)
-            v = torch.cat([past[2 * i + 1], v], 2)
-            y = F.scaled_dot_product_attention(q, k, v)
-            x = x + a.c_proj(y.transpose(1, 2).reshape(B, T, C))
-            x = x + block.mlp(block.ln_2(x))
-            out += [k, v]
-        logits = model.ln_f(x) @ model.wte.weight.t()
-        return logits[:, -1].argmax(-1, keepdim=True), out
-    return step
-
-
-def prefill(torch, F, model, ids):
-    """The prompt's forward, keeping each layer's keys and values."""
-    past, x = [], model.wte(ids) + model.wpe(torch.arange(ids.shape[1], device=ids.device))
-    for block in model.h:
+def gpt2_with_cache(torch, F, model, ids, pos, past):
+    """A forward over a KV cache with the model's own weights: (ids, positions, past or None) ->
+    (the next ids, past grown by the new positions). Without a past, causal over the ids."""
+    x = model.wte(ids) + model.wpe(pos)
+    out = []
+    for i, block in enumerate(model.h):
         a = block.attn
         B, T, C = x.shape
         q, k, v = a.c_attn(block.ln_1(x)).split(C, dim=2)
         heads = lambda t: t.view(B, T, a.n_head, C // a.n_head).transpose(1, 2)
         q, k, v = heads(q), heads(k), heads(v)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if past is not None:
+            k = torch.cat([past[2 * i], k], 2)
+            v = torch.cat([past[2 * i + 1], v], 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
         x = x + a.c_proj(y.transpose(1, 2).reshape(B, T, C))
         x = x + block.mlp(block.ln_2(x))
-        past += [k, v]
-    return (model.ln_f(x) @ model.wte.weight.t())[:, -1].argmax(-1, keepdim=True), past
+        out += [k, v]
+    logits = model.ln_f(x) @ model.wte.weight.t()
+    return logits[:, -1].argmax(-1, keepdim=True), out
+
+
+def training_step(torch, opt, loss, args, compiled):
+    """zero_grad, the loss, backward, the optimizer's step; the loss and the step compiled or not."""
+    loss = torch.compile(loss) if compiled else loss
+    step = torch.compile(opt.step) if compiled else opt.step
+
+    def call():
+        opt.zero_grad()
+        loss(*args).backward()
+        step()
+    return call
 
 
 def run_torch(device, which, quick):
@@ -93,7 +88,7 @@ def run_torch(device, which, quick):
     gpu = device == "cuda"
     rows = {}
 
-    def both(name, items, make_eager, make_compiled, warmups=1):
+    def both(name, items, make_eager, make_compiled, warmups=1, reps=reps):
         eager, _ = median_ms(make_eager(), reps, warmups)
         compiled, first = median_ms(make_compiled(), reps, warmups)
         rows[name] = {"items_per_call": items, "torch_eager_ms": eager, "inductor_ms": compiled,
@@ -101,33 +96,27 @@ def run_torch(device, which, quick):
         print(f"  torch {name}: eager {eager:.2f} ms, inductor {compiled:.2f} ms, "
               f"first {first:.0f} ms", flush=True)
 
+    def no_grad(fn, *args):
+        def call():
+            with torch.no_grad():
+                fn(*args)
+        return call
+
     if which in ("", "resnet50"):
         torch.manual_seed(0)
         model = m.ResNet(m.Bottleneck, [3, 4, 6, 3], 64, 1000).to(device).eval()
         batch, train_batch = (64, 32) if gpu else (16, 8)
         x = torch.randn(batch, 3, 224, 224, device=device)
-
-        def infer(fn):
-            def call():
-                with torch.no_grad():
-                    fn(x)
-            return call
-        both("resnet50 inference", batch, lambda: infer(model), lambda: infer(torch.compile(model)))
+        both("resnet50 inference", batch, lambda: no_grad(model, x),
+             lambda: no_grad(torch.compile(model), x))
         model.train()
         xt = torch.randn(train_batch, 3, 224, 224, device=device)
         yt = torch.randint(0, 1000, (train_batch,), device=device)
 
         def train(compiled):
             opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-            loss = lambda a, b: F.cross_entropy(model(a), b)
-            loss = torch.compile(loss) if compiled else loss
-            step = torch.compile(opt.step) if compiled else opt.step
-
-            def call():
-                opt.zero_grad()
-                loss(xt, yt).backward()
-                step()
-            return call
+            return training_step(torch, opt, lambda a, b: F.cross_entropy(model(a), b), (xt, yt),
+                                 compiled)
         both("resnet50 train step", train_batch, lambda: train(False), lambda: train(True), 2)
 
     if which in ("", "gpt2"):
@@ -136,52 +125,36 @@ def run_torch(device, which, quick):
                    layer_norm_epsilon=1e-5)
         model = m.GPT2Model(cfg).to(device).eval()
         ids = torch.randint(0, 50257, (8, 512), device=device)
-
-        def fwd(fn):
-            def call():
-                with torch.no_grad():
-                    fn(ids)
-            return call
-        both("gpt2 forward 8x512", 8 * 512, lambda: fwd(model), lambda: fwd(torch.compile(model)))
+        both("gpt2 forward 8x512", 8 * 512, lambda: no_grad(model, ids),
+             lambda: no_grad(torch.compile(model), ids))
         model.train()
         labels = torch.randint(0, 50257, (8, 512), device=device)
 
+        def lm_loss(a, b):
+            logits = model(a)
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), b.reshape(-1))
+
         def train(compiled):
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-            def loss(a, b):
-                logits = model(a)
-                return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), b.reshape(-1))
-            loss = torch.compile(loss) if compiled else loss
-            step = torch.compile(opt.step) if compiled else opt.step
-
-            def call():
-                opt.zero_grad()
-                loss(ids, labels).backward()
-                step()
-            return call
+            return training_step(torch, opt, lm_loss, (ids, labels), compiled)
         both("gpt2 train step 8x512", 8 * 512, lambda: train(False), lambda: train(True), 2)
         model.eval()
         prompt = torch.randint(0, 50257, (1, 16), device=device)
         new_tokens = 64
 
         def generate(compiled):
-            step = gpt2_cached_step(torch, F, model)
+            def step(nxt, pos, past):
+                return gpt2_with_cache(torch, F, model, nxt, pos, past)
             step = torch.compile(step) if compiled else step
 
             def call():
-                with torch.no_grad():
-                    nxt, past = prefill(torch, F, model, prompt)
-                    for t in range(new_tokens - 1):
-                        pos = torch.full((1, 1), past[0].shape[2], device=device)
-                        nxt, past = step(nxt, pos, past)
-            return call
-        eager, _ = median_ms(generate(False), 1)
-        compiled, first = median_ms(generate(True), 1)
-        rows["gpt2 generate b1"] = {"items_per_call": new_tokens, "torch_eager_ms": eager,
-                                    "inductor_ms": compiled, "inductor_first_ms": first}
-        print(f"  torch gpt2 generate b1: eager {eager:.1f} ms, inductor {compiled:.1f} ms, "
-              f"first {first:.0f} ms", flush=True)
+                positions = torch.arange(prompt.shape[1], device=device).unsqueeze(0)
+                nxt, past = gpt2_with_cache(torch, F, model, prompt, positions, None)
+                for t in range(new_tokens - 1):
+                    pos = torch.full((1, 1), past[0].shape[2], device=device)
+                    nxt, past = step(nxt, pos, past)
+            return no_grad(call)
+        both("gpt2 generate b1", new_tokens, lambda: generate(False), lambda: generate(True), reps=1)
     return rows
 
 

@@ -73,8 +73,8 @@ double difference(const Tensor& a, const Tensor& b) {
 }
 
 struct Row {
-  std::string name, unit;
-  double per_call_items;  // images or tokens per call
+  std::string name;
+  double per_call_items;  // images (ResNet) or tokens (GPT-2) per call
   double eager_ms, compiled_ms, first_ms, diff;
 };
 
@@ -83,6 +83,45 @@ void print(const Row& r) {
               r.compiled_ms, r.eager_ms / r.compiled_ms, r.per_call_items / r.eager_ms * 1e3,
               r.per_call_items / r.compiled_ms * 1e3, r.first_ms, r.diff);
   std::fflush(stdout);
+}
+
+// A forward, eager and compiled, compared by their outputs.
+Row inference_row(std::string name, double items, int reps, const std::function<Tensor()>& eager,
+                  const std::function<Tensor()>& compiled) {
+  Row r{std::move(name), items};
+  Tensor want, got;
+  r.eager_ms = median_ms([&] { want = eager(); }, reps);
+  r.compiled_ms = median_ms([&] { got = compiled(); }, reps, &r.first_ms);
+  r.diff = difference(got, want);
+  print(r);
+  return r;
+}
+
+// One training step (zero_grad, the loss, backward, the optimizer's step) of two copies of the
+// same weights, one eager and one compiled, compared by their first steps' losses. Both warm up
+// twice: the compiled optimizer step compiles on its second call.
+Row training_row(std::string name, double items, int reps, optim::Optimizer& eager_opt,
+                 const std::function<Tensor()>& eager_loss, optim::Optimizer& compiled_opt,
+                 const std::function<Tensor()>& compiled_loss) {
+  Row r{std::move(name), items};
+  auto timed = [&](optim::Optimizer& opt, const std::function<Tensor()>& loss, Tensor& first,
+                   double* first_ms) {
+    return median_ms(
+        [&] {
+          opt.zero_grad();
+          Tensor l = loss();
+          if (!first.defined()) first = l;
+          l.backward();
+          opt.step();
+        },
+        reps, first_ms, 2);
+  };
+  Tensor le, lc;
+  r.eager_ms = timed(eager_opt, eager_loss, le, nullptr);
+  r.compiled_ms = timed(compiled_opt, compiled_loss, lc, &r.first_ms);
+  r.diff = difference(lc, le);
+  print(r);
+  return r;
 }
 
 std::vector<Row> resnet50_rows(const Options& o) {
@@ -96,16 +135,11 @@ std::vector<Row> resnet50_rows(const Options& o) {
     Tensor x = randn({batch, 3, 224, 224}).to(g_device);
     NoGradGuard no_grad;
     auto compiled = coil::compile(model);
-    Row r{"resnet50 inference", "images/s", double(batch)};
-    Tensor want, got;
-    r.eager_ms = median_ms([&] { want = model->forward(x); }, reps);
-    r.compiled_ms = median_ms([&] { got = compiled(x); }, reps, &r.first_ms);
-    r.diff = difference(got, want);
-    print(r);
-    rows.push_back(r);
+    rows.push_back(inference_row(
+        "resnet50 inference", double(batch), reps, [&] { return model->forward(x); },
+        [&] { return compiled(x); }));
   }
   {
-    // Two copies of the same weights, one trained eagerly and one compiled, step for step.
     manual_seed(0);
     auto eager_model = nn::resnet50(), compiled_model = nn::resnet50();
     compiled_model->load_state_dict(eager_model->state_dict());
@@ -116,34 +150,13 @@ std::vector<Row> resnet50_rows(const Options& o) {
     optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.01, .momentum = 0.9});
     optim::SGD compiled_opt(compiled_model->parameters(),
                             {.lr = 0.01, .momentum = 0.9, .compiled = true});
-    auto loss_of = [](nn::ResNet& m, const Tensor& a, const Tensor& b) {
-      return cross_entropy(m.forward(a), b);
-    };
-    auto compiled_loss = coil::compile(
-        [&](const Tensor& a, const Tensor& b) { return loss_of(*compiled_model, a, b); });
-    Tensor le, lc;  // the first step's losses, from the same weights
-    Row r{"resnet50 train step", "images/s", double(train_batch)};
-    r.eager_ms = median_ms(
-        [&] {
-          eager_opt.zero_grad();
-          Tensor l = loss_of(*eager_model, x, y);
-          if (!le.defined()) le = l;
-          l.backward();
-          eager_opt.step();
-        },
-        reps, nullptr, 2);
-    r.compiled_ms = median_ms(
-        [&] {
-          compiled_opt.zero_grad();
-          Tensor l = compiled_loss(x, y);
-          if (!lc.defined()) lc = l;
-          l.backward();
-          compiled_opt.step();
-        },
-        reps, &r.first_ms, 2);
-    r.diff = difference(lc, le);
-    print(r);
-    rows.push_back(r);
+    auto compiled_loss = coil::compile([&](const Tensor& a, const Tensor& b) {
+      return cross_entropy(compiled_model->forward(a), b);
+    });
+    rows.push_back(training_row(
+        "resnet50 train step", double(train_batch), reps, eager_opt,
+        [&] { return cross_entropy(eager_model->forward(x), y); }, compiled_opt,
+        [&] { return compiled_loss(x, y); }));
   }
   return rows;
 }
@@ -160,13 +173,9 @@ std::vector<Row> gpt2_rows(const Options& o) {
     model->eval();
     NoGradGuard no_grad;
     auto compiled = coil::compile(model);
-    Row r{"gpt2 forward 8x512", "tokens/s", double(batch * len)};
-    Tensor want, got;
-    r.eager_ms = median_ms([&] { want = model->forward(ids); }, reps);
-    r.compiled_ms = median_ms([&] { got = compiled(ids); }, reps, &r.first_ms);
-    r.diff = difference(got, want);
-    print(r);
-    rows.push_back(r);
+    rows.push_back(inference_row(
+        "gpt2 forward 8x512", double(batch * len), reps, [&] { return model->forward(ids); },
+        [&] { return compiled(ids); }));
   }
   {
     model->train();
@@ -176,41 +185,22 @@ std::vector<Row> gpt2_rows(const Options& o) {
     Tensor labels = randint(0, 50257, {batch, len}).to(g_device);
     optim::AdamW eager_opt(model->parameters(), {.lr = 1e-4});
     optim::AdamW compiled_opt(twin->parameters(), {.lr = 1e-4, .compiled = true});
-    auto loss_of = [&](nn::GPT2& m, const Tensor& a, const Tensor& b) {
+    auto loss_of = [](nn::GPT2& m, const Tensor& a, const Tensor& b) {
       Tensor logits = m.forward(a);
       return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.reshape({-1}));
     };
     auto compiled_loss =
         coil::compile([&](const Tensor& a, const Tensor& b) { return loss_of(*twin, a, b); });
-    Tensor le, lc;  // the first step's losses, from the same weights
-    Row r{"gpt2 train step 8x512", "tokens/s", double(batch * len)};
-    r.eager_ms = median_ms(
-        [&] {
-          eager_opt.zero_grad();
-          Tensor l = loss_of(*model, ids, labels);
-          if (!le.defined()) le = l;
-          l.backward();
-          eager_opt.step();
-        },
-        reps, nullptr, 2);
-    r.compiled_ms = median_ms(
-        [&] {
-          compiled_opt.zero_grad();
-          Tensor l = compiled_loss(ids, labels);
-          if (!lc.defined()) lc = l;
-          l.backward();
-          compiled_opt.step();
-        },
-        reps, &r.first_ms, 2);
-    r.diff = difference(lc, le);
-    print(r);
-    rows.push_back(r);
+    rows.push_back(training_row(
+        "gpt2 train step 8x512", double(batch * len), reps, eager_opt,
+        [&] { return loss_of(*model, ids, labels); }, compiled_opt,
+        [&] { return compiled_loss(ids, labels); }));
   }
   {
     model->eval();
     const int64_t prompt = 16, new_tokens = 64;
     Tensor p = randint(0, 50257, {1, prompt}).to(g_device);
-    Row r{"gpt2 generate b1", "tokens/s", double(new_tokens)};
+    Row r{"gpt2 generate b1", double(new_tokens)};
     Tensor want, got;
     r.eager_ms = median_ms([&] { want = nn::generate_greedy(*model, p, new_tokens, false); }, 1);
     r.compiled_ms =
@@ -264,7 +254,7 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       ok = ok && r.diff < 1e-2;
       report["rows"].push_back({{"name", r.name},
-                                {"unit", r.unit},
+                                {"unit", r.name.rfind("resnet", 0) == 0 ? "images/s" : "tokens/s"},
                                 {"items_per_call", r.per_call_items},
                                 {"eager_ms", r.eager_ms},
                                 {"compiled_ms", r.compiled_ms},

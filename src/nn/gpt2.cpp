@@ -163,8 +163,30 @@ void load_gpt2_checkpoint(GPT2& model, const std::string& path) {
 }
 
 namespace {
+
 // (B, T, V) logits -> the argmax of the last position's, (B, 1).
 Tensor last_argmax(const Tensor& logits) { return argmax(logits.select(1, -1), -1).unsqueeze(1); }
+
+// The decode step's values: `head`, then each layer's keys and values in turn.
+std::vector<Tensor> with_cache(Tensor head, const KVCache& cache) {
+  std::vector<Tensor> out{std::move(head)};
+  for (size_t i = 0; i < cache.keys.size(); ++i) {
+    out.push_back(cache.keys[i]);
+    out.push_back(cache.values[i]);
+  }
+  return out;
+}
+
+// The cache from such values after their head.
+KVCache cache_of(const std::vector<Tensor>& values) {
+  KVCache cache;
+  for (size_t i = 1; i + 1 < values.size(); i += 2) {
+    cache.keys.push_back(values[i]);
+    cache.values.push_back(values[i + 1]);
+  }
+  return cache;
+}
+
 }  // namespace
 
 Tensor generate_greedy(GPT2& model, const Tensor& prompt_ids, int64_t max_new_tokens,
@@ -172,23 +194,13 @@ Tensor generate_greedy(GPT2& model, const Tensor& prompt_ids, int64_t max_new_to
   COIL_CHECK(max_new_tokens >= 0, "nn::generate_greedy: max_new_tokens must be >= 0, got ",
              max_new_tokens);
   NoGradGuard no_grad;
-  const int64_t batch = prompt_ids.size(0), layers = static_cast<int64_t>(model.h->size());
-  // One step: ids and positions (B, 1), the cache as 2 * layers tensors -> the next ids and
-  // the grown cache.
-  auto step = [&model, layers](const Tensor& ids, const Tensor& positions,
-                               const std::vector<Tensor>& past) {
-    KVCache cache;
-    for (int64_t i = 0; i < layers; ++i) {
-      cache.keys.push_back(past[static_cast<size_t>(2 * i)]);
-      cache.values.push_back(past[static_cast<size_t>(2 * i + 1)]);
-    }
-    Tensor logits = model.forward(ids, positions, cache);
-    std::vector<Tensor> out{last_argmax(logits)};
-    for (int64_t i = 0; i < layers; ++i) {
-      out.push_back(cache.keys[static_cast<size_t>(i)]);
-      out.push_back(cache.values[static_cast<size_t>(i)]);
-    }
-    return out;
+  const int64_t batch = prompt_ids.size(0);
+  // One step: the last ids, their positions (B, 1) and the cache -> the next ids and the grown
+  // cache, as with_cache lays them out.
+  auto step = [&model](const std::vector<Tensor>& state, const Tensor& positions) {
+    KVCache cache = cache_of(state);
+    Tensor logits = model.forward(state[0], positions, cache);
+    return with_cache(last_argmax(logits), cache);
   };
   auto compiled_step = compile(step, CompileOptions{.name = "gpt2_decode_step"});
 
@@ -196,22 +208,14 @@ Tensor generate_greedy(GPT2& model, const Tensor& prompt_ids, int64_t max_new_to
   const Tensor prompt_positions = arange(0, prompt_ids.size(1), 1, kInt64, prompt_ids.device())
                                       .unsqueeze(0)
                                       .expand({batch, prompt_ids.size(1)});
-  Tensor ids = last_argmax(model.forward(prompt_ids, prompt_positions, cache));
-  std::vector<Tensor> past;
-  for (int64_t i = 0; i < layers; ++i) {
-    past.push_back(cache.keys[static_cast<size_t>(i)]);
-    past.push_back(cache.values[static_cast<size_t>(i)]);
-  }
+  std::vector<Tensor> state =
+      with_cache(last_argmax(model.forward(prompt_ids, prompt_positions, cache)), cache);
   std::vector<Tensor> generated;
   for (int64_t t = 0; t < max_new_tokens; ++t) {
-    generated.push_back(ids);
+    generated.push_back(state[0]);
     if (t + 1 == max_new_tokens) break;
-    const int64_t position = past[0].size(2);
-    Tensor positions = full({batch, 1}, position, kInt64, prompt_ids.device());
-    std::vector<Tensor> out =
-        compiled ? compiled_step(ids, positions, past) : step(ids, positions, past);
-    ids = out[0];
-    past.assign(out.begin() + 1, out.end());
+    Tensor positions = full({batch, 1}, cache_of(state).length(), kInt64, prompt_ids.device());
+    state = compiled ? compiled_step(state, positions) : step(state, positions);
   }
   return generated.empty() ? empty({batch, 0}, kInt64, prompt_ids.device()) : cat(generated, 1);
 }

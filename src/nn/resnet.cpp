@@ -1,5 +1,4 @@
 // ResNet as torchvision's resnet.py: the blocks, the stages and the initialisation.
-#include <coil/autograd.h>
 #include <coil/nn/init.h>
 #include <coil/nn/resnet.h>
 #include <coil/ops.h>

@@ -50,7 +50,7 @@ bool split_low_part(const Sum& s, int64_t d, Sum* high, Expr* low, int64_t* g) {
   std::stable_sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
     return std::abs(a.coef) > std::abs(b.coef);
   });
-  for (size_t n = terms.size() - 1; n >= 1 && n < terms.size(); --n) {
+  for (size_t n = terms.size(); n-- > 1;) {  // high = terms[0, n), longest first
     int64_t f = d;
     for (size_t i = 0; i < n; ++i) f = detail::gcd_with(f, terms[i].coef);
     if (f <= 1) continue;

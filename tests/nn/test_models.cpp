@@ -33,18 +33,28 @@ void expect_matches(const Tensor& actual, const Tensor& expected, const std::str
   EXPECT_LE(scaled_error(actual, expected), tol) << what;
 }
 
-// Every parameter's gradient against the reference's grad.<name> entries (those present).
-void expect_grads(const nn::Module& model, const nn::StateDict& want, double tol,
-                  const std::string& what) {
+// Each named tensor against the reference's <prefix><name> entry, where there is one: the
+// gradients (grad.), or parameters and batch-norm buffers after the reference's steps (after.).
+void expect_entries(const std::vector<std::pair<std::string, Tensor>>& named,
+                    const nn::StateDict& want, const std::string& prefix, double tol,
+                    const std::string& what) {
   int checked = 0;
-  for (const auto& [name, p] : model.named_parameters()) {
-    const Tensor* g = want.find("grad." + name);
-    if (!g) continue;
-    ASSERT_TRUE(p.grad().defined()) << what << ": " << name << " has no gradient";
-    expect_matches(p.grad(), *g, what + ": grad of " + name, tol);
+  for (const auto& [name, t] : named) {
+    const Tensor* w = want.find(prefix + name);
+    if (!w) continue;
+    ASSERT_TRUE(t.defined()) << what << ": " << prefix << name << " is missing";
+    expect_matches(t, *w, what + ": " + prefix + name, tol);
     ++checked;
   }
   EXPECT_GT(checked, 10) << what;
+}
+
+// Every parameter's gradient against the reference's grad.<name> entries.
+void expect_grads(const nn::Module& model, const nn::StateDict& want, double tol,
+                  const std::string& what) {
+  std::vector<std::pair<std::string, Tensor>> grads;
+  for (const auto& [name, p] : model.named_parameters()) grads.emplace_back(name, p.grad());
+  expect_entries(grads, want, "grad.", tol, what);
 }
 
 std::shared_ptr<nn::GPT2> tiny_gpt2(DType dtype = kFloat32) {
@@ -131,19 +141,6 @@ std::shared_ptr<nn::ResNet> tiny_resnet(const std::string& name, DType dtype) {
   return model;
 }
 
-// Each after.<name> entry: parameters and batch-norm buffers after the reference's steps.
-void expect_after(const nn::Module& model, const nn::StateDict& want, double tol,
-                  const std::string& what) {
-  int checked = 0;
-  for (const auto& [name, t] : model.state_dict()) {
-    const Tensor* w = want.find("after." + name);
-    if (!w) continue;
-    expect_matches(t, *w, what + ": " + name, tol);
-    ++checked;
-  }
-  EXPECT_GT(checked, 10) << what;
-}
-
 // Eval logits in float32; the training step (batch statistics, cross entropy, backward, two
 // SGD steps with momentum) in float64, where the references are well conditioned (a batch of
 // two through batch norm amplifies float32 rounding, see the data's README). The second step's
@@ -182,7 +179,7 @@ void check_resnet(const std::string& name, bool compiled_training, double after_
       }
       opt.step();
     }
-    expect_after(*model, want, after_tol, what);
+    expect_entries(model->state_dict().items(), want, "after.", after_tol, what);
   }
 }
 
