@@ -21,18 +21,19 @@ TensorMeta unary_meta(const Args& a, const char* op, UnaryOut rule) {
   return contiguous_meta(t, x.sizes(), x.device());
 }
 
-// out = f(x) with x first converted to `compute` (the output dtype unless it is bool).
-template <typename F>
+// out = f(x) with x first converted to `compute`: the output dtype, or for a predicate
+// (kPredicate: bool results whatever the input) the input's. A template flag rather than a
+// test of the output dtype, so that each op instantiates its loops once per dtype: most of
+// this file's compile time is those instantiations.
+template <bool kPredicate, typename F>
 Tensor unary_apply(const Tensor& x_in, const TensorMeta& out_meta, DType compute, F f) {
+  COIL_ASSERT(kPredicate ? out_meta.dtype == kBool : out_meta.dtype == compute);
   Tensor x = as_dtype(x_in, compute);
   Tensor out = empty_from_meta(out_meta);
   dispatch_dtype(compute, [&]<typename T>() {
     using C = acc_type<T>;
-    if (out_meta.dtype == kBool) {
-      map_unary<T, bool>(x, out, [&](T v) { return static_cast<bool>(f(static_cast<C>(v))); });
-    } else {
-      map_unary<T, T>(x, out, [&](T v) { return convert<T>(f(static_cast<C>(v))); });
-    }
+    using Out = std::conditional_t<kPredicate, bool, T>;
+    map_unary<T, Out>(x, out, [&](T v) { return convert<Out>(f(static_cast<C>(v))); });
   });
   return out;
 }
@@ -57,13 +58,13 @@ void reject_bool(const Tensor& x, const char* op, const char* hint) {
 // ---- unary ------------------------------------------------------------------------------------
 
 // Ops whose result is floating: integer inputs compute in float32.
-#define COIL_FLOAT_UNARY(name, expr)                                                       \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                     \
-    return one(unary_meta(a, #name, UnaryOut::Float));                                     \
-  }                                                                                        \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {    \
-    return one(unary_apply(a.tensor(0), out[0], out[0].dtype,                              \
-                           [](auto v) { return fmath(v, [](auto x) { return expr; }); })); \
+#define COIL_FLOAT_UNARY(name, expr)                                                              \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                            \
+    return one(unary_meta(a, #name, UnaryOut::Float));                                            \
+  }                                                                                               \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {           \
+    return one(unary_apply<false>(a.tensor(0), out[0], out[0].dtype,                              \
+                                  [](auto v) { return fmath(v, [](auto x) { return expr; }); })); \
   }
 
 COIL_FLOAT_UNARY(exp, std::exp(x))
@@ -92,7 +93,7 @@ std::vector<TensorMeta> meta_gelu(const Args& a) {
 }
 std::vector<Tensor> eager_gelu(const Args& a, const std::vector<TensorMeta>& out) {
   bool tanh_mode = a.str(1) == "tanh";
-  return one(unary_apply(a.tensor(0), out[0], out[0].dtype, [tanh_mode](auto v) {
+  return one(unary_apply<false>(a.tensor(0), out[0], out[0].dtype, [tanh_mode](auto v) {
     return fmath(v, [tanh_mode](auto x) {
       using C = decltype(x);
       if (tanh_mode) {
@@ -111,7 +112,7 @@ std::vector<Tensor> eager_gelu(const Args& a, const std::vector<TensorMeta>& out
     return one(unary_meta(a, #name, UnaryOut::Same));                                   \
   }                                                                                     \
   std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
-    return one(unary_apply(a.tensor(0), out[0], out[0].dtype, [](auto x) {              \
+    return one(unary_apply<false>(a.tensor(0), out[0], out[0].dtype, [](auto x) {       \
       using C = decltype(x);                                                            \
       (void)sizeof(C);                                                                  \
       return expr;                                                                      \
@@ -148,7 +149,7 @@ COIL_SAME_UNARY(trunc, (void)0, fmath(x, [](auto y) {
   }                                                                                     \
   std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
     const Tensor& x = a.tensor(0);                                                      \
-    return one(unary_apply(x, out[0], x.dtype(), [](auto v) {                           \
+    return one(unary_apply<true>(x, out[0], x.dtype(), [](auto v) {                     \
       using C = decltype(v);                                                            \
       (void)sizeof(C);                                                                  \
       return expr;                                                                      \
@@ -238,20 +239,17 @@ BinaryPlan binary_plan(const Args& a, const char* op, BinaryOut rule) {
   return {compute, contiguous_meta(out, shape, dev)};
 }
 
-template <typename F>
+// As unary_apply: kPredicate for the comparisons (bool results).
+template <bool kPredicate, typename F>
 Tensor binary_apply(const Args& a, const TensorMeta& out_meta, DType compute, F f) {
+  COIL_ASSERT(kPredicate ? out_meta.dtype == kBool : out_meta.dtype == compute);
   Tensor x = operand(a, 0, compute), y = operand(a, 1, compute);
   Tensor out = empty_from_meta(out_meta);
   dispatch_dtype(compute, [&]<typename T>() {
     using C = acc_type<T>;
-    if (out_meta.dtype == kBool) {
-      map_binary<T, T, bool>(x, y, out, [&](T p, T q) {
-        return static_cast<bool>(f(static_cast<C>(p), static_cast<C>(q)));
-      });
-    } else {
-      map_binary<T, T, T>(
-          x, y, out, [&](T p, T q) { return convert<T>(f(static_cast<C>(p), static_cast<C>(q))); });
-    }
+    using Out = std::conditional_t<kPredicate, bool, T>;
+    map_binary<T, T, Out>(
+        x, y, out, [&](T p, T q) { return convert<Out>(f(static_cast<C>(p), static_cast<C>(q))); });
   });
   return out;
 }
@@ -302,19 +300,20 @@ C py_remainder(C x, C y) {
 
 }  // namespace
 
-#define COIL_BINARY(name, rule, check, expr)                                            \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                  \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                              \
-    check;                                                                              \
-    return one(p.out);                                                                  \
-  }                                                                                     \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                              \
-    return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) {                  \
-      using C = decltype(x);                                                            \
-      (void)sizeof(C);                                                                  \
-      return expr;                                                                      \
-    }));                                                                                \
+#define COIL_BINARY(name, rule, check, expr)                                             \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                   \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                               \
+    check;                                                                               \
+    return one(p.out);                                                                   \
+  }                                                                                      \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {  \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                               \
+    return one(binary_apply<BinaryOut::rule == BinaryOut::Bool>(a, out[0], p.compute,    \
+                                                                [](auto x, auto y) {     \
+                                                                  using C = decltype(x); \
+                                                                  (void)sizeof(C);       \
+                                                                  return expr;           \
+                                                                }));                     \
   }
 
 COIL_BINARY(add, Common, (void)0, C(x + y))
@@ -355,11 +354,13 @@ std::vector<TensorMeta> meta_div(const Args& a) {
 std::vector<Tensor> eager_div(const Args& a, const std::vector<TensorMeta>& out) {
   auto mode = a.opt_str(2);
   BinaryPlan p = binary_plan(a, "div", mode ? BinaryOut::Common : BinaryOut::Float);
-  if (!mode) return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) { return x / y; }));
+  if (!mode)
+    return one(binary_apply<false>(a, out[0], p.compute, [](auto x, auto y) { return x / y; }));
   check_int_divisor(a, p.compute, "div");
   if (*mode == "floor")
-    return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) { return floor_div(x, y); }));
-  return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) {
+    return one(
+        binary_apply<false>(a, out[0], p.compute, [](auto x, auto y) { return floor_div(x, y); }));
+  return one(binary_apply<false>(a, out[0], p.compute, [](auto x, auto y) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>)
       return std::trunc(x / y);
@@ -374,7 +375,8 @@ std::vector<TensorMeta> meta_remainder(const Args& a) {
 std::vector<Tensor> eager_remainder(const Args& a, const std::vector<TensorMeta>& out) {
   BinaryPlan p = binary_plan(a, "remainder", BinaryOut::Common);
   check_int_divisor(a, p.compute, "remainder");
-  return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) { return py_remainder(x, y); }));
+  return one(
+      binary_apply<false>(a, out[0], p.compute, [](auto x, auto y) { return py_remainder(x, y); }));
 }
 
 std::vector<TensorMeta> meta_pow(const Args& a) {
@@ -393,7 +395,7 @@ std::vector<TensorMeta> meta_pow(const Args& a) {
 }
 std::vector<Tensor> eager_pow(const Args& a, const std::vector<TensorMeta>& out) {
   BinaryPlan p = binary_plan(a, "pow", BinaryOut::Common);
-  return one(binary_apply(a, out[0], p.compute, [](auto x, auto y) {
+  return one(binary_apply<false>(a, out[0], p.compute, [](auto x, auto y) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {
       // As PyTorch: x ** 0.5 is sqrt(x), which differs from std::pow at -0 and -inf.
@@ -451,7 +453,7 @@ std::vector<Tensor> eager_clamp(const Args& a, const std::vector<TensorMeta>& ou
   DType t = out[0].dtype;
   Tensor x = as_dtype(a.tensor(0), t);
   auto lo = a.opt_scalar(1), hi = a.opt_scalar(2);
-  return one(unary_apply(x, out[0], t, [&](auto v) {
+  return one(unary_apply<false>(x, out[0], t, [&](auto v) {
     using C = decltype(v);
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(v)) return v;
