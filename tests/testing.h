@@ -116,8 +116,9 @@ inline std::string log_of(const char* logs, F&& body) {
   unsetenv("COIL_LOG_FILE");
   compiler_reset();
   std::FILE* f = std::fopen(path, "r");
-  std::string text(1 << 16, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::string text;
+  char chunk[1 << 16];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) text.append(chunk, n);
   std::fclose(f);
   std::remove(path);
   return text;

@@ -202,7 +202,8 @@ Tensor generate_greedy(GPT2& model, const Tensor& prompt_ids, int64_t max_new_to
     Tensor logits = model.forward(state[0], positions, cache);
     return with_cache(last_argmax(logits), cache);
   };
-  auto compiled_step = compile(step, CompileOptions{.name = "gpt2_decode_step"});
+  if (compiled && !model.decode_step_)
+    model.decode_step_ = compile(step, CompileOptions{.name = "gpt2_decode_step"});
 
   KVCache cache;
   const Tensor prompt_positions = arange(0, prompt_ids.size(1), 1, kInt64, prompt_ids.device())
@@ -215,7 +216,7 @@ Tensor generate_greedy(GPT2& model, const Tensor& prompt_ids, int64_t max_new_to
     generated.push_back(state[0]);
     if (t + 1 == max_new_tokens) break;
     Tensor positions = full({batch, 1}, cache_of(state).length(), kInt64, prompt_ids.device());
-    state = compiled ? compiled_step(state, positions) : step(state, positions);
+    state = compiled ? model.decode_step_(state, positions) : step(state, positions);
   }
   return generated.empty() ? empty({batch, 0}, kInt64, prompt_ids.device()) : cat(generated, 1);
 }

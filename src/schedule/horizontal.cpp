@@ -10,8 +10,8 @@ namespace coil::schedule {
 
 namespace {
 
-// At most this many loop nests share a region: the generated function stays readable and
-// small to compile.
+// At most this many loop nests share a region, and at most kMaxUnrelatedFusionNodes statements
+// (unless one part alone has more): the generated function stays readable and quick to compile.
 constexpr size_t kMaxParts = 64;
 
 bool combinable(const Kernel& k) { return k.parts.empty() && !k.is_reduction(); }
@@ -53,6 +53,7 @@ void fuse_horizontally(Schedule& s) {
   std::vector<Step> steps;
   std::vector<Kernel> run;        // the pending combo's parts
   std::set<std::string> written;  // what they store
+  size_t nodes = 0;               // their statements
   int combos = 0;
   auto flush = [&] {
     if (run.empty()) return;
@@ -68,6 +69,7 @@ void fuse_horizontally(Schedule& s) {
     steps.push_back(Step{static_cast<int>(kernels.size()) - 1, ""});
     run.clear();
     written.clear();
+    nodes = 0;
   };
   for (const Step& st : s.steps) {
     if (st.kernel < 0) {
@@ -83,15 +85,22 @@ void fuse_horizontally(Schedule& s) {
       continue;
     }
     if (!run.empty()) {
-      std::string dep = reads_one_of(k, written);
-      if (!dep.empty() || run.size() == kMaxParts) {
-        s.decisions.push_back(
-            "do not combine " + k.name + " with " + run.front().name + ": " +
-            (dep.empty() ? "the combo is full" : "it reads " + dep + ", which the combo writes"));
+      std::string dep = reads_one_of(k, written), why;
+      if (!dep.empty())
+        why = "it reads " + dep + ", which the combo writes";
+      else if (run.size() == kMaxParts)
+        why = "the combo is full: " + std::to_string(kMaxParts) + " parts";
+      else if (nodes + k.nodes.size() > kMaxUnrelatedFusionNodes)
+        why = "the combo is full: " + std::to_string(nodes) + " + " +
+              std::to_string(k.nodes.size()) + " statements";
+      if (!why.empty()) {
+        s.decisions.push_back("do not combine " + k.name + " with " + run.front().name + ": " +
+                              why);
         flush();
       }
     }
     for (const std::string& b : stored_by(k)) written.insert(b);
+    nodes += k.nodes.size();
     run.push_back(std::move(k));
   }
   flush();

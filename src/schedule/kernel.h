@@ -25,6 +25,13 @@ struct KernelNode {
   bool store = true;
 };
 
+// How many statements a kernel takes before it stops taking work that does not read it (an
+// unrelated node of the same size, a combo's next part): a generated function's compile time
+// grows faster than its length, and an optimizer's step over a whole model would otherwise
+// become one function of thousands of statements. Chains that read the kernel's values still
+// join it, so no intermediate is stored because of this bound.
+constexpr size_t kMaxUnrelatedFusionNodes = 128;
+
 struct Kernel {
   std::string name;
   SymShape outer;  // loop sizes, outermost first (expressions of the size symbols)

@@ -104,6 +104,16 @@ FusionDecision same_elements(const Group& g, const ir::Buffer& b) {
   return problem.empty() ? FusionDecision::yes("") : FusionDecision::no(problem);
 }
 
+// A node that reads nothing `g` computes only shares its iteration space: it joins while `g` is
+// small (kMaxUnrelatedFusionNodes).
+FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b) {
+  for (const std::string& r : reads_of(*b.compute))
+    if (g.has_member(r)) return FusionDecision::yes("");
+  if (g.members.size() < kMaxUnrelatedFusionNodes) return FusionDecision::yes("");
+  return FusionDecision::no("the kernel is full: " + std::to_string(g.members.size()) +
+                            " nodes, and " + b.name + " reads none of them");
+}
+
 // How many earlier steps a node may move back to join a kernel: bounds the search.
 constexpr int kFusionWindow = 8;
 
@@ -131,9 +141,9 @@ Schedule schedule(const ir::Program& program) {
       if (s.steps[i].kernel < 0) continue;
       Group& g = groups[s.steps[i].kernel];
       FusionDecision d = fits(g, b);
-      if (d.ok) {
-        FusionDecision e = same_elements(g, b);
-        if (!e.ok) d = e;
+      for (auto check : {room_for_unrelated, same_elements}) {
+        if (!d.ok) break;
+        if (FusionDecision e = check(g, b); !e.ok) d = e;
       }
       std::string target = "kernel" + std::to_string(s.steps[i].kernel);
       s.decisions.push_back((d.ok ? "fuse " : "do not fuse ") + b.name + " into " + target + ": " +

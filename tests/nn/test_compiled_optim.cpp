@@ -14,13 +14,13 @@ struct Setup {
   std::vector<Tensor> grads;
 };
 
-// Parameters of several sizes (a linear layer's weight and bias, a norm's scale), and the
-// gradients each step gives them.
-Setup make(uint64_t seed) {
+// Parameters of several sizes (by default a linear layer's weight and bias, a norm's scale),
+// and the gradients each step gives them.
+Setup make(uint64_t seed,
+           const std::vector<Shape>& shapes = {Shape{64, 32}, Shape{32}, Shape{10, 64}, Shape{7}}) {
   manual_seed(seed);
   Setup s;
-  for (Shape shape : {Shape{64, 32}, Shape{32}, Shape{10, 64}, Shape{7}})
-    s.params.push_back(random(shape).requires_grad_());
+  for (const Shape& shape : shapes) s.params.push_back(random(shape).requires_grad_());
   for (const Tensor& p : s.params) s.grads.push_back(random(p.sizes()));
   return s;
 }
@@ -65,6 +65,37 @@ TEST(CompiledOptim, SgdNesterovMatchesEager) {
   // The first step creates the momentum buffers eagerly; the compile happens on the second.
   expect_compiled_matches_eager<optim::SGD>(
       optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+}
+
+// A model's worth of parameters (as GPT-2's dozens of equal-sized biases and norm scales): the
+// updates, independent of one another, fill kernels up to the scheduler's bound and no further,
+// so no generated function grows with the model; the step still matches eager.
+TEST(CompiledOptim, ManyParametersSplitIntoBoundedKernels) {
+  std::vector<Shape> shapes;
+  for (int i = 0; i < 40; ++i)
+    for (Shape shape : {Shape{24}, Shape{3, 8}, Shape{5}}) shapes.push_back(shape);
+  auto eager = make(5, shapes), comp = make(5, shapes);
+  optim::AdamWOptions options{.lr = 1e-2};
+  optim::AdamW eager_opt(eager.params, options);
+  options.compiled = true;
+  optim::AdamW comp_opt(comp.params, options);
+  int64_t kernels = 0;
+  std::string log = log_of("fusion", [&] {
+    for (int step = 0; step < 2; ++step) {
+      for (size_t i = 0; i < eager.params.size(); ++i) {
+        eager.params[i].set_grad(eager.grads[i]);
+        comp.params[i].set_grad(comp.grads[i]);
+      }
+      eager_opt.step();
+      comp_opt.step();
+    }
+    kernels = counters()["generated_kernels"];
+  });
+  for (size_t i = 0; i < eager.params.size(); ++i)
+    EXPECT_TRUE(allclose(comp.params[i], eager.params[i], 1e-5, 1e-6)) << "param " << i;
+  EXPECT_NE(log.find("the kernel is full"), std::string::npos) << log.substr(0, 2000);
+  EXPECT_NE(log.find("the combo is full"), std::string::npos) << log.substr(0, 2000);
+  EXPECT_GT(kernels, 1);
 }
 
 }  // namespace

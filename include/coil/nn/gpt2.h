@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,6 +80,8 @@ class GPT2Block : public Module {
   std::shared_ptr<GPT2MLP> mlp;
 };
 
+class GPT2;
+
 class GPT2 : public Module {
  public:
   explicit GPT2(GPT2Config config = {});
@@ -91,6 +94,11 @@ class GPT2 : public Module {
   std::shared_ptr<Embedding> wte, wpe;
   std::shared_ptr<ModuleList> h;
   std::shared_ptr<LayerNorm> ln_f;
+
+ private:
+  friend Tensor generate_greedy(GPT2&, const Tensor&, int64_t, bool);
+  // The compiled decode step generate_greedy made: its graphs serve every later call.
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Tensor&)> decode_step_;
 };
 
 std::shared_ptr<GPT2> gpt2(GPT2Config config = {});
@@ -105,7 +113,7 @@ void load_gpt2_checkpoint(GPT2& model, const std::string& path);
 // last position's logits. The prompt runs once; then each new token is one call of a step that
 // reads and extends a KV cache. With `compiled`, that step is coil::compile'd once: its graph
 // turns dynamic in the cache length after the second size (automatic dynamic shapes), so every
-// later position reuses it. Returns (B, max_new_tokens).
+// later position reuses it, and the model keeps it for later calls. Returns (B, max_new_tokens).
 Tensor generate_greedy(GPT2& model, const Tensor& prompt_ids, int64_t max_new_tokens,
                        bool compiled = true);
 
