@@ -100,8 +100,15 @@ void matmul_rule(C c) {
   if (b.dim() == 1) g = g.unsqueeze(-1);
   if (c.wants(0))
     c.set(0, sum_to(matmul(g, b2.transpose(-1, -2)), a2.sym_sizes()).reshape_symint(a.sym_sizes()));
-  if (c.wants(1))
-    c.set(1, sum_to(matmul(a2.transpose(-1, -2), g), b2.sym_sizes()).reshape_symint(b.sym_sizes()));
+  if (!c.wants(1)) return;
+  if (b2.dim() == 2 && a2.dim() > 2) {
+    // A batch against a matrix: the batch folds into the rows of one product, as the forward
+    // does, instead of a product per batch element summed afterwards.
+    const Tensor rows = a2.reshape({-1, a2.size(-1)});
+    c.set(1, mm(rows.t(), g.reshape({-1, g.size(-1)})).reshape_symint(b.sym_sizes()));
+    return;
+  }
+  c.set(1, sum_to(matmul(a2.transpose(-1, -2), g), b2.sym_sizes()).reshape_symint(b.sym_sizes()));
 }
 
 void mse_loss_rule(C c) {

@@ -338,4 +338,21 @@ TEST(CompiledTraining, DoubleBackwardThroughDropoutIsAClearError) {
 }
 
 }  // namespace
+// A batch against a matrix (a language model's head, x (B, T, C) @ W (C, V)): the weight's
+// gradient is one product over the batch folded into rows, as the forward's, not a product per
+// batch element (B copies of W's size) summed afterwards; it matches float64 eager.
+TEST(CompiledTraining, BatchAgainstMatrixGradientIsOneProduct) {
+  Tensor x = random({4, 5, 6}), w = random({6, 7});
+  auto f = compile([](const Tensor& a, const Tensor& b) { return coil::matmul(a, b).sin().sum(); });
+  Tensor xc = x.clone().requires_grad_(), wc = w.clone().requires_grad_();
+  const std::string log = log_of("aot_graphs", [&] { f(xc, wc).backward(); });
+  const std::string backward = log.substr(log.find("backward graph"));
+  EXPECT_EQ(backward.find("bmm"), std::string::npos) << backward;
+  EXPECT_NE(backward.find("coil.mm"), std::string::npos) << backward;
+  Tensor x64 = x.to(kFloat64).requires_grad_(), w64 = w.to(kFloat64).requires_grad_();
+  coil::matmul(x64, w64).sin().sum().backward();
+  EXPECT_TRUE(allclose(wc.grad().to(kFloat64), w64.grad(), 1e-5, 1e-6));
+  EXPECT_TRUE(allclose(xc.grad().to(kFloat64), x64.grad(), 1e-5, 1e-6));
+}
+
 }  // namespace coil::testing

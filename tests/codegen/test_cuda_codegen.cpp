@@ -70,3 +70,24 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
   EXPECT_NE(source.find("for (i64 coil_base = (i64)threadIdx.x * 4;"), std::string::npos) << source;
   EXPECT_EQ(cuda_compile_errors(g), "");
 }
+
+// Short rows take a thread each (a sum over a batch of 8, a softmax and an argmax over rows of
+// 5), long rows a block each; both compile.
+TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {8, 3000}));
+  Node* s = g.placeholder("s", ops::contiguous_meta(kFloat32, {600, 5}));
+  g.output({g.call(OpId::sum, {x, Shape{0}}), g.call(OpId::softmax, {s, int64_t{1}}),
+            g.call(OpId::argmax, {s, int64_t{1}, false})});
+  const std::string source = cuda_module_source(g);
+  EXPECT_NE(source.find("for (i64 r = 0; r < 8; ++r)"), std::string::npos) << source;
+  EXPECT_NE(source.find("for (i64 r = 0; r < 5; ++r)"), std::string::npos) << source;
+  EXPECT_EQ(source.find("coil_block_reduce(acc_"), std::string::npos) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
+
+  Graph long_rows;
+  Node* y = long_rows.placeholder("y", ops::contiguous_meta(kFloat32, {8, 3000}));
+  long_rows.output({long_rows.call(OpId::sum, {y, Shape{1}})});
+  EXPECT_NE(cuda_module_source(long_rows).find("coil_block_reduce(acc_"), std::string::npos);
+}

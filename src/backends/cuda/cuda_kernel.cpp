@@ -23,6 +23,11 @@ using schedule::KernelNode;
 
 constexpr int64_t kPointwiseBlock = 256;
 constexpr int64_t kRowBlock = 256;
+// Rows at most this long (at the size hints) take one thread each instead of a block: a block
+// of 32 threads for a row of a few elements left most of them idle and launched a block per
+// row (a bias-like gradient summed over a batch of 8 was millions of blocks), and consecutive
+// threads then read consecutive rows' elements, which a column's layout needs.
+constexpr int64_t kThreadRowMax = 32;
 // Elements per thread of a vectorised pointwise kernel: one 16-byte access for float32.
 constexpr int64_t kVector = 4;
 
@@ -285,7 +290,9 @@ class Printer {
     }
   }
 
-  void row_body(const Kernel& k, int64_t threads) {
+  // A row per block (`threads` meeting in block reductions), or with `per_thread` a row per
+  // thread, folded in order.
+  void row_body(const Kernel& k, int64_t threads, bool per_thread) {
     const sym::Expr rows = sym_numel(k.outer), r_numel = sym_numel(k.inner);
     sym::Expr row = sym::index_var("row", rows);
     sym::Expr r = sym::index_var("r", r_numel);
@@ -296,9 +303,15 @@ class Printer {
     const Kernel& bk = bound_.back();
     nodes_.clear();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
-    w_.line("__shared__ double coil_smem[66];");
-    w_.line("const i64 row = blockIdx.x;");
     const std::string t = std::to_string(threads), rn = sym::to_c(r_numel);
+    if (per_thread) {
+      w_.line("const i64 row = (i64)blockIdx.x * " + t + " + threadIdx.x;");
+      w_.line("if (row >= " + sym::to_c(rows) + ") return;");
+    } else {
+      w_.line("__shared__ double coil_smem[66];");
+      w_.line("const i64 row = blockIdx.x;");
+    }
+    const std::string first_thread = per_thread ? "" : "if (threadIdx.x == 0) ";
     for (const codegen::RowBlock& blk : codegen::row_blocks(bk)) {
       if (blk.outer) {
         CudaEmitter em = emitter();
@@ -306,7 +319,7 @@ class Printer {
         std::string v = em.emit(n.body);
         outer_[n.buffer] = v;
         if (n.store)
-          em.line("if (threadIdx.x == 0) " + n.buffer + "[" + sym::to_c(n.store_index) +
+          em.line(first_thread + n.buffer + "[" + sym::to_c(n.store_index) +
                   "] = " + to_memory(n.dtype, v) + ";");
         continue;
       }
@@ -322,13 +335,16 @@ class Printer {
       // some loads) are consecutive along it, the row's length divides and the vectors are
       // aligned; else one at a time.
       auto scalar_loop = [&] {
-        auto loop = w_.block("for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
+        auto loop =
+            w_.block(per_thread ? "for (i64 r = 0; r < " + rn + "; ++r)"
+                                : "for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
         CudaEmitter em = emitter();
         fold_pass(em, blk.section, nullptr);
       };
       const std::vector<VectorAccess> vectors = vector_accesses(blk.section, r);
-      if (vectors.empty() || std::none_of(vectors.begin(), vectors.end(),
-                                          [](const VectorAccess& a) { return !a.store; })) {
+      if (per_thread || vectors.empty() ||
+          std::none_of(vectors.begin(), vectors.end(),
+                       [](const VectorAccess& a) { return !a.store; })) {
         scalar_loop();
       } else {
         const std::string v = std::to_string(kVector);
@@ -352,18 +368,21 @@ class Printer {
         const std::string a = "acc_" + n->buffer, red = "red_" + n->buffer;
         std::string type = codegen::compute_type(dt);
         if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin) {
-          w_.line(std::string("coil_block_arg<") +
-                  (n->reduce == ReduceKind::ArgMax ? "true" : "false") + ">(" + a + ", " + a +
-                  "_i, coil_smem);");
+          if (!per_thread)
+            w_.line(std::string("coil_block_arg<") +
+                    (n->reduce == ReduceKind::ArgMax ? "true" : "false") + ">(" + a + ", " + a +
+                    "_i, coil_smem);");
           w_.line("const i64 " + red + " = " + a + "_i;");
         } else {
-          w_.line("const " + type + " " + red + " = coil_block_reduce(" + a + ", " +
-                  fold(*n->reduce) + ", (" + type + ")" + identity(*n->reduce, dt) +
-                  ", coil_smem);");
+          w_.line("const " + type + " " + red + " = " +
+                  (per_thread ? a
+                              : "coil_block_reduce(" + a + ", " + fold(*n->reduce) + ", (" + type +
+                                    ")" + identity(*n->reduce, dt) + ", coil_smem)") +
+                  ";");
         }
         outer_[n->buffer] = red;
         if (n->store)
-          w_.line("if (threadIdx.x == 0) " + n->buffer + "[" + sym::to_c(n->store_index) +
+          w_.line(first_thread + n->buffer + "[" + sym::to_c(n->store_index) +
                   "] = " + to_memory(n->dtype, red) + ";");
       }
     }
@@ -432,9 +451,12 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   if (rows) {
     // The block's width from the row length at the hints; every length loops over the row.
     const int64_t r_numel = program.hint(sym_numel(k.inner));
-    block = r_numel >= kRowBlock ? kRowBlock : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
-    pr.row_body(rewritten, block);
-    src.launch = {sym_numel(k.outer), block, 0};
+    const bool per_thread = r_numel <= kThreadRowMax;
+    block = per_thread || r_numel >= kRowBlock ? kRowBlock
+                                               : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
+    pr.row_body(rewritten, block, per_thread);
+    const sym::Expr rows = sym_numel(k.outer);
+    src.launch = {per_thread ? sym::floordiv(rows + (block - 1), block) : rows, block, 0};
     std::map<const KernelNode*, size_t> pass_of;
     std::vector<codegen::RowBlock> bs = codegen::row_blocks(rewritten);
     for (size_t b = 0; b < bs.size(); ++b)
