@@ -1,0 +1,51 @@
+"""PyTorch's side of bench/probes/gpt2_train_step.cpp: one GPT-2 small training step (8 x 512,
+AdamW, TF32 off), eager or Inductor, after warm-up; its CUDA kernels from torch.profiler,
+summed by name. Usage: torch_train_kernels.py eager|inductor"""
+import os, sys
+import torch
+import torch.nn.functional as F
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import make_model_checkpoints as m
+
+compiled = len(sys.argv) > 1 and sys.argv[1] == "inductor"
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.manual_seed(0)
+cfg = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
+           layer_norm_epsilon=1e-5)
+model = m.GPT2Model(cfg).cuda().train()
+ids = torch.randint(0, 50257, (8, 512), device="cuda")
+labels = torch.randint(0, 50257, (8, 512), device="cuda")
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def lm_loss(a, b):
+    logits = model(a)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), b.reshape(-1))
+
+
+loss = torch.compile(lm_loss) if compiled else lm_loss
+step = torch.compile(opt.step) if compiled else opt.step
+
+
+def train():
+    opt.zero_grad()
+    loss(ids, labels).backward()
+    step()
+
+
+for _ in range(3):
+    train()
+torch.cuda.synchronize()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    train()
+    torch.cuda.synchronize()
+events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+total = sum(e.device_time for e in events)
+per, count = {}, {}
+for e in events:
+    per[e.name[:90]] = per.get(e.name[:90], 0) + e.device_time
+    count[e.name[:90]] = count.get(e.name[:90], 0) + 1
+print(f"torch {'inductor' if compiled else 'eager'}: {len(events)} kernels, {total / 1e3:.2f} ms of GPU time")
+for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:25]:
+    print(f"{us / 1e3:9.3f} ms {count[name]:5d}x  {name}")
