@@ -1,7 +1,7 @@
 #!/bin/bash
 # On the device machine: where GPT-2's compiled decode step spends its time at batch 1
-# (bench/probes/decode_step.cpp), eager against compiled, then under nsys when the machine has
-# it (the CUDA API calls and kernels of the compiled run), then coil-bench-models' GPT-2 rows.
+# (bench/probes/decode_step.cpp): eager against compiled per token, then coil-bench-models'
+# GPT-2 rows.
 # Results land in $OUT.
 set -uo pipefail
 COIL_SKIP_BUILD=1 source bench/device_setup.sh
@@ -13,13 +13,4 @@ g++ -std=c++20 -O2 -Iinclude bench/probes/decode_step.cpp -Lbuild-gpu -lcoil \
   -Wl,-rpath,"$PWD/build-gpu" -o /tmp/decode_step || exit 1
 /tmp/decode_step eager 3
 /tmp/decode_step compiled 3
-nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
-if [ -n "$nsys" ]; then
-  "$nsys" profile -o "$OUT/decode" --force-overwrite true -t cuda,osrt /tmp/decode_step compiled 2 \
-    > "$OUT/nsys.log" 2>&1
-  "$nsys" stats -r cuda_api_sum,cuda_gpu_kern_sum "$OUT/decode.nsys-rep" 2>/dev/null |
-    head -60 | cut -c1-200
-else
-  echo "no nsys"; command -v perf || echo "no perf"
-fi
 build-gpu/bench/coil-bench-models --device cuda --model gpt2 --quick --json "$OUT/gpt2_cuda.json"
