@@ -71,8 +71,8 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
   EXPECT_EQ(cuda_compile_errors(g), "");
 }
 
-// Short rows take a thread each (a sum over a batch of 8, a softmax and an argmax over rows of
-// 5), long rows a block each; both compile.
+// Short rows of a fixed length take a thread each (a sum over a batch of 8, a softmax and an
+// argmax over rows of 5), long rows and rows of run-time length a block each; all compile.
 TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
   Graph g;
@@ -90,4 +90,13 @@ TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
   Node* y = long_rows.placeholder("y", ops::contiguous_meta(kFloat32, {8, 3000}));
   long_rows.output({long_rows.call(OpId::sum, {y, Shape{1}})});
   EXPECT_NE(cuda_module_source(long_rows).find("coil_block_reduce(acc_"), std::string::npos);
+
+  // A row of run-time length may be long, however short at the hints: a block folds it.
+  Graph dynamic;
+  dynamic.set_shape_env(std::make_shared<ShapeEnv>());
+  sym::Expr n = dynamic.shape_env()->create_symbol(8, "z.size(0)");
+  Node* z = dynamic.placeholder("z", TensorMeta{kFloat32, {8, 3000}, {3000, 1}, 0, kCPU},
+                                SymLayout::contiguous({n, sym::constant(3000)}));
+  dynamic.output({dynamic.call(OpId::sum, {z, Shape{0}})});
+  EXPECT_NE(cuda_module_source(dynamic).find("coil_block_reduce(acc_"), std::string::npos);
 }

@@ -23,7 +23,7 @@ using schedule::KernelNode;
 
 constexpr int64_t kPointwiseBlock = 256;
 constexpr int64_t kRowBlock = 256;
-// Rows at most this long (at the size hints) take one thread each instead of a block: a block
+// Rows of a fixed length at most this long take one thread each instead of a block: a block
 // of 32 threads for a row of a few elements left most of them idle and launched a block per
 // row (a bias-like gradient summed over a batch of 8 was millions of blocks), and consecutive
 // threads then read consecutive rows' elements, which a column's layout needs.
@@ -451,7 +451,9 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   if (rows) {
     // The block's width from the row length at the hints; every length loops over the row.
     const int64_t r_numel = program.hint(sym_numel(k.inner));
-    const bool per_thread = r_numel <= kThreadRowMax;
+    // Only a length fixed at compile time: a row of run-time length may be long, and one thread
+    // would then fold it alone, slowly and (for float sums) less accurately than a block's tree.
+    const bool per_thread = sym_numel(k.inner)->is_const() && r_numel <= kThreadRowMax;
     block = per_thread || r_numel >= kRowBlock ? kRowBlock
                                                : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
     pr.row_body(rewritten, block, per_thread);
