@@ -129,11 +129,32 @@ AutogradLayer autograd_layer;  // constant-initialised: empty until autograd ins
 
 void install_autograd_layer(const AutogradLayer& layer) { autograd_layer = layer; }
 
+namespace {
+
+// A CPU 0-dim tensor goes with tensors on a GPU in a pointwise op, as torch's CPU scalars do: it
+// is copied to their device first (a to_device call, so autograd and capture see it as any
+// other op). Any other mix of devices stays an error of the op's meta function.
+void move_cpu_scalars(OpId op, std::vector<Arg>& args) {
+  if (op_info(op).kind != OpKind::Pointwise) return;
+  std::optional<Device> device;
+  for (const Arg& a : args)
+    if (auto* t = std::get_if<Tensor>(&a); t && t->defined() && !t->device().is_cpu())
+      device = t->device();
+  if (!device) return;
+  for (Arg& a : args)
+    if (auto* t = std::get_if<Tensor>(&a);
+        t && t->defined() && t->device().is_cpu() && t->dim() == 0)
+      a = call_op(OpId::to_device, {*t, *device, false}).at(0);
+}
+
+}  // namespace
+
 // The dispatch order is PyTorch's: autograd first (it records, then calls below itself),
 // then capture or the eager kernel.
 std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
   OpScope inside;
   normalize_args(op, args);
+  move_cpu_scalars(op, args);
   const AutogradLayer& ag = autograd_layer;
   std::vector<Tensor> outs = ag.should_record && ag.should_record(args)
                                  ? ag.call(op, args)

@@ -381,6 +381,27 @@ TEST(Cuda, ScanAndScatterRunOnTheGpu) {
                     "scatter_add: index 7 is out of bounds for dim 0");
 }
 
+// A CPU 0-dim tensor mixes with GPU tensors in pointwise ops, as torch's CPU scalars do (copied
+// to the GPU first): eagerly, compiled, and through autograd (its gradient on the CPU). A CPU
+// tensor with dims beside a GPU one is still an error that says what to do.
+TEST(Cuda, CpuScalarsMixWithGpuTensors) {
+  COIL_REQUIRE_GPU();
+  Tensor x = random({5, 7}), s = random({});
+  Tensor cond = gt(random({5, 7}), 0.0), xc = x.cuda();
+  expect_same(xc * s, x * s, "mul");
+  expect_same(s - xc, s - x, "sub");
+  expect_same(where(cond.cuda(), xc, s), where(cond, x, s), "where");
+  auto f = compile([](const Tensor& a, const Tensor& b) { return (a * b).sin() + b; });
+  expect_same(f(xc, s), (x * s).sin() + s, "compiled");
+  Tensor sg = s.clone().requires_grad_(), xg = xc.clone().requires_grad_();
+  (xg * sg).sum().backward();
+  ASSERT_TRUE(sg.grad().defined());
+  EXPECT_EQ(sg.grad().device(), kCPU);
+  EXPECT_NEAR(sg.grad().item<double>(), x.sum().item<double>(), 1e-4);
+  expect_same(xg.grad(), ones({5, 7}) * s, "the GPU operand's gradient");
+  EXPECT_COIL_ERROR(xc + random({7}), "one device");
+}
+
 // A training step on the GPU: eager autograd, and the compiled step (joint graph, partition,
 // both halves compiled for the GPU), against the CPU's eager gradients.
 TEST(Cuda, TrainingStepsMatchTheCpu) {
