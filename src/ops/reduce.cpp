@@ -44,11 +44,30 @@ void check_nonempty_dims(const Tensor& x, const Shape& rdims, const char* op) {
                "; reduce over dims that are not empty");
 }
 
-// Runs reducer Red<T> (T the input's element type) over x into a new tensor of meta `m`.
-template <template <typename> class Red, typename... Extra>
+// Which input element types a reducer is built for: only those its op's meta function lets
+// reach it (a sum to int64 takes integers, a variance floats), so the build does not
+// instantiate loops no call can run.
+template <typename T>
+struct AnyInput : std::true_type {};
+template <typename T>
+struct FloatInput : std::bool_constant<reduce::kIsFloat<T>> {};
+template <typename T>
+struct IntegerInput : std::bool_constant<!reduce::kIsFloat<T>> {};
+template <typename T>
+struct ByteInput : std::is_same<T, uint8_t> {};
+
+// Runs reducer Red<T> (T the input's element type, one that Input admits) over x into a new
+// tensor of meta `m`.
+template <template <typename> class Red, template <typename> class Input = AnyInput,
+          typename... Extra>
 Tensor run_reduction(const Tensor& x, const Shape& rdims, const TensorMeta& m, Extra... extra) {
   Tensor out = empty_from_meta(m);
-  dispatch_dtype(x.dtype(), [&]<typename T>() { reduce_into<T>(x, rdims, out, Red<T>{extra...}); });
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    if constexpr (Input<T>::value)
+      reduce_into<T>(x, rdims, out, Red<T>{extra...});
+    else
+      throw InternalError("reduction: no kernel for input " + std::string(dtype_name(x.dtype())));
+  });
   return out;
 }
 
@@ -99,7 +118,7 @@ std::vector<Tensor> eager_sum(const Args& a, const std::vector<TensorMeta>& out)
   Tensor x = a.opt_dtype(3) ? as_dtype(a.tensor(0), out[0].dtype) : a.tensor(0);
   Shape rdims = reduced_dims(a, "sum");
   if (x.dtype() == out[0].dtype) return one(run_reduction<Sum>(x, rdims, out[0]));
-  return one(run_reduction<SumToLong>(x, rdims, out[0]));
+  return one(run_reduction<SumToLong, IntegerInput>(x, rdims, out[0]));
 }
 
 std::vector<TensorMeta> meta_prod(const Args& a) {
@@ -110,7 +129,7 @@ std::vector<Tensor> eager_prod(const Args& a, const std::vector<TensorMeta>& out
   const Tensor& x = a.tensor(0);
   Shape rdims = reduced_dims(a, "prod");
   if (x.dtype() == out[0].dtype) return one(run_reduction<Prod>(x, rdims, out[0]));
-  return one(run_reduction<ProdToLong>(x, rdims, out[0]));
+  return one(run_reduction<ProdToLong, IntegerInput>(x, rdims, out[0]));
 }
 
 std::vector<TensorMeta> meta_mean(const Args& a) {
@@ -121,7 +140,7 @@ std::vector<TensorMeta> meta_mean(const Args& a) {
   return one(reduction_meta(x, reduced_dims(a, "mean"), a.b(2), x.dtype()));
 }
 std::vector<Tensor> eager_mean(const Args& a, const std::vector<TensorMeta>& out) {
-  return one(run_reduction<reduce::Mean>(a.tensor(0), reduced_dims(a, "mean"), out[0]));
+  return one(run_reduction<reduce::Mean, FloatInput>(a.tensor(0), reduced_dims(a, "mean"), out[0]));
 }
 
 // ---- amax, amin ---------------------------------------------------------------------------------
@@ -178,14 +197,15 @@ std::vector<Tensor> eager_argmin(const Args& a, const std::vector<TensorMeta>& o
 
 // ---- var, std -----------------------------------------------------------------------------------
 
-#define COIL_VARSTD(name, Red)                                                               \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                       \
-    const Tensor& x = a.tensor(0);                                                           \
-    check_floating(x, #name, "std and var only support floating point and complex dtypes."); \
-    return one(reduction_meta(x, reduced_dims(a, #name), a.b(3), x.dtype()));                \
-  }                                                                                          \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {      \
-    return one(run_reduction<Red>(a.tensor(0), reduced_dims(a, #name), out[0], a.f64(2)));   \
+#define COIL_VARSTD(name, Red)                                                                  \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                          \
+    const Tensor& x = a.tensor(0);                                                              \
+    check_floating(x, #name, "std and var only support floating point and complex dtypes.");    \
+    return one(reduction_meta(x, reduced_dims(a, #name), a.b(3), x.dtype()));                   \
+  }                                                                                             \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {         \
+    return one(                                                                                 \
+        run_reduction<Red, FloatInput>(a.tensor(0), reduced_dims(a, #name), out[0], a.f64(2))); \
   }
 COIL_VARSTD(var, Var)
 COIL_VARSTD(std, Std)
@@ -201,23 +221,25 @@ std::vector<TensorMeta> meta_logsumexp(const Args& a) {
 std::vector<Tensor> eager_logsumexp(const Args& a, const std::vector<TensorMeta>& out) {
   const Tensor& x = a.tensor(0);
   Shape rdims = reduced_dims(a, "logsumexp");
-  if (x.dtype() == out[0].dtype) return one(run_reduction<LogSumExpSame>(x, rdims, out[0]));
-  return one(run_reduction<LogSumExpFloat>(x, rdims, out[0]));
+  if (x.dtype() == out[0].dtype)
+    return one(run_reduction<LogSumExpSame, FloatInput>(x, rdims, out[0]));
+  return one(run_reduction<LogSumExpFloat, IntegerInput>(x, rdims, out[0]));
 }
 
 // ---- any, all -----------------------------------------------------------------------------------
 
 // bool results, except uint8 inputs keep uint8 (PyTorch's NumPy-compatible exception).
-#define COIL_ANYALL(name, RedBool, RedByte)                                                     \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                          \
-    const Tensor& x = a.tensor(0);                                                              \
-    DType dtype = x.dtype() == kUInt8 ? kUInt8 : kBool;                                         \
-    return one(reduction_meta(x, reduced_dims(a, #name), a.b(2), dtype));                       \
-  }                                                                                             \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {         \
-    Shape rdims = reduced_dims(a, #name);                                                       \
-    if (out[0].dtype == kUInt8) return one(run_reduction<RedByte>(a.tensor(0), rdims, out[0])); \
-    return one(run_reduction<RedBool>(a.tensor(0), rdims, out[0]));                             \
+#define COIL_ANYALL(name, RedBool, RedByte)                                             \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                  \
+    const Tensor& x = a.tensor(0);                                                      \
+    DType dtype = x.dtype() == kUInt8 ? kUInt8 : kBool;                                 \
+    return one(reduction_meta(x, reduced_dims(a, #name), a.b(2), dtype));               \
+  }                                                                                     \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) { \
+    Shape rdims = reduced_dims(a, #name);                                               \
+    if (out[0].dtype == kUInt8)                                                         \
+      return one(run_reduction<RedByte, ByteInput>(a.tensor(0), rdims, out[0]));        \
+    return one(run_reduction<RedBool>(a.tensor(0), rdims, out[0]));                     \
   }
 COIL_ANYALL(any, AnyBool, AnyByte)
 COIL_ANYALL(all, AllBool, AllByte)
