@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "graph/registry.h"
+#include "runtime/kernels/onednn_conv.h"
 #include "testing.h"
 
 using namespace coil;
@@ -18,6 +19,18 @@ struct Conv {
   Shape stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
 };
+
+// The float32 tests run once per form of oneDNN's convolutions (over the tensors' own layouts,
+// over the layouts oneDNN prefers, the faster by timing): each must be right on its own.
+struct EachForm {
+  std::vector<ConvForm> forms{ConvForm::plain, ConvForm::preferred, ConvForm::fastest};
+  ~EachForm() { set_onednn_conv_form(ConvForm::fastest); }
+};
+std::string form_name(ConvForm f) {
+  return f == ConvForm::plain       ? "plain layouts"
+         : f == ConvForm::preferred ? "preferred"
+                                    : "fastest";
+}
 
 // Direct convolution: out[n][o][y][x] = b[o] + sum over the group's channels and taps.
 std::vector<double> ref_conv(const Tensor& x4, const Tensor& w, const Tensor& b, const Conv& c,
@@ -75,21 +88,25 @@ TEST(Conv2d, StridePaddingDilationGroupsAndBias) {
       {{2, 2, 4, 4}, {2, 2, 4, 4}, {{1, 1}, {3, 3}, {1, 1}, 1}},  // padding wider than input
       {{1, 3, 17, 5}, {1, 3, 5, 1}, {{3, 1}, {2, 0}, {3, 1}, 1}},
   };
-  for (const Case& t : cases) {
-    for (bool with_bias : {false, true}) {
-      SCOPED_TRACE(shape_str(t.x) + " * " + shape_str(t.w) + " stride " + shape_str(t.c.stride) +
-                   " pad " + shape_str(t.c.padding) + " dil " + shape_str(t.c.dilation) +
-                   " groups " + std::to_string(t.c.groups) + (with_bias ? " bias" : ""));
-      Tensor x = random(t.x), w = random(t.w);
-      Tensor b = with_bias ? random({t.w[0]}) : Tensor();
-      Shape sizes;
-      std::vector<double> want = ref_conv(x, w, b, t.c, &sizes);
-      int64_t terms = t.w[1] * t.w[2] * t.w[3];
-      ct::expect_close(call_conv(x, w, b, t.c), want, sizes, 1e-5, conv_atol(kFloat32, terms));
-      ct::expect_close(call_conv(noncontiguous(x), noncontiguous(w), b, t.c), want, sizes, 1e-5,
-                       conv_atol(kFloat32, terms));
+  EachForm each;
+  for (ConvForm form : each.forms)
+    for (const Case& t : cases) {
+      set_onednn_conv_form(form);
+      for (bool with_bias : {false, true}) {
+        SCOPED_TRACE(form_name(form) + ": " + shape_str(t.x) + " * " + shape_str(t.w) + " stride " +
+                     shape_str(t.c.stride) + " pad " + shape_str(t.c.padding) + " dil " +
+                     shape_str(t.c.dilation) + " groups " + std::to_string(t.c.groups) +
+                     (with_bias ? " bias" : ""));
+        Tensor x = random(t.x), w = random(t.w);
+        Tensor b = with_bias ? random({t.w[0]}) : Tensor();
+        Shape sizes;
+        std::vector<double> want = ref_conv(x, w, b, t.c, &sizes);
+        int64_t terms = t.w[1] * t.w[2] * t.w[3];
+        ct::expect_close(call_conv(x, w, b, t.c), want, sizes, 1e-5, conv_atol(kFloat32, terms));
+        ct::expect_close(call_conv(noncontiguous(x), noncontiguous(w), b, t.c), want, sizes, 1e-5,
+                         conv_atol(kFloat32, terms));
+      }
     }
-  }
 }
 
 TEST(Conv2d, EveryFloatingDtype) {
@@ -172,22 +189,26 @@ TEST(Conv2d, GradientsOfInputAndWeight) {
       {{2, 6, 6, 6}, {4, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 2}},    // 1x1: no unfold
       {{4, 8, 12, 12}, {8, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // the parallel path
   };
-  for (const Case& t : cases) {
-    for (DType dt : {kFloat32, kFloat64}) {
-      SCOPED_TRACE(shape_str(t.x) + " * " + shape_str(t.w) + " stride " + shape_str(t.c.stride) +
-                   " groups " + std::to_string(t.c.groups) + " " + dtype_name(dt));
-      Tensor x = random(t.x, dt).requires_grad_(), w = random(t.w, dt).requires_grad_();
-      Tensor y = call_conv(x, w, {}, t.c);
-      Tensor g = random(y.sizes(), dt);
-      (y * g).sum().backward();
-      std::vector<double> dx, dw;
-      ref_conv_grads(x, w, g, t.c, &dx, &dw);
-      const int64_t terms = t.w[0] * y.size(2) * y.size(3);
-      ct::expect_close(x.grad(), dx, t.x, ct::rtol_for(dt), conv_atol(dt, terms));
-      ct::expect_close(w.grad(), dw, t.w, ct::rtol_for(dt),
-                       conv_atol(dt, t.x[0] * y.size(2) * y.size(3)));
+  EachForm each;
+  for (ConvForm form : each.forms)
+    for (const Case& t : cases) {
+      set_onednn_conv_form(form);
+      for (DType dt : {kFloat32, kFloat64}) {
+        SCOPED_TRACE(form_name(form) + ": " + shape_str(t.x) + " * " + shape_str(t.w) + " stride " +
+                     shape_str(t.c.stride) + " groups " + std::to_string(t.c.groups) + " " +
+                     dtype_name(dt));
+        Tensor x = random(t.x, dt).requires_grad_(), w = random(t.w, dt).requires_grad_();
+        Tensor y = call_conv(x, w, {}, t.c);
+        Tensor g = random(y.sizes(), dt);
+        (y * g).sum().backward();
+        std::vector<double> dx, dw;
+        ref_conv_grads(x, w, g, t.c, &dx, &dw);
+        const int64_t terms = t.w[0] * y.size(2) * y.size(3);
+        ct::expect_close(x.grad(), dx, t.x, ct::rtol_for(dt), conv_atol(dt, terms));
+        ct::expect_close(w.grad(), dw, t.w, ct::rtol_for(dt),
+                         conv_atol(dt, t.x[0] * y.size(2) * y.size(3)));
+      }
     }
-  }
 }
 
 TEST(Conv2d, BackwardOpsCheckTheirGradient) {

@@ -3,6 +3,8 @@
 #include <dnnl.hpp>
 #include <omp.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -37,6 +39,17 @@ struct Arg {
 struct Prepared {
   dnnl::primitive prim;
   std::vector<Arg> args;
+  bool plain;  // over the tensors' own layouts
+};
+
+// A geometry and pass's primitives: one over the tensors' own layouts (NCHW, oihw: no reorders)
+// and one over the layouts oneDNN prefers (blocked or channels-last, reordered in and out).
+// Which is faster depends on the machine and the shapes (the reorders can cost half as much as
+// the convolution), so the first call times both, as cuDNN's benchmark mode does, and later
+// calls run the faster.
+struct Forms {
+  std::vector<Prepared> forms;  // those oneDNN has a kernel for; none: the caller's own kernel
+  int chosen = -1;              // -1 until timed
 };
 
 // Creating a primitive (its kernels are generated) costs far more than running a small one:
@@ -44,7 +57,7 @@ struct Prepared {
 struct Cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;
-  std::map<Key, std::optional<Prepared>> primitives;  // nullopt: oneDNN has no kernel
+  std::map<Key, Forms> primitives;
 };
 
 Cache& cache() {
@@ -52,16 +65,22 @@ Cache& cache() {
   return c;
 }
 
+std::atomic<ConvForm> forced{ConvForm::fastest};
+
 dnnl::memory::desc any(const dnnl::memory::desc& d) {
   return dnnl::memory::desc(d.dims(), dt::f32, Tag::any);
 }
+
+// The tensors' own layout, or any the primitive prefers.
+dnnl::memory::desc layout(const dnnl::memory::desc& d, bool plain) { return plain ? d : any(d); }
 
 // The three passes' primitives over the tensors' plain layouts (NCHW, (g)oihw).
 struct Descs {
   dnnl::memory::desc x, w, y, bias;
   Dims stride, dil, pad_l, pad_r;
+  bool plain;
 
-  Descs(const ConvShape& s, bool with_bias)
+  Descs(const ConvShape& s, bool with_bias, bool plain_layouts)
       : x({s.n, s.c, s.h, s.w}, dt::f32, Tag::nchw),
         w(s.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32, Tag::oihw)
                         : dnnl::memory::desc({s.groups, s.o / s.groups, s.c / s.groups, s.kh, s.kw},
@@ -70,7 +89,8 @@ struct Descs {
         stride{s.stride[0], s.stride[1]},
         dil{s.dil[0] - 1, s.dil[1] - 1},  // oneDNN counts dilation from 0
         pad_l{s.pad[0], s.pad[1]},
-        pad_r(2) {
+        pad_r(2),
+        plain(plain_layouts) {
     if (with_bias) bias = dnnl::memory::desc({s.o}, dt::f32, Tag::x);
     // The padding after the input is explicit: what makes the output's size conv2d's.
     const int64_t in[2] = {s.h, s.w}, k[2] = {s.kh, s.kw}, out[2] = {s.oh, s.ow};
@@ -80,96 +100,142 @@ struct Descs {
                                       s.pad[static_cast<size_t>(d)];
   }
 
+  dnnl::memory::desc at(const dnnl::memory::desc& d) const { return layout(d, plain); }
+
   dnnl::convolution_forward::primitive_desc forward(dnnl::prop_kind kind,
                                                     const dnnl::engine& e) const {
-    dnnl::convolution_forward::desc d(kind, dnnl::algorithm::convolution_direct, any(x), any(w),
-                                      bias, any(y), stride, dil, pad_l, pad_r);
+    dnnl::convolution_forward::desc d(kind, dnnl::algorithm::convolution_direct, at(x), at(w), bias,
+                                      at(y), stride, dil, pad_l, pad_r);
     return {d, e};
   }
 };
 
-Prepared make(const ConvShape& s, Pass pass, bool bias, const dnnl::engine& e) {
-  Descs d(s, bias);
+Prepared make(const ConvShape& s, Pass pass, bool bias, bool plain, const dnnl::engine& e) {
+  Descs d(s, bias, plain);
   const auto algo = dnnl::algorithm::convolution_direct;
   if (pass == Pass::forward) {
     auto pd = d.forward(dnnl::prop_kind::forward_inference, e);
     Prepared p{dnnl::convolution_forward(pd),
                {{DNNL_ARG_SRC, d.x, pd.src_desc(), false},
                 {DNNL_ARG_WEIGHTS, d.w, pd.weights_desc(), false},
-                {DNNL_ARG_DST, d.y, pd.dst_desc(), true}}};
+                {DNNL_ARG_DST, d.y, pd.dst_desc(), true}},
+               plain};
     if (bias) p.args.push_back({DNNL_ARG_BIAS, d.bias, pd.bias_desc(), false});
     return p;
   }
   auto hint = d.forward(dnnl::prop_kind::forward_training, e);
   if (pass == Pass::backward_data) {
-    dnnl::convolution_backward_data::desc bd(algo, any(d.x), any(d.w), any(d.y), d.stride, d.dil,
+    dnnl::convolution_backward_data::desc bd(algo, d.at(d.x), d.at(d.w), d.at(d.y), d.stride, d.dil,
                                              d.pad_l, d.pad_r);
     dnnl::convolution_backward_data::primitive_desc pd(bd, e, hint);
     return {dnnl::convolution_backward_data(pd),
             {{DNNL_ARG_DIFF_DST, d.y, pd.diff_dst_desc(), false},
              {DNNL_ARG_WEIGHTS, d.w, pd.weights_desc(), false},
-             {DNNL_ARG_DIFF_SRC, d.x, pd.diff_src_desc(), true}}};
+             {DNNL_ARG_DIFF_SRC, d.x, pd.diff_src_desc(), true}},
+            plain};
   }
-  dnnl::convolution_backward_weights::desc bw(algo, any(d.x), any(d.w), any(d.y), d.stride, d.dil,
-                                              d.pad_l, d.pad_r);
+  dnnl::convolution_backward_weights::desc bw(algo, d.at(d.x), d.at(d.w), d.at(d.y), d.stride,
+                                              d.dil, d.pad_l, d.pad_r);
   dnnl::convolution_backward_weights::primitive_desc pd(bw, e, hint);
   return {dnnl::convolution_backward_weights(pd),
           {{DNNL_ARG_DIFF_DST, d.y, pd.diff_dst_desc(), false},
            {DNNL_ARG_SRC, d.x, pd.src_desc(), false},
-           {DNNL_ARG_DIFF_WEIGHTS, d.w, pd.diff_weights_desc(), true}}};
+           {DNNL_ARG_DIFF_WEIGHTS, d.w, pd.diff_weights_desc(), true}},
+          plain};
 }
 
-const Prepared* prepare(const ConvShape& s, Pass pass, bool bias) {
+// Runs `p` on `data` (its arguments' memory, in Prepared::args' order).
+void execute(const Prepared& p, const std::vector<const float*>& data, const dnnl::engine& e) {
+  dnnl::stream stream(e);
+  std::unordered_map<int, dnnl::memory> args;
+  std::vector<std::pair<dnnl::memory, dnnl::memory>> results;  // (the kernel's, the tensor's)
+  for (size_t i = 0; i < p.args.size(); ++i) {
+    const Arg& a = p.args[i];
+    dnnl::memory mine(a.plain, e, const_cast<float*>(data[i]));
+    if (a.wanted == a.plain) {
+      args.emplace(a.id, mine);
+    } else if (!a.output) {
+      dnnl::memory blocked(a.wanted, e);
+      dnnl::reorder(mine, blocked).execute(stream, mine, blocked);
+      args.emplace(a.id, blocked);
+    } else {
+      dnnl::memory blocked(a.wanted, e);
+      args.emplace(a.id, blocked);
+      results.emplace_back(blocked, mine);
+    }
+  }
+  p.prim.execute(stream, args);
+  for (auto& [blocked, mine] : results) dnnl::reorder(blocked, mine).execute(stream, blocked, mine);
+  stream.wait();
+}
+
+// The forms of `s` and `pass` (made on first use), the faster chosen by running each twice on
+// `data` (each run writes the whole output). Returns nullptr when oneDNN has none; sets `ran`
+// when the timing runs already computed the output.
+const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
+                       const std::vector<const float*>& data, bool& ran) {
   Cache& cc = cache();
   std::lock_guard<std::mutex> lock(cc.mu);
-  const Key key = key_of(s, pass, bias);
-  if (auto it = cc.primitives.find(key); it != cc.primitives.end())
-    return it->second ? &*it->second : nullptr;
-  std::optional<Prepared>& slot = cc.primitives[key];
-  try {
-    slot = make(s, pass, bias, cc.engine);
-  } catch (const dnnl::error&) {
-    return nullptr;
+  Forms& f = cc.primitives[key_of(s, pass, bias)];
+  if (f.forms.empty() && f.chosen < 0) {
+    for (bool plain : {true, false}) {
+      try {
+        Prepared p = make(s, pass, bias, plain, cc.engine);
+        const bool same =
+            !f.forms.empty() &&
+            std::equal(p.args.begin(), p.args.end(), f.forms[0].args.begin(),
+                       [](const Arg& a, const Arg& b) { return a.wanted == b.wanted; });
+        if (!same) f.forms.push_back(std::move(p));
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (f.forms.size() == 1) f.chosen = 0;
   }
-  return &*slot;
+  if (f.forms.empty()) return nullptr;
+  if (const ConvForm want = forced.load(); want != ConvForm::fastest) {
+    for (const Prepared& p : f.forms)
+      if (p.plain == (want == ConvForm::plain)) return &p;
+    return &f.forms[0];
+  }
+  if (f.chosen >= 0) return &f.forms[static_cast<size_t>(f.chosen)];
+  double best = 0;
+  for (size_t i = 0; i < f.forms.size(); ++i) {
+    double fastest = 0;
+    for (int rep = 0; rep < 2; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      execute(f.forms[i], data, cc.engine);
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      fastest = rep == 0 ? t : std::min(fastest, t);
+    }
+    if (i == 0 || fastest < best) {
+      best = fastest;
+      f.chosen = static_cast<int>(i);
+    }
+  }
+  // The last form timed wrote the output; when it is not the chosen one, the caller runs the
+  // chosen one, so the result is the one every later call gives.
+  ran = f.chosen == static_cast<int>(f.forms.size()) - 1;
+  return &f.forms[static_cast<size_t>(f.chosen)];
 }
 
-// Runs the primitive for `s` and `pass` on `data` (its arguments' memory, in Prepared::args'
-// order); false when oneDNN has none.
+// Runs the chosen primitive for `s` and `pass` on `data` (its arguments' memory, in
+// Prepared::args' order); false when oneDNN has none.
 bool run(const ConvShape& s, Pass pass, std::vector<const float*> data) {
   // Inside a parallel region oneDNN's kernels would split work for a team they do not have
   // (see onednn_matmul.cpp): the caller's own kernel takes it.
   if (omp_in_parallel()) return false;
   const bool bias = data.size() > 3 && data[3];
   if (!bias) data.resize(3);
-  const Prepared* p = prepare(s, pass, bias);
+  bool ran = false;
+  const Prepared* p = choose(s, pass, bias, data, ran);
   if (!p) return false;
-  Cache& cc = cache();
-  dnnl::stream stream(cc.engine);
-  std::unordered_map<int, dnnl::memory> args;
-  std::vector<std::pair<dnnl::memory, dnnl::memory>> results;  // (the kernel's, the tensor's)
-  for (size_t i = 0; i < p->args.size(); ++i) {
-    const Arg& a = p->args[i];
-    dnnl::memory mine(a.plain, cc.engine, const_cast<float*>(data[i]));
-    if (a.wanted == a.plain) {
-      args.emplace(a.id, mine);
-    } else if (!a.output) {
-      dnnl::memory blocked(a.wanted, cc.engine);
-      dnnl::reorder(mine, blocked).execute(stream, mine, blocked);
-      args.emplace(a.id, blocked);
-    } else {
-      dnnl::memory blocked(a.wanted, cc.engine);
-      args.emplace(a.id, blocked);
-      results.emplace_back(blocked, mine);
-    }
-  }
-  p->prim.execute(stream, args);
-  for (auto& [blocked, mine] : results) dnnl::reorder(blocked, mine).execute(stream, blocked, mine);
-  stream.wait();
+  if (!ran) execute(*p, data, cache().engine);
   return true;
 }
 
 }  // namespace
+
+void set_onednn_conv_form(ConvForm form) { forced = form; }
 
 bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias,
                    float* y) {

@@ -1,8 +1,8 @@
 // float32 convolutions and their gradients through oneDNN's convolution primitives (as
-// PyTorch's CPU convolutions are): its direct kernels work on blocked layouts (channels in groups
-// of 8 or 16), so the NCHW input and output are reordered into and out of them around the call;
-// still several times faster than im2col + GEMM on the benchmark's convolution
-// (docs/performance.md).
+// PyTorch's CPU convolutions are). Each geometry has two forms: oneDNN's kernels over the NCHW
+// tensors as they are, and its direct kernels over the layouts they prefer (channels blocked or
+// last), the input and output reordered into and out of them around the call. The first call of
+// a geometry times both and keeps the faster (docs/performance.md).
 #pragma once
 
 #include <array>
@@ -25,5 +25,10 @@ bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const flo
 // Its gradients: dx from the output's gradient gy and the weight, dw from gy and the input.
 bool onednn_conv2d_backward_data(const ConvShape& s, const float* gy, const float* w, float* dx);
 bool onednn_conv2d_backward_weights(const ConvShape& s, const float* gy, const float* x, float* dw);
+
+// Which form the calls run: the faster by timing (the default), or one forced, for tests and for
+// benchmarks that compare them (a form oneDNN cannot make falls back to the other).
+enum class ConvForm { fastest, plain, preferred };
+void set_onednn_conv_form(ConvForm form);
 
 }  // namespace coil
