@@ -178,18 +178,19 @@ Node* decompose_mse_loss(Graph& g, Node* node) {
   return e.to(reduce_loss(e, sq, arg<std::string>(node, 2), nullptr), t);
 }
 
-// scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where a bool mask sets the
-// scores it excludes to -inf, and a row with every key excluded attends to nothing (zeros, where
-// softmax would give nan), as eager's safe softmax. Dropout declines (random draws: eager keeps the
-// stream), and so does attention on the CPU with no mask or a causal one: its eager kernel runs
-// what the decomposition would generate (two library products around a vectorised row softmax)
-// as fast, with no code to compile. On a GPU the decomposition's softmax kernel is the fast way.
+// scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where is_causal excludes
+// the keys after each query and a bool mask the keys it marks false (their scores -inf; a
+// float mask is added; the two never come together), and a row with every key excluded attends
+// to nothing (zeros, where softmax would give nan). Dropout multiplies the
+// weights by a keep-mask of uniform draws >= p, scaled by 1 / (1 - p): the `rand` op draws the
+// eager kernel's numbers (one per weight, in order, in the weights' type). Attention on the CPU
+// with no mask (or a causal one) and no dropout declines: its eager kernel runs what this
+// would generate (two library products around a vectorised row softmax) as fast, with no code
+// to compile; so does a GPU's fused kernel for the head sizes it takes.
 Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   const bool causal = arg<bool>(node, 5);
-  if (arg<double>(node, 4) > 0) return nullptr;
-  // Without a mask (or with a causal one) its eager kernel runs it: on the CPU a blocked kernel,
-  // on a GPU a fused one, for the head sizes it takes.
-  if (!input(node, 3)) {
+  const double p = arg<double>(node, 4);
+  if (!input(node, 3) && p == 0) {
     const Device device = node->tensor_meta().device;
     auto fits = [](const sym::Expr& n) {
       return n->is_const() && n->value() > 0 && n->value() <= cuda::kFusedAttentionMaxHead;
@@ -198,7 +199,6 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
                             fits(sym_sizes(input(node, 2)).back())))
       return nullptr;
   }
-  if (input(node, 3) && causal) return nullptr;  // both: the eager kernel
   Emit e{g, node};
   const DType t = dtype(node), ct = compute_type(t);
   Node *q = e.to(input(node, 0), ct), *k = e.to(input(node, 1), ct), *v = e.to(input(node, 2), ct);
@@ -221,6 +221,11 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   }
   Node* excluded = e(OpId::all, {e(OpId::eq, {scores, Scalar(-kInf)}), Shape{-1}, true});
   Node* weights = e(OpId::where, {excluded, Scalar(0.0), e(OpId::softmax, {scores, int64_t{-1}})});
+  if (p > 0) {
+    Node* u = e(OpId::rand, {shape_arg(g, sym_sizes(scores)), ct, node->tensor_meta().device});
+    Node* keep = e.to(e(OpId::ge, {u, Scalar(p)}), ct);
+    weights = e(OpId::mul, {weights, e(OpId::mul, {keep, Scalar(p < 1 ? 1 / (1 - p) : 0.0)})});
+  }
   return e.to(e(OpId::matmul, {weights, v}), t);
 }
 

@@ -502,7 +502,8 @@ TEST(Cuda, ConvolutionsRunOnCudnn) {
 
 // The random factories draw on the GPU with the CPU's counter-based generator: the same seed
 // gives the CPU's numbers (uniform and integer bit for bit, normal to an ulp of the device's log
-// and cos), eagerly and inside compiled graphs, and dropout keeps the CPU's elements.
+// and cos), eagerly and inside compiled graphs, and dropout (attention's too) keeps the CPU's
+// elements.
 TEST(Cuda, RandomNumbersAreTheCpus) {
   COIL_REQUIRE_GPU();
   auto draws = [](Device device) {
@@ -529,6 +530,16 @@ TEST(Cuda, RandomNumbersAreTheCpus) {
       expect_same(got[i], want[i], "randn", want[i].dtype() == kFloat64 ? 1e-14 : 0);
     else
       EXPECT_TRUE(equal(got[i].cpu(), want[i]));
+  }
+  // Attention's dropout draws them too (decomposed into rand and kernels on the GPU, not run on
+  // CPU copies): the same weights are dropped.
+  Tensor q = random({2, 3, 9, 16}), k = random({2, 3, 11, 16}), v = random({2, 3, 11, 8});
+  for (bool causal : {false, true}) {
+    manual_seed(5);
+    Tensor cpu = scaled_dot_product_attention(q, k, v, {}, 0.3, causal);
+    manual_seed(5);
+    Tensor gpu = scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), {}, 0.3, causal);
+    expect_same(gpu, cpu, causal ? "causal attention, dropout" : "attention, dropout", 1e-4);
   }
 }
 

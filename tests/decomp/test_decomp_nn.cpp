@@ -161,6 +161,29 @@ TEST(DecomposeAttention, Masks) {
                       {q, rnd({7, 4}, kFloat16), rnd({7, 3}, kFloat16), additive});
 }
 
+// Attention with dropout decomposes into rand and pointwise ops: compiled, with the same seed, it
+// keeps the eager kernel's weights (one draw per weight, in order) and scales them as it does.
+TEST(DecomposeAttention, DropoutDrawsTheEagerKernelsMask) {
+  for (DType t : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor q = rnd({2, 3, 5, 8}, t), k = rnd({2, 3, 7, 8}, t), v = rnd({2, 3, 7, 4}, t);
+    Tensor mask = rnd({5, 7}, kFloat32, false, 0, 1) > 0.2;
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(causal ? "causal" : "mask");
+      auto f = compile([causal, mask](const Tensor& a, const Tensor& b, const Tensor& c) {
+        return scaled_dot_product_attention(a, b, c, causal ? Tensor() : mask, 0.4, causal);
+      });
+      manual_seed(11);
+      Tensor want = scaled_dot_product_attention(q, k, v, causal ? Tensor() : mask, 0.4, causal);
+      manual_seed(11);
+      Tensor got = f(q, k, v);
+      EXPECT_TRUE(allclose(got, want, 1e-5, 1e-6));
+      EXPECT_FALSE(allclose(got, scaled_dot_product_attention(q, k, v, Tensor(), 0.0, causal), 1e-3,
+                            1e-3));  // something was dropped
+    }
+  }
+}
+
 TEST(DecomposeAttention, BroadcastBatches) {
   Tensor q = rnd({2, 3, 4, 8}), k = rnd({1, 3, 6, 8}, kFloat32, true), v = rnd({3, 6, 5});
   check_decomposition(OpId::scaled_dot_product_attention, {q, k, v, rnd({2, 1, 4, 6})});

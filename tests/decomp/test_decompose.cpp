@@ -50,7 +50,6 @@ TEST(Decompose, DeclinesWhatMustStay) {
   check_decomposition(OpId::batch_norm, {x, c, c, c, var, B(true)}, /*declines=*/true);
   check_decomposition(OpId::batch_norm, {x, None(), None(), None(), var, B(true)}, true);
   Tensor q = rnd({2, 4, 8});
-  check_decomposition(OpId::scaled_dot_product_attention, {q, q, q, None(), F(0.1)}, true);
   // Attention without a mask (or a causal one) runs its fused eager kernel.
   check_decomposition(OpId::scaled_dot_product_attention, {q, q, q}, true);
   check_decomposition(OpId::scaled_dot_product_attention, {q, q, q, None(), F(0), B(true)}, true);
@@ -60,7 +59,7 @@ TEST(Decompose, DeclinesWhatMustStay) {
 TEST(Decompose, RewritesAroundADeclinedNode) {
   Graph g = parse_graph(
       R"(def forward(self, x: "f32[2, 4, 6][24, 6, 1]cpu"):
-    attention = coil.scaled_dot_product_attention(x, x, x, None, 0.5)
+    attention = coil.scaled_dot_product_attention(x, x, x)
     softmax = coil.softmax(attention, 2)
     mean = coil.mean(softmax)
     return (softmax, mean)

@@ -2,7 +2,9 @@
 // PyTorch's CPU convolutions are). Each geometry has two forms: oneDNN's kernels over the NCHW
 // tensors as they are, and its direct kernels over the layouts they prefer (channels blocked or
 // last), the input and output reordered into and out of them around the call. The first call of
-// a geometry times both and keeps the faster (docs/performance.md).
+// a geometry times both and keeps the faster (docs/performance.md). The choice is the process's:
+// as with cuDNN's benchmark mode, two processes may choose differently and then differ in the
+// last bits of a result.
 #pragma once
 
 #include <array>
