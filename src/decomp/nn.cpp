@@ -179,14 +179,14 @@ Node* decompose_mse_loss(Graph& g, Node* node) {
 }
 
 // scaled_dot_product_attention = softmax(q @ k^T * scale + mask) @ v, where is_causal excludes
-// the keys after each query and a bool mask the keys it marks false (their scores -inf; a
-// float mask is added; the two never come together), and a row with every key excluded attends
-// to nothing (zeros, where softmax would give nan). Dropout multiplies the
-// weights by a keep-mask of uniform draws >= p, scaled by 1 / (1 - p): the `rand` op draws the
-// eager kernel's numbers (one per weight, in order, in the weights' type). Attention on the CPU
-// with no mask (or a causal one) and no dropout declines: its eager kernel runs what this
-// would generate (two library products around a vectorised row softmax) as fast, with no code
-// to compile; so does a GPU's fused kernel for the head sizes it takes.
+// the keys after each query and a bool mask the keys it marks false (their scores -inf; a float
+// mask is added; the two never come together), and a row with every key excluded attends to
+// nothing (zeros, where softmax would give nan). Dropout multiplies the weights by a keep-mask
+// of uniform draws >= p, scaled by 1 / (1 - p): the `rand` op draws the eager kernel's numbers
+// (one per weight, in order, in the weights' type). Attention on the CPU with no mask (or a
+// causal one) and no dropout declines: its eager kernel runs what this would generate (two
+// library products around a vectorised row softmax) as fast, with no code to compile; so does
+// a GPU's fused kernel for the head sizes it takes.
 Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   const bool causal = arg<bool>(node, 5);
   const double p = arg<double>(node, 4);

@@ -80,8 +80,6 @@ class GPT2Block : public Module {
   std::shared_ptr<GPT2MLP> mlp;
 };
 
-class GPT2;
-
 class GPT2 : public Module {
  public:
   explicit GPT2(GPT2Config config = {});

@@ -3,11 +3,11 @@
 #include <dnnl.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <unordered_map>
 
 namespace coil {
@@ -74,7 +74,8 @@ dnnl::memory::desc any(const dnnl::memory::desc& d) {
 // The tensors' own layout, or any the primitive prefers.
 dnnl::memory::desc layout(const dnnl::memory::desc& d, bool plain) { return plain ? d : any(d); }
 
-// The three passes' primitives over the tensors' plain layouts (NCHW, (g)oihw).
+// The three passes' descriptions: the tensors' plain layouts (NCHW, (g)oihw), and the layouts
+// a primitive is made over (those, or any it prefers).
 struct Descs {
   dnnl::memory::desc x, w, y, bias;
   Dims stride, dil, pad_l, pad_r;
