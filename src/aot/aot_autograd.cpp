@@ -124,7 +124,7 @@ class CompiledBackward : public autograd::Node {
     for (size_t i = 0; i < inputs_.size(); ++i) {
       COIL_CHECK(!inputs_[i].modified(), "double backward through compiled function '", r.function,
                  "': its input ", i,
-                 " was modified in place after the call (by the function or later), and a "
+                 " was modified in place after the call, and a "
                  "second derivative reads its value at the call; clone() it before changing it, "
                  "or call the function without coil::compile");
       Tensor t = inputs_[i].unpack("a compiled function");

@@ -414,12 +414,17 @@ void Tracer::State::start_segment() {
 
 std::vector<Tensor> run_with_mutations(const CompiledGraph& cg, const std::vector<Tensor>& inputs,
                                        const std::vector<Mutation>& mutations, size_t num_results) {
+  auto target = [&](const Mutation& m) -> const Tensor& {
+    return m.placeholder >= 0 ? inputs[static_cast<size_t>(m.placeholder)] : m.target;
+  };
+  // Each tensor the call writes counts one in-place write, as the eager ops' would: autograd
+  // then knows that a value it saved before the call has changed. Counted before the graph
+  // runs, so that what the call itself saves for its backward (a compiled training graph's
+  // node) holds the version its own write-back leaves.
+  for (const Mutation& m : mutations) ++target(m).impl()->storage->version;
   std::vector<Tensor> outs = cg.run(inputs);
-  for (size_t k = 0; k < mutations.size(); ++k) {
-    const Mutation& m = mutations[k];
-    copy_into(m.placeholder >= 0 ? inputs[static_cast<size_t>(m.placeholder)] : m.target,
-              outs[num_results + k]);
-  }
+  for (size_t k = 0; k < mutations.size(); ++k)
+    copy_into(target(mutations[k]), outs[num_results + k]);
   outs.resize(num_results);
   return outs;
 }

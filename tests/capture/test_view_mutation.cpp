@@ -183,3 +183,22 @@ TEST(ViewReplay, ScatterMatchesWritingIntoTheView) {
     expect_close(scattered, values(written), base.sizes());
   }
 }
+
+// A compiled function's in-place write into an input is an in-place write for autograd too, as
+// the eager op's: a value saved for a backward that the call then changes is an error at
+// backward, not a silently wrong gradient. Inductor's kernels and the eager backend alike.
+TEST_F(ViewMutationTest, CompiledWritesTellAutogradOfTheChange) {
+  for (const char* backend : {"eager", "inductor"}) {
+    SCOPED_TRACE(backend);
+    compiler_reset();
+    Tensor w = random({4, 6}).requires_grad_(), saved = x.clone();
+    Tensor loss = (w * saved).sum();  // mul saves `saved` for w's gradient
+    auto cf = compile([](const Tensor& a) { return a.mul_(2.0).sum(); }, {.backend = backend});
+    cf(saved);
+    EXPECT_COIL_ERROR(loss.backward(), "modified by an in-place operation");
+    Tensor fresh = x.clone();
+    Tensor ok = (w * fresh).sum();
+    ok.backward();  // nothing written: the gradient is fresh's
+    expect_close(w.grad(), values(x), x.sizes());
+  }
+}
