@@ -1,7 +1,9 @@
 #include "runtime/allocator.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -16,8 +18,19 @@ namespace {
 
 // Blocks from this size on are cached; smaller ones are malloc's business (it reuses them well).
 constexpr size_t kCacheMin = size_t{1} << 20;
-// At most this much memory sits unused in the cache; beyond it, freed blocks go back at once.
-constexpr size_t kCacheMax = size_t{2} << 30;
+// At most this much memory sits unused in the cache (a quarter of the machine's, at least
+// 2 GiB); beyond it, freed blocks go back at once. A training step frees and asks again for
+// more than its activations: a compiled optimizer step's new values of every parameter and its
+// moments (1.5 GB for GPT-2 small's AdamW), and blocks returned to the system fault every page
+// in again at the next step.
+size_t cache_max() {
+  static const size_t max = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const size_t quarter = pages > 0 && page > 0 ? static_cast<size_t>(pages) * page / 4 : 0;
+    return std::max(quarter, size_t{2} << 30);
+  }();
+  return max;
+}
 // Blocks from this size on are aligned for, and advised to use, 2 MiB pages.
 constexpr size_t kHugePage = size_t{2} << 20;
 
@@ -40,7 +53,7 @@ class BlockCache {
   }
   bool give(void* p, size_t size) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (cached_ + size > kCacheMax) return false;
+    if (cached_ + size > cache_max()) return false;
     free_[size].push_back(p);
     cached_ += size;
     return true;

@@ -2,8 +2,8 @@
 // the next request of the same size, as PyTorch's CUDA caching allocator does on the GPU: a
 // compiled graph or a training step that runs again asks for the same sizes, and fresh memory costs
 // a page fault per 4 KiB page on first touch (before this cache, page faults took a large share of
-// a compiled MLP's time; measured: docs/performance.md). Large blocks also ask the kernel for
-// transparent huge pages.
+// a compiled MLP's time; measured: docs/performance.md). At most a quarter of the machine's memory
+// (at least 2 GiB) stays cached. Large blocks also ask the kernel for transparent huge pages.
 #pragma once
 
 #include <cstddef>
