@@ -125,6 +125,31 @@ TEST(Mm, StridedOperandsAreReadCorrectly) {
   }
 }
 
+// A single row times a matrix runs as a matrix-vector product (gemv reads the matrix once where
+// gemm would pack it): the row contiguous or strided, the matrix row-major or transposed (a
+// head over a vocabulary, x @ w.t()), with and without a bias to add, small and large.
+TEST(Mm, SingleRowsTimesAMatrix) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (auto [k, n] : {std::pair<int64_t, int64_t>{17, 33}, {300, 2051}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " 1x" + std::to_string(k) + "x" +
+                   std::to_string(n));
+      Tensor a = operand({1, k}, dt), b = operand({k, n}, dt);
+      Tensor strided = operand({1, 2 * k}, dt).slice(1, 0, std::nullopt, 2);
+      Tensor w = operand({n, k}, dt), bias = operand({n}, dt);
+      expect_product(mm(a, b), ref_matmul(a, b), dt, k);
+      expect_product(mm(strided, b), ref_matmul(strided, b), dt, k);
+      expect_product(mm(a, w.t()), ref_matmul(a, w.t()), dt, k);
+      expect_product(mm(strided, w.t()), ref_matmul(strided, w.t()), dt, k);
+      Ref with_bias = ref_matmul(a, w.t());
+      std::vector<double> bv = values(bias);
+      for (int64_t j = 0; j < n; ++j)
+        with_bias.v[static_cast<size_t>(j)] += bv[static_cast<size_t>(j)];
+      expect_product(addmm(bias, a, w.t()), with_bias, dt, k + 1);
+      expect_product(matmul(a.reshape({k}), w.t()), ref_matmul(a.reshape({k}), w.t()), dt, k);
+    }
+  }
+}
+
 TEST(Mm, IntegerProductsWrapAroundLikeTorch) {
   Tensor a = full({1, 2}, 100, kInt8), b = full({2, 1}, 2, kInt8);
   EXPECT_EQ(mm(a, b).item<int64_t>(), 400 - 512);  // int8 arithmetic, as PyTorch

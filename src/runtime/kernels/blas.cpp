@@ -36,7 +36,9 @@ Blas load() {
              "; install Debian's libopenblas0-openmp");
   auto corename = resolve<char* (*)()>(lib, "openblas_get_corename");
   return Blas{resolve<decltype(&cblas_sgemm)>(lib, "cblas_sgemm"),
-              resolve<decltype(&cblas_dgemm)>(lib, "cblas_dgemm"), corename()};
+              resolve<decltype(&cblas_dgemm)>(lib, "cblas_dgemm"),
+              resolve<decltype(&cblas_sgemv)>(lib, "cblas_sgemv"),
+              resolve<decltype(&cblas_dgemv)>(lib, "cblas_dgemv"), corename()};
 }
 
 }  // namespace

@@ -13,6 +13,8 @@ namespace coil {
 struct Blas {
   decltype(&cblas_sgemm) sgemm;
   decltype(&cblas_dgemm) dgemm;
+  decltype(&cblas_sgemv) sgemv;
+  decltype(&cblas_dgemv) dgemv;
   const char* core;  // the kernel family OpenBLAS chose ("SkylakeX")
 };
 

@@ -98,12 +98,36 @@ void blas_call(int64_t m, int64_t n, int64_t k, BlasLayout la, const double* a, 
                int(lb.ld), accumulate ? 1.0 : 0.0, c, int(ldc));
 }
 
+// y (n) = a (k elements, `inc` apart) times a k x n matrix in BLAS layout `lb`, as gemv: for a
+// row-major matrix y = B^T a, for a transposed one (stored n x k) y = S a.
+void gemv_call(int64_t n, int64_t k, BlasLayout lb, const float* b, const float* a, int64_t inc,
+               float* y, bool accumulate) {
+  const bool rows_are_k = lb.trans == CblasNoTrans;
+  blas().sgemv(CblasRowMajor, rows_are_k ? CblasTrans : CblasNoTrans, int(rows_are_k ? k : n),
+               int(rows_are_k ? n : k), 1.0f, b, int(lb.ld), a, int(inc), accumulate ? 1.0f : 0.0f,
+               y, 1);
+}
+void gemv_call(int64_t n, int64_t k, BlasLayout lb, const double* b, const double* a, int64_t inc,
+               double* y, bool accumulate) {
+  const bool rows_are_k = lb.trans == CblasNoTrans;
+  blas().dgemv(CblasRowMajor, rows_are_k ? CblasTrans : CblasNoTrans, int(rows_are_k ? k : n),
+               int(rows_are_k ? n : k), 1.0, b, int(lb.ld), a, int(inc), accumulate ? 1.0 : 0.0, y,
+               1);
+}
+
 // float/double: BLAS straight on the operands where their strides allow, else on a packed copy.
+// A single row times a matrix (a decode step's head over a vocabulary, one token at a time) is a
+// matrix-vector product: gemm would pack the whole matrix at every call, gemv reads it once.
 template <typename T>
 void gemm_blas(int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, T* c, int64_t ldc,
                bool accumulate) {
   std::vector<T> a_buf, b_buf;
   std::optional<BlasLayout> la = blas_layout(m, k, a), lb = blas_layout(k, n, b);
+  if (m == 1 && lb && a.col_stride > 0 && a.col_stride <= INT_MAX) {
+    gemv_call(n, k, *lb, static_cast<const T*>(b.data), static_cast<const T*>(a.data), a.col_stride,
+              c, accumulate);
+    return;
+  }
   if (!la) {
     a_buf = pack<T, T>(m, k, a);
     a = MatRef{a_buf.data(), k, 1};
