@@ -20,18 +20,21 @@ struct Conv {
   int64_t groups = 1;
 };
 
-// The float32 tests run once per form of oneDNN's convolutions (over the tensors' own layouts,
-// over the layouts oneDNN prefers, the faster by timing): each must be right on its own.
-struct EachForm {
-  std::vector<ConvForm> forms{ConvForm::plain, ConvForm::preferred, ConvForm::fastest};
-  ~EachForm() { set_onednn_conv_form(ConvForm::fastest); }
-};
-std::string form_name(ConvForm f) {
-  return f == ConvForm::plain       ? "plain layouts"
-         : f == ConvForm::preferred ? "preferred"
-                                    : "fastest";
+// Runs `body` once per form of oneDNN's convolutions (over the tensors' own layouts, over the
+// layouts oneDNN prefers, the faster by timing): each must be right on its own.
+template <typename F>
+void in_each_form(F&& body) {
+  struct Restore {
+    ~Restore() { set_onednn_conv_form(ConvForm::fastest); }
+  } restore;
+  for (auto [form, name] : {std::pair{ConvForm::plain, "plain layouts"},
+                            {ConvForm::preferred, "preferred layouts"},
+                            {ConvForm::fastest, "the faster"}}) {
+    SCOPED_TRACE(name);
+    set_onednn_conv_form(form);
+    body();
+  }
 }
-
 // Direct convolution: out[n][o][y][x] = b[o] + sum over the group's channels and taps.
 std::vector<double> ref_conv(const Tensor& x4, const Tensor& w, const Tensor& b, const Conv& c,
                              Shape* sizes) {
@@ -88,15 +91,12 @@ TEST(Conv2d, StridePaddingDilationGroupsAndBias) {
       {{2, 2, 4, 4}, {2, 2, 4, 4}, {{1, 1}, {3, 3}, {1, 1}, 1}},  // padding wider than input
       {{1, 3, 17, 5}, {1, 3, 5, 1}, {{3, 1}, {2, 0}, {3, 1}, 1}},
   };
-  EachForm each;
-  for (ConvForm form : each.forms)
+  in_each_form([&] {
     for (const Case& t : cases) {
-      set_onednn_conv_form(form);
       for (bool with_bias : {false, true}) {
-        SCOPED_TRACE(form_name(form) + ": " + shape_str(t.x) + " * " + shape_str(t.w) + " stride " +
-                     shape_str(t.c.stride) + " pad " + shape_str(t.c.padding) + " dil " +
-                     shape_str(t.c.dilation) + " groups " + std::to_string(t.c.groups) +
-                     (with_bias ? " bias" : ""));
+        SCOPED_TRACE(shape_str(t.x) + " * " + shape_str(t.w) + " stride " + shape_str(t.c.stride) +
+                     " pad " + shape_str(t.c.padding) + " dil " + shape_str(t.c.dilation) +
+                     " groups " + std::to_string(t.c.groups) + (with_bias ? " bias" : ""));
         Tensor x = random(t.x), w = random(t.w);
         Tensor b = with_bias ? random({t.w[0]}) : Tensor();
         Shape sizes;
@@ -107,6 +107,7 @@ TEST(Conv2d, StridePaddingDilationGroupsAndBias) {
                          conv_atol(kFloat32, terms));
       }
     }
+  });
 }
 
 TEST(Conv2d, EveryFloatingDtype) {
@@ -189,14 +190,11 @@ TEST(Conv2d, GradientsOfInputAndWeight) {
       {{2, 6, 6, 6}, {4, 3, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, 2}},    // 1x1: no unfold
       {{4, 8, 12, 12}, {8, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // the parallel path
   };
-  EachForm each;
-  for (ConvForm form : each.forms)
+  in_each_form([&] {
     for (const Case& t : cases) {
-      set_onednn_conv_form(form);
       for (DType dt : {kFloat32, kFloat64}) {
-        SCOPED_TRACE(form_name(form) + ": " + shape_str(t.x) + " * " + shape_str(t.w) + " stride " +
-                     shape_str(t.c.stride) + " groups " + std::to_string(t.c.groups) + " " +
-                     dtype_name(dt));
+        SCOPED_TRACE(shape_str(t.x) + " * " + shape_str(t.w) + " stride " + shape_str(t.c.stride) +
+                     " groups " + std::to_string(t.c.groups) + " " + dtype_name(dt));
         Tensor x = random(t.x, dt).requires_grad_(), w = random(t.w, dt).requires_grad_();
         Tensor y = call_conv(x, w, {}, t.c);
         Tensor g = random(y.sizes(), dt);
@@ -209,6 +207,7 @@ TEST(Conv2d, GradientsOfInputAndWeight) {
                          conv_atol(dt, t.x[0] * y.size(2) * y.size(3)));
       }
     }
+  });
 }
 
 TEST(Conv2d, BackwardOpsCheckTheirGradient) {

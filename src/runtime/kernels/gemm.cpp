@@ -100,19 +100,17 @@ void blas_call(int64_t m, int64_t n, int64_t k, BlasLayout la, const double* a, 
 
 // y (n) = a (k elements, `inc` apart) times a k x n matrix in BLAS layout `lb`, as gemv: for a
 // row-major matrix y = B^T a, for a transposed one (stored n x k) y = S a.
-void gemv_call(int64_t n, int64_t k, BlasLayout lb, const float* b, const float* a, int64_t inc,
-               float* y, bool accumulate) {
+template <typename T>
+void gemv_call(int64_t n, int64_t k, BlasLayout lb, const T* b, const T* a, int64_t inc, T* y,
+               bool accumulate) {
   const bool rows_are_k = lb.trans == CblasNoTrans;
-  blas().sgemv(CblasRowMajor, rows_are_k ? CblasTrans : CblasNoTrans, int(rows_are_k ? k : n),
-               int(rows_are_k ? n : k), 1.0f, b, int(lb.ld), a, int(inc), accumulate ? 1.0f : 0.0f,
-               y, 1);
-}
-void gemv_call(int64_t n, int64_t k, BlasLayout lb, const double* b, const double* a, int64_t inc,
-               double* y, bool accumulate) {
-  const bool rows_are_k = lb.trans == CblasNoTrans;
-  blas().dgemv(CblasRowMajor, rows_are_k ? CblasTrans : CblasNoTrans, int(rows_are_k ? k : n),
-               int(rows_are_k ? n : k), 1.0, b, int(lb.ld), a, int(inc), accumulate ? 1.0 : 0.0, y,
-               1);
+  const CBLAS_TRANSPOSE trans = rows_are_k ? CblasTrans : CblasNoTrans;
+  const int rows = int(rows_are_k ? k : n), cols = int(rows_are_k ? n : k);
+  const T beta = accumulate ? T(1) : T(0);
+  if constexpr (std::is_same_v<T, float>)
+    blas().sgemv(CblasRowMajor, trans, rows, cols, 1.0f, b, int(lb.ld), a, int(inc), beta, y, 1);
+  else
+    blas().dgemv(CblasRowMajor, trans, rows, cols, 1.0, b, int(lb.ld), a, int(inc), beta, y, 1);
 }
 
 // float/double: BLAS straight on the operands where their strides allow, else on a packed copy.

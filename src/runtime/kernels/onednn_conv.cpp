@@ -48,7 +48,8 @@ struct Prepared {
 // the convolution), so the first call times both, as cuDNN's benchmark mode does, and later
 // calls run the faster.
 struct Forms {
-  std::vector<Prepared> forms;  // those oneDNN has a kernel for; none: the caller's own kernel
+  bool made = false;            // oneDNN was asked for both (once: asking is slow)
+  std::vector<Prepared> forms;  // those it has a kernel for; none: the caller's own kernel
   int chosen = -1;              // -1 until timed
 };
 
@@ -178,7 +179,8 @@ const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
   Cache& cc = cache();
   std::lock_guard<std::mutex> lock(cc.mu);
   Forms& f = cc.primitives[key_of(s, pass, bias)];
-  if (f.forms.empty() && f.chosen < 0) {
+  if (!f.made) {
+    f.made = true;
     for (bool plain : {true, false}) {
       try {
         Prepared p = make(s, pass, bias, plain, cc.engine);
