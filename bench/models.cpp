@@ -4,7 +4,8 @@
 // batch 1 (tokens/s, the compiled decode step against the eager one). Prints a table and writes
 // JSON for bench/compare_models.py, which runs the same models in PyTorch beside it.
 //
-//   coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] [--json FILE] [--quick]
+//   coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] [--json FILE] [--mode MODE]
+//                     [--quick]
 //
 // Times are medians of 3 calls after warm-up (2 with --quick); a GPU call
 // is timed to the end of its work. The first compiled call is timed with an empty compile cache.
@@ -35,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   Device device = kCPU;
   std::string model, json;
+  std::string mode = "default";  // CompileOptions::mode of every compiled function
   bool quick = false;
 };
 
@@ -134,7 +136,7 @@ std::vector<Row> resnet50_rows(const Options& o) {
     model->to(g_device).eval();
     Tensor x = randn({batch, 3, 224, 224}).to(g_device);
     NoGradGuard no_grad;
-    auto compiled = coil::compile(model);
+    auto compiled = coil::compile(model, {.mode = o.mode});
     rows.push_back(inference_row(
         "resnet50 inference", double(batch), reps, [&] { return model->forward(x); },
         [&] { return compiled(x); }));
@@ -150,9 +152,10 @@ std::vector<Row> resnet50_rows(const Options& o) {
     optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.01, .momentum = 0.9});
     optim::SGD compiled_opt(compiled_model->parameters(),
                             {.lr = 0.01, .momentum = 0.9, .compiled = true});
-    auto compiled_loss = coil::compile([&](const Tensor& a, const Tensor& b) {
-      return cross_entropy(compiled_model->forward(a), b);
-    });
+    auto compiled_loss =
+        coil::compile([&](const Tensor& a,
+                          const Tensor& b) { return cross_entropy(compiled_model->forward(a), b); },
+                      {.mode = o.mode});
     rows.push_back(training_row(
         "resnet50 train step", double(train_batch), reps, eager_opt,
         [&] { return cross_entropy(eager_model->forward(x), y); }, compiled_opt,
@@ -172,7 +175,7 @@ std::vector<Row> gpt2_rows(const Options& o) {
   {
     model->eval();
     NoGradGuard no_grad;
-    auto compiled = coil::compile(model);
+    auto compiled = coil::compile(model, {.mode = o.mode});
     rows.push_back(inference_row(
         "gpt2 forward 8x512", double(batch * len), reps, [&] { return model->forward(ids); },
         [&] { return compiled(ids); }));
@@ -189,8 +192,8 @@ std::vector<Row> gpt2_rows(const Options& o) {
       Tensor logits = m.forward(a);
       return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.reshape({-1}));
     };
-    auto compiled_loss =
-        coil::compile([&](const Tensor& a, const Tensor& b) { return loss_of(*twin, a, b); });
+    auto compiled_loss = coil::compile(
+        [&](const Tensor& a, const Tensor& b) { return loss_of(*twin, a, b); }, {.mode = o.mode});
     rows.push_back(training_row(
         "gpt2 train step 8x512", double(batch * len), reps, eager_opt,
         [&] { return loss_of(*model, ids, labels); }, compiled_opt,
@@ -224,11 +227,13 @@ int main(int argc, char** argv) {
       o.model = argv[++i];
     else if (a == "--json" && i + 1 < argc)
       o.json = argv[++i];
+    else if (a == "--mode" && i + 1 < argc)
+      o.mode = argv[++i];
     else if (a == "--quick")
       o.quick = true;
     else {
       std::cerr << "usage: coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] "
-                   "[--json FILE] [--quick]\n";
+                   "[--json FILE] [--mode MODE] [--quick]\n";
       return 2;
     }
   }
@@ -250,7 +255,8 @@ int main(int argc, char** argv) {
       rows.insert(rows.end(), r.begin(), r.end());
     }
     bool ok = true;
-    nlohmann::json report = {{"device", o.device.str()}, {"rows", nlohmann::json::array()}};
+    nlohmann::json report = {
+        {"device", o.device.str()}, {"mode", o.mode}, {"rows", nlohmann::json::array()}};
     for (const Row& r : rows) {
       ok = ok && r.diff < 1e-2;
       report["rows"].push_back({{"name", r.name},

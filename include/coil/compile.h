@@ -31,10 +31,13 @@ struct CompileOptions {
   // "eager": run the captured graph with the interpreter; "aot_eager": through autograd and
   // decompositions on eager kernels; "inductor": the full compiler (the default).
   std::string backend = "inductor";
-  // "default", or "reduce-overhead": on a GPU, each compiled graph is recorded as a CUDA graph
+  // "default"; "reduce-overhead": on a GPU, each compiled graph is recorded as a CUDA graph
   // (per input geometry, after one warm-up call) and replayed, one launch per call
-  // (docs/cuda.md; the cudagraphs log says where one is not used). "max-autotune" is not there
-  // yet.
+  // (docs/cuda.md; the cudagraphs log says where one is not used); "max-autotune": as
+  // reduce-overhead, and each matrix product on the GPU times cuBLASLt's candidate algorithms
+  // on its first call and keeps the fastest (remembered on disk; COIL_LOGS=autotune shows the
+  // times); "max-autotune-no-cudagraphs": the tuning without CUDA graphs. On the CPU the modes
+  // change nothing (oneDNN's convolutions time their two forms in every mode).
   std::string mode = "default";
   bool fullgraph = false;  // a graph break is an error instead of a split into segments
   // Dynamic shapes (docs/dynamic.md). Unset (the default): automatic, as torch.compile: the

@@ -13,6 +13,7 @@
 #include "debug/log.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
+#include "runtime/autotune.h"
 
 namespace coil {
 
@@ -101,11 +102,16 @@ bool stages_watched(const debug::CompileTrace& trace) {
   return false;
 }
 
+// mode="max-autotune" and "max-autotune-no-cudagraphs" tune; the first also records CUDA graphs.
+bool max_autotune(const CompileOptions& options) {
+  return options.mode.rfind("max-autotune", 0) == 0;
+}
+
 // The callable of a compiled graph, whether just compiled or read from the graph cache; logs
 // the output code and ends the compile's trace.
 capture::CompiledGraph finish(CachedGraph compiled, const backends::DeviceBackend& backend,
                               const codegen::ModuleFuture& module, std::shared_ptr<const Graph> g,
-                              debug::CompileTrace& trace, const std::string& how) {
+                              debug::CompileTrace& trace, const std::string& how, bool autotune) {
   auto wrapper = std::make_shared<const codegen::Wrapper>(
       std::move(compiled.plan), module,
       [&backend](const jit::Module& m, const codegen::WrapperPlan::Step& step) {
@@ -132,8 +138,14 @@ capture::CompiledGraph finish(CachedGraph compiled, const backends::DeviceBacken
                std::to_string(externs) + " extern call" + (externs == 1 ? "" : "s") + how);
   capture::CompiledGraph cg;
   cg.graph = std::move(g);
-  cg.run = [wrapper](const std::vector<Tensor>& inputs) { return wrapper->run(inputs); };
-  cg.run_into = [wrapper](const std::vector<Tensor>& inputs, const Tensor& into) {
+  // mode="max-autotune": the library calls of every run time their candidates (once per
+  // problem; runtime/autotune.h).
+  cg.run = [wrapper, autotune](const std::vector<Tensor>& inputs) {
+    AutotuneScope scope(autotune);
+    return wrapper->run(inputs);
+  };
+  cg.run_into = [wrapper, autotune](const std::vector<Tensor>& inputs, const Tensor& into) {
+    AutotuneScope scope(autotune);
     return wrapper->run(inputs, &into);
   };
   return cg;
@@ -157,7 +169,8 @@ std::optional<capture::CompiledGraph> cached(std::shared_ptr<const Graph> graph,
   const backends::DeviceBackend& backend = backends::backend_for(device_of(*graph));
   codegen::ModuleFuture module;
   if (!hit->source.empty()) module = module_of(backend, hit->source, options, trace);
-  return finish(std::move(*hit), backend, module, graph, trace, ", from the graph cache");
+  return finish(std::move(*hit), backend, module, graph, trace, ", from the graph cache",
+                max_autotune(options));
 }
 
 // A graph's compile once its graph stages are done (Inductor's compile_fx_inner): lowering,
@@ -186,7 +199,7 @@ capture::CompiledGraph compile_inner(std::shared_ptr<Graph> g, const Graph& keye
   if (!cache_key.empty())
     trace.timeline().stage("graph cache store", "cache",
                            [&] { return store_cached_graph(cache_key, keyed, compiled); });
-  return finish(std::move(compiled), backend, module, g, trace, "");
+  return finish(std::move(compiled), backend, module, g, trace, "", max_autotune(options));
 }
 
 // Logs the captured graph; true when the backend runs it as it is ("eager").

@@ -46,8 +46,6 @@ void validate(const CompileOptions& o) {
   compile_backend(o.backend);  // throws for an unknown one, naming the known ones
   COIL_CHECK(contains(kModes, o.mode), "coil::compile: unknown mode '", o.mode,
              "'; known modes: ", join(kModes));
-  COIL_CHECK(o.mode == "default" || o.mode == "reduce-overhead", "coil::compile: mode '", o.mode,
-             "' is not implemented yet; use mode \"default\" or \"reduce-overhead\"");
   COIL_CHECK(o.cache_size_limit >= 1, "coil::compile: cache_size_limit must be at least 1, got ",
              o.cache_size_limit);
   for (const auto& [key, value] : o.options) {
@@ -95,7 +93,8 @@ class CompiledFunctionImpl {
   explicit CompiledFunctionImpl(CompileOptions o) : options(std::move(o)) {
     static std::atomic<int> next_id{0};
     id = next_id++;
-    if (options.mode == "reduce-overhead") graph_pool = make_cuda_graph_pool();
+    if (options.mode == "reduce-overhead" || options.mode == "max-autotune")
+      graph_pool = make_cuda_graph_pool();
   }
 
   ValueList call(const ValueList& inputs, const std::function<ValueList(const ValueList&)>& run);

@@ -35,6 +35,9 @@ const std::vector<Artifact>& artifacts() {
       {"output_code", "the generated C++ source and the wrapper that calls it"},
       {"cudagraphs",
        "mode=\"reduce-overhead\": each CUDA graph recorded, and why a graph runs without one"},
+      {"autotune",
+       "mode=\"max-autotune\": each product's candidate algorithms with their times, and the "
+       "one kept"},
       {"device_eager", "eager GPU ops: each one compiled for a new shape, each run on the CPU"},
   };
   return list;

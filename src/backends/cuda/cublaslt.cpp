@@ -1,16 +1,26 @@
 #include "backends/cuda/cublaslt.h"
 
 #include <cublasLt.h>
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <tuple>
+#include <vector>
 
 #include <coil/cuda.h>
 #include <coil/error.h>
 
+#include "debug/log.h"
+#include "jit/cache_key.h"
+#include "jit/disk_cache.h"
+#include "runtime/autotune.h"
 #include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/tensor_impl.h"
@@ -33,6 +43,8 @@ struct Lt {
   decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set;
   decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic;
   decltype(&cublasLtMatmul) matmul;
+  decltype(&cublasLtMatmulAlgoCheck) algo_check;
+  decltype(&cublasLtGetVersion) version;
 };
 
 // Loaded on the first product (the library is large).
@@ -62,6 +74,8 @@ const Lt& lt() {
     COIL_LT(pref_set, cublasLtMatmulPreferenceSetAttribute);
     COIL_LT(heuristic, cublasLtMatmulAlgoGetHeuristic);
     COIL_LT(matmul, cublasLtMatmul);
+    COIL_LT(algo_check, cublasLtMatmulAlgoCheck);
+    COIL_LT(version, cublasLtGetVersion);
 #undef COIL_LT
     return l;
   }();
@@ -173,14 +187,150 @@ struct Problem {
   cublasLtEpilogue_t epilogue;
   bool add_c;
   bool tf32;
+  bool tuned;  // mode="max-autotune": the fastest candidate, not the heuristic's first
   auto tie() const {
     return std::tie(device, dtype, m, n, k, batch, a_batch, b_batch, a.rows, a.cols, a.ld,
-                    a.transpose, b.rows, b.cols, b.ld, b.transpose, epilogue, add_c, tf32);
+                    a.transpose, b.rows, b.cols, b.ld, b.transpose, epilogue, add_c, tf32, tuned);
   }
   bool operator<(const Problem& o) const { return tie() < o.tie(); }
+  // "[4096, 768] x [768, 50257] float32" with the batch and epilogue when there are any.
+  std::string str() const {
+    std::ostringstream os;
+    os << (batch > 1 ? std::to_string(batch) + " x " : "") << "[" << m << ", " << k << "] x [" << k
+       << ", " << n << "] " << dtype_name(dtype) << (tf32 ? " (TF32)" : "")
+       << (epilogue != CUBLASLT_EPILOGUE_DEFAULT ? " with an epilogue" : "")
+       << (add_c ? " plus C" : "");
+    return os.str();
+  }
 };
 
-std::shared_ptr<Plan> make_plan(const Problem& p, cublasLtHandle_t handle) {
+// One launch's operands, as cuBLASLt takes them: A = B^T, B = A^T, and C = D = out.
+struct Operands {
+  const void* alpha;
+  const void* beta;
+  const void* a;
+  const void* b;
+  void* out;
+  const void* bias;  // the epilogue's, or null
+  void* workspace;
+  cudaStream_t stream;
+};
+
+cublasStatus_t launch(const Plan& plan, cublasLtHandle_t handle, const Operands& o,
+                      const cublasLtMatmulAlgo_t& algo) {
+  return lt().matmul(handle, plan.desc, o.alpha, o.a, plan.a, o.b, plan.b, o.beta, o.out, plan.c,
+                     o.out, plan.c, &algo, o.workspace, kWorkspace, o.stream);
+}
+
+void set_bias(Plan& plan, const void* bias) {
+  check_lt(lt().desc_set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+           "the bias");
+}
+
+// How many of the heuristic's algorithms max-autotune times, and how often each runs.
+constexpr int kCandidates = 16;
+constexpr int kTimedRuns = 5;
+
+// The disk cache's key of a tuned problem: every field of the problem, the GPU and the library.
+std::string tuning_key(const Problem& p) {
+  const DeviceInfo& d = device_info(p.device);
+  std::ostringstream os;
+  const auto t = p.tie();
+  std::apply([&](const auto&... f) { ((os << static_cast<int64_t>(f) << ","), ...); }, t);
+  jit::Hasher h;
+  h.add("cublaslt-autotune");
+  h.add(os.str());
+  h.add(d.name + " sm_" + std::to_string(d.major) + std::to_string(d.minor));
+  h.add(std::to_string(lt().version()));
+  return h.hex();
+}
+
+// An algorithm an earlier process chose, when its file is sound and cuBLASLt still takes it.
+std::optional<cublasLtMatmulAlgo_t> saved_algo(const std::string& path, const Plan& plan,
+                                               cublasLtHandle_t handle) {
+  jit::SealedFile f = jit::read_sealed(path);
+  if (f.state == jit::SealedFile::State::missing) return std::nullopt;
+  cublasLtMatmulAlgo_t algo{};
+  if (f.state == jit::SealedFile::State::damaged || f.contents.size() != 2 * sizeof algo) {
+    jit::set_aside(path, f.state == jit::SealedFile::State::damaged ? f.why : "not an algorithm");
+    return std::nullopt;
+  }
+  auto* bytes = reinterpret_cast<unsigned char*>(&algo);
+  for (size_t i = 0; i < sizeof algo; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(f.contents.c_str() + 2 * i, "%2x", &v) != 1) return std::nullopt;
+    bytes[i] = static_cast<unsigned char>(v);
+  }
+  cublasLtMatmulHeuristicResult_t check{};
+  if (lt().algo_check(handle, plan.desc, plan.a, plan.b, plan.c, plan.c, &algo, &check) !=
+          CUBLAS_STATUS_SUCCESS ||
+      check.workspaceSize > kWorkspace)
+    return std::nullopt;
+  jit::touch(path);
+  return algo;
+}
+
+// The milliseconds of one run of `algo` (the median of kTimedRuns after a warm-up), or nullopt
+// when cuBLASLt refuses to launch it.
+std::optional<float> time_algo(const Plan& plan, cublasLtHandle_t handle, const Operands& o,
+                               const cublasLtMatmulAlgo_t& algo) {
+  if (launch(plan, handle, o, algo) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<float> ms;
+  for (int r = 0; r < kTimedRuns; ++r) {
+    check(cudaEventRecord(start, o.stream), "cudaEventRecord");
+    const cublasStatus_t s = launch(plan, handle, o, algo);
+    check(cudaEventRecord(stop, o.stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "timing a cuBLASLt algorithm");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    if (s == CUBLAS_STATUS_SUCCESS) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (ms.empty()) return std::nullopt;
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+// max-autotune: the fastest of the heuristic's candidates on the call's own operands (their
+// values are overwritten in `out` only), or the choice an earlier process stored on disk.
+cublasLtMatmulAlgo_t tuned_algo(const Problem& p, const Plan& plan, cublasLtHandle_t handle,
+                                const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                                const Operands& o) {
+  const jit::CacheEntry entry = jit::open_cache_entry(tuning_key(p), "autotune");
+  const std::string path = entry.path(".algo");
+  if (std::optional<cublasLtMatmulAlgo_t> saved = saved_algo(path, plan, handle)) {
+    debug::log("autotune", "cuBLASLt", p.str() + ": the algorithm chosen in an earlier run");
+    return *saved;
+  }
+  std::string report = p.str() + ":";
+  size_t best = 0;
+  float best_ms = 0, first_ms = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    std::optional<float> ms = time_algo(plan, handle, o, candidates[i].algo);
+    char line[64];
+    if (ms)
+      std::snprintf(line, sizeof line, "\n  candidate %zu: %.3f ms", i, *ms);
+    else
+      std::snprintf(line, sizeof line, "\n  candidate %zu: failed to launch", i);
+    report += line;
+    if (!ms) continue;
+    if (i == 0) first_ms = *ms;
+    if (best_ms == 0 || *ms < best_ms) best = i, best_ms = *ms;
+  }
+  char kept[96];
+  std::snprintf(kept, sizeof kept, "\n  kept candidate %zu (%.2fx the heuristic's first)", best,
+                best_ms > 0 && first_ms > 0 ? first_ms / best_ms : 1.0);
+  debug::log("autotune", "cuBLASLt", report + kept);
+  const cublasLtMatmulAlgo_t algo = candidates[best].algo;
+  jit::write_file_atomically(path, jit::to_hex(&algo, sizeof algo), /*sealed=*/true);
+  return algo;
+}
+
+std::shared_ptr<Plan> make_plan(const Problem& p, cublasLtHandle_t handle, const Operands& o) {
   auto plan = std::make_shared<Plan>();
   const cudaDataType_t type = data_type(p.dtype);
   const bool f64 = p.dtype == kFloat64;
@@ -204,28 +354,49 @@ std::shared_ptr<Plan> make_plan(const Problem& p, cublasLtHandle_t handle) {
   check_lt(lt().pref_create(&pref), "cublasLtMatmulPreferenceCreate");
   uint64_t ws = kWorkspace;
   lt().pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(p.tuned ? kCandidates : 1);
   int found = 0;
-  cublasStatus_t s = lt().heuristic(handle, plan->desc, plan->a, plan->b, plan->c, plan->c, pref, 1,
-                                    &result, &found);
+  cublasStatus_t s = lt().heuristic(handle, plan->desc, plan->a, plan->b, plan->c, plan->c, pref,
+                                    static_cast<int>(results.size()), results.data(), &found);
   lt().pref_destroy(pref);
   check_lt(s, "choosing an algorithm");
   COIL_CHECK(found > 0, "matmul on the GPU: cuBLASLt has no algorithm for ", dtype_name(p.dtype),
              " [", p.m, ", ", p.k, "] x [", p.k, ", ", p.n, "]");
-  plan->algo = result.algo;
+  results.resize(static_cast<size_t>(found));
+  if (!p.tuned || found == 1) {
+    plan->algo = results[0].algo;
+    return plan;
+  }
+  if (o.bias) set_bias(*plan, o.bias);
+  plan->algo = tuned_algo(p, *plan, handle, results, o);
   return plan;
 }
 
 // Bounded: a program whose products keep changing size (a growing cache of keys) starts over.
 constexpr size_t kMaxPlans = 1024;
 
-std::shared_ptr<Plan> plan_for(const Problem& p, cublasLtHandle_t handle) {
-  static std::mutex mutex;
-  static auto* plans = new std::map<Problem, std::shared_ptr<Plan>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = plans->find(p); it != plans->end()) return it->second;
-  if (plans->size() >= kMaxPlans) plans->clear();
-  return (*plans)[p] = make_plan(p, handle);
+struct Plans {
+  std::mutex mutex;
+  std::map<Problem, std::shared_ptr<Plan>> map;
+};
+Plans& plans() {
+  static auto* all = new Plans;
+  return *all;
+}
+
+std::shared_ptr<Plan> plan_for(const Problem& p, cublasLtHandle_t handle, const Operands& o) {
+  Plans& all = plans();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  if (auto it = all.map.find(p); it != all.map.end()) return it->second;
+  if (all.map.size() >= kMaxPlans) all.map.clear();
+  return all.map[p] = make_plan(p, handle, o);
+}
+
+// Timing synchronises, which a stream being recorded into a CUDA graph must not do.
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
+         status != cudaStreamCaptureStatusNone;
 }
 
 }  // namespace
@@ -265,27 +436,32 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, const Ten
     p.epilogue = CUBLASLT_EPILOGUE_RELU;
   p.add_c = bias.defined() && !vector_bias;
   DeviceHandle& h = handle(p.device);
-  const std::shared_ptr<Plan> planned = plan_for(p, h.handle);
-  Plan& plan = *planned;
-  if (p.add_c) copy_into(out, bias);  // out = bias (broadcast), then out += a @ b
   const double one = 1.0, beta_d = p.add_c ? 1.0 : 0.0;
   const float onef = 1.0f, beta_f = p.add_c ? 1.0f : 0.0f;
   const bool f64 = p.dtype == kFloat64;
-  const void* alpha = f64 ? static_cast<const void*>(&one) : &onef;
-  const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
   set_device(p.device);
+  const Operands o{f64 ? static_cast<const void*>(&one) : &onef,
+                   f64 ? static_cast<const void*>(&beta_d) : &beta_f,
+                   b.impl()->data(),
+                   a.impl()->data(),
+                   out.impl()->data(),
+                   vector_bias ? bias.impl()->data() : nullptr,
+                   h.workspace,
+                   static_cast<cudaStream_t>(stream(p.device))};
+  p.tuned = autotuning() && !capturing(o.stream);
+  const std::shared_ptr<Plan> planned = plan_for(p, h.handle, o);
+  Plan& plan = *planned;
+  if (p.add_c) copy_into(out, bias);  // out = bias (broadcast), then out += a @ b
   std::lock_guard<std::mutex> lock(plan.mutex);
-  if (vector_bias) {
-    const void* ptr = bias.impl()->data();
-    check_lt(lt().desc_set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr, sizeof ptr),
-             "the bias");
-  }
-  check_lt(
-      lt().matmul(h.handle, plan.desc, alpha, b.impl()->data(), plan.a, a.impl()->data(), plan.b,
-                  beta, out.impl()->data(), plan.c, out.impl()->data(), plan.c, &plan.algo,
-                  h.workspace, kWorkspace, static_cast<cudaStream_t>(stream(p.device))),
-      "cublasLtMatmul");
+  if (vector_bias) set_bias(plan, o.bias);
+  check_lt(launch(plan, h.handle, o, plan.algo), "cublasLtMatmul");
   note_launch(p.device, "cuBLASLt's matmul");
+}
+
+void forget_matmul_plans() {
+  Plans& all = plans();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  all.map.clear();
 }
 
 }  // namespace coil::cuda
