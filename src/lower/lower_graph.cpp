@@ -1,5 +1,9 @@
 #include "lower/lower_graph.h"
 
+#include <set>
+#include <string>
+#include <utility>
+
 #include <coil/error.h>
 
 #include "lower/context.h"
@@ -10,8 +14,24 @@ namespace coil::lower {
 namespace {
 
 // A pointwise value read by several users is recomputed in each (memory traffic costs more
-// than arithmetic) until its body grows past this many IR nodes; then it is written once.
+// than arithmetic) until its body grows past this many IR nodes, or reads more than this many
+// distinct elements (as Inductor's realize_reads_threshold); then it is written once. Without
+// the second bound a residual stream (x + a1 + m1 + a2 + ...) was never written: each layer's
+// layer norm and the next sum read every earlier layer's output again.
 constexpr size_t kMaxInlineSize = 96;
+constexpr size_t kMaxInlineReads = 4;
+
+size_t distinct_reads(const ir::Value& v) {
+  std::set<std::pair<std::string, const void*>> reads;  // index expressions are hash-consed
+  ir::for_each_load(
+      v, [&](const ir::ValueNode& load) { reads.emplace(load.buffer(), load.index().get()); });
+  return reads.size();
+}
+
+// Too costly to recompute in each of several users.
+bool realize_on_reuse(const ir::Value& body) {
+  return ir_size(body) > kMaxInlineSize || distinct_reads(body) > kMaxInlineReads;
+}
 
 TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t index) {
   const TensorMeta& m = n.tensor_meta();
@@ -76,7 +96,7 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
       // A pointwise value too large to recompute in each of several users is written once.
       if (n.users().size() > 1)
         for (TensorBox& b : *boxes)
-          if (!b.storage && ir_size(b.load(Context::vars(b.sizes, "i"))) > kMaxInlineSize)
+          if (!b.storage && realize_on_reuse(b.load(Context::vars(b.sizes, "i"))))
             b = cx.realize(b);
       return *boxes;
     }

@@ -30,6 +30,17 @@ constexpr int64_t kRowBlock = 256;
 constexpr int64_t kThreadRowMax = 32;
 // Elements per thread of a vectorised pointwise kernel: one 16-byte access for float32.
 constexpr int64_t kVector = 4;
+// A column kernel (rows whose elements lie a stride apart, consecutive rows' side by side: a
+// bias's or a layer norm weight's gradient summed over the tokens) takes 32 rows per block and
+// kColumnParts threads down each, so that a warp reads 32 consecutive elements; a block per row
+// read one element per 32-byte sector.
+constexpr int64_t kColumnParts = 16;
+constexpr int64_t kColumnMinRows = 64;
+
+// Whether `index` steps by one element as `var` does.
+bool steps_with(sym::Expr index, sym::Expr var) {
+  return sym::depends_on(index, var) && !sym::depends_on(index - var, var);
+}
 
 // Where `index` reads `i + offset` with the offset free of i (consecutive elements for
 // consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
@@ -137,6 +148,33 @@ const char* fold(ReduceKind k) {
     default:
       throw InternalError("codegen: no CUDA fold for this reduction");
   }
+}
+
+// Whether the row kernel `k` reads more of its inputs column-wise (consecutive elements for
+// consecutive rows) than along its rows, and has no arg reduction (whose index a column
+// reduction does not carry).
+bool reads_columns(const Kernel& k) {
+  const sym::Expr row = sym::index_var("row", sym_numel(k.outer));
+  const sym::Expr r = sym::index_var("r", sym_numel(k.inner));
+  sym::Bindings b;
+  bind_flat(b, k.outer_vars, k.outer, row);
+  bind_flat(b, k.inner_vars, k.inner, r);
+  const Kernel bk = bound(k, b);
+  std::set<std::string> computed;
+  for (const KernelNode& n : bk.nodes) computed.insert(n.buffer);
+  std::set<std::pair<std::string, const void*>> seen;
+  int across = 0, along = 0;
+  for (const KernelNode& n : bk.nodes) {
+    if (n.reduce == ReduceKind::ArgMax || n.reduce == ReduceKind::ArgMin) return false;
+    ir::for_each_load(n.body, [&](const ir::ValueNode& load) {
+      if (load.is_indirect() || computed.count(load.buffer()) ||
+          !seen.emplace(load.buffer(), load.index().get()).second)
+        return;
+      across += steps_with(load.index(), row);
+      along += steps_with(load.index(), r);
+    });
+  }
+  return across > along;
 }
 
 class Printer {
@@ -290,9 +328,12 @@ class Printer {
     }
   }
 
-  // A row per block (`threads` meeting in block reductions), or with `per_thread` a row per
-  // thread, folded in order.
-  void row_body(const Kernel& k, int64_t threads, bool per_thread) {
+  // How a row kernel's threads take its rows.
+  enum class Rows { per_block, per_thread, columns };
+
+  // Rows a block each (`threads` meeting in block reductions); with per_thread a row per
+  // thread, folded in order; with columns 32 rows a block, kColumnParts threads down each.
+  void row_body(const Kernel& k, int64_t threads, Rows mode) {
     const sym::Expr rows = sym_numel(k.outer), r_numel = sym_numel(k.inner);
     sym::Expr row = sym::index_var("row", rows);
     sym::Expr r = sym::index_var("r", r_numel);
@@ -303,15 +344,25 @@ class Printer {
     const Kernel& bk = bound_.back();
     nodes_.clear();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
+    const bool per_thread = mode == Rows::per_thread, columns = mode == Rows::columns;
     const std::string t = std::to_string(threads), rn = sym::to_c(r_numel);
+    std::string first_thread = "if (threadIdx.x == 0) ";
     if (per_thread) {
       w_.line("const i64 row = (i64)blockIdx.x * " + t + " + threadIdx.x;");
       w_.line("if (row >= " + sym::to_c(rows) + ") return;");
+      first_thread = "";
+    } else if (columns) {
+      w_.line("__shared__ double coil_smem[" + std::to_string(32 * kColumnParts) + "];");
+      // Threads past the last row fold nothing and store nothing; their row is the last one, so
+      // that what every thread computes per row reads in bounds.
+      w_.line("const i64 coil_col = (i64)blockIdx.x * 32 + (threadIdx.x & 31);");
+      w_.line("const bool coil_live = coil_col < " + sym::to_c(rows) + ";");
+      w_.line("const i64 row = coil_live ? coil_col : " + sym::to_c(rows) + " - 1;");
+      first_thread = "if (coil_live && threadIdx.x < 32) ";
     } else {
       w_.line("__shared__ double coil_smem[66];");
       w_.line("const i64 row = blockIdx.x;");
     }
-    const std::string first_thread = per_thread ? "" : "if (threadIdx.x == 0) ";
     for (const codegen::RowBlock& blk : codegen::row_blocks(bk)) {
       if (blk.outer) {
         CudaEmitter em = emitter();
@@ -335,13 +386,17 @@ class Printer {
       // some loads) are consecutive along it, the row's length divides and the vectors are
       // aligned; else one at a time.
       auto scalar_loop = [&] {
+        auto live = w_.block(columns ? "if (coil_live)" : "");
         auto loop =
             w_.block(per_thread ? "for (i64 r = 0; r < " + rn + "; ++r)"
-                                : "for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
+                     : columns  ? "for (i64 r = threadIdx.x >> 5; r < " + rn +
+                                     "; r += " + std::to_string(kColumnParts) + ")"
+                               : "for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
         CudaEmitter em = emitter();
         fold_pass(em, blk.section, nullptr);
       };
-      const std::vector<VectorAccess> vectors = vector_accesses(blk.section, r);
+      const std::vector<VectorAccess> vectors =
+          columns ? std::vector<VectorAccess>{} : vector_accesses(blk.section, r);
       if (per_thread || vectors.empty() ||
           std::none_of(vectors.begin(), vectors.end(),
                        [](const VectorAccess& a) { return !a.store; })) {
@@ -376,8 +431,9 @@ class Printer {
         } else {
           w_.line("const " + type + " " + red + " = " +
                   (per_thread ? a
+                   : columns  ? "coil_column_reduce(" + a + ", " + fold(*n->reduce) + ", coil_smem)"
                               : "coil_block_reduce(" + a + ", " + fold(*n->reduce) + ", (" + type +
-                                    ")" + identity(*n->reduce, dt) + ", coil_smem)") +
+                                   ")" + identity(*n->reduce, dt) + ", coil_smem)") +
                   ";");
         }
         outer_[n->buffer] = red;
@@ -454,11 +510,21 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
     // Only a length fixed at compile time: a row of run-time length may be long, and one thread
     // would then fold it alone, slowly and (for float sums) less accurately than a block's tree.
     const bool per_thread = sym_numel(k.inner)->is_const() && r_numel <= kThreadRowMax;
-    block = per_thread || r_numel >= kRowBlock ? kRowBlock
-                                               : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
-    pr.row_body(rewritten, block, per_thread);
     const sym::Expr rows = sym_numel(k.outer);
-    src.launch = {per_thread ? sym::floordiv(rows + (block - 1), block) : rows, block, 0};
+    using Rows = Printer::Rows;
+    const Rows mode = per_thread ? Rows::per_thread
+                      : program.hint(rows) >= kColumnMinRows && r_numel >= kColumnParts &&
+                              reads_columns(rewritten)
+                          ? Rows::columns
+                          : Rows::per_block;
+    block = mode == Rows::columns                ? 32 * kColumnParts
+            : per_thread || r_numel >= kRowBlock ? kRowBlock
+                                                 : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
+    pr.row_body(rewritten, block, mode);
+    src.launch = {mode == Rows::per_thread ? sym::floordiv(rows + (block - 1), block)
+                  : mode == Rows::columns  ? sym::floordiv(rows + 31, 32)
+                                           : rows,
+                  block, 0};
     std::map<const KernelNode*, size_t> pass_of;
     std::vector<codegen::RowBlock> bs = codegen::row_blocks(rewritten);
     for (size_t b = 0; b < bs.size(); ++b)

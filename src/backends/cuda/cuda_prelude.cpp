@@ -97,6 +97,23 @@ template <typename T, typename F> __device__ T coil_block_reduce(T v, F f, T ide
   __syncthreads();
   return r;
 }
+// A column kernel's block is 32 columns (threadIdx.x % 32) by parts (threadIdx.x / 32), each
+// part having folded every parts-th element of its column: the column's value, in every thread
+// of the column. smem holds blockDim.x values.
+template <typename T, typename F> __device__ T coil_column_reduce(T v, F f, void* smem) {
+  T* s = (T*)smem;
+  const int lane = threadIdx.x & 31, parts = blockDim.x >> 5;
+  s[threadIdx.x] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    for (int p = 1; p < parts; ++p) v = f(v, s[p * 32 + lane]);
+    s[lane] = v;
+  }
+  __syncthreads();
+  v = s[lane];
+  __syncthreads();
+  return v;
+}
 template <typename F> __device__ bool coil_block_reduce(bool v, F f, bool identity, void* smem) {
   return coil_block_reduce((int)v, [f](int a, int b) { return (int)f((bool)a, (bool)b); },
                            (int)identity, smem);
