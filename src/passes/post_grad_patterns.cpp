@@ -1,6 +1,7 @@
 // The post-grad pattern rewrites: matrix products that absorb the pointwise op after them
 // into the library call (a bias add into addmm, relu into addmm_relu's epilogue), saving a
-// pass over the product in memory.
+// pass over the product in memory; and a one-hot scattered into zeros as a comparison with
+// the positions (Inductor's scatter_upon_const_tensor), which fuses into its readers.
 //
 // Only cheap, exact epilogues are fused here. gelu, silu, tanh and the other transcendental
 // activations stay in generated kernels, whose vector math is cheaper than the pass it would
@@ -48,8 +49,58 @@ Pattern addmm_relu_from_relu() {
   return p;
 }
 
+// scatter_add(zeros, dim, index, src) with one index per line along dim (and index and src
+// as large as the zeros in every other dim) -> where(positions == index, src, 0): the gradient
+// of a gather, as cross-entropy's one-hot targets. The scatter wrote the whole zero tensor and
+// then the values; the comparison is pointwise and fuses into whoever reads it.
+Pattern one_hot_from_scatter_into_zeros() {
+  Pattern p;
+  p.name = "scatter_add(zeros, dim, index, src) -> where(positions == index, src, 0)";
+  p.expr = op(OpId::scatter_add, {op(OpId::full, {}, "zeros")});
+  p.predicate = [](const Match& m) {
+    const Node& root = *m.root;
+    const auto* fill = std::get_if<Scalar>(&m["zeros"]->args()[1]);
+    const auto* dim = std::get_if<int64_t>(&root.args()[1]);
+    const auto* index = std::get_if<Node*>(&root.args()[2]);
+    const auto* src = std::get_if<Node*>(&root.args()[3]);
+    if (!fill || fill->to_double() != 0 || !dim || !index || !src) return false;
+    const TensorMeta& out = root.tensor_meta();
+    const int64_t rank = static_cast<int64_t>(out.sizes.size());
+    if (rank == 0 || *dim < -rank || *dim >= rank) return false;
+    const int64_t d = *dim < 0 ? *dim + rank : *dim;
+    const SymLayout layout = root.sym_layout();
+    const TensorMeta &i = (*index)->tensor_meta(), &v = (*src)->tensor_meta();
+    if (!layout.sizes[d]->is_const() || i.sizes.size() != out.sizes.size() || v.sizes != i.sizes ||
+        v.dtype != out.dtype || out.dtype == kBool)
+      return false;
+    for (int64_t k = 0; k < rank; ++k)
+      if (i.sizes[k] != (k == d ? 1 : out.sizes[k]) || (k != d && !layout.sizes[k]->is_const()))
+        return false;
+    return true;
+  };
+  p.replacement = [](Graph& g, const Match& m) {
+    Node* root = m.root;
+    const TensorMeta& out = root->tensor_meta();
+    const int64_t rank = static_cast<int64_t>(out.sizes.size());
+    const int64_t dim = std::get<int64_t>(root->args()[1]);
+    const int64_t d = dim < 0 ? dim + rank : dim;
+    Node* positions = g.call(
+        OpId::arange,
+        {Scalar(int64_t{0}), Scalar(out.sizes[d]), Scalar(int64_t{1}), kInt64, out.device}, root);
+    Shape along(static_cast<size_t>(rank), 1);
+    along[d] = out.sizes[d];
+    Node* hit = g.call(
+        OpId::eq, {g.call(OpId::view, {positions, along}, root), std::get<Node*>(root->args()[2])},
+        root);
+    // An integer zero: it takes the values' dtype, float or integer.
+    return g.call(OpId::where, {hit, std::get<Node*>(root->args()[3]), Scalar(int64_t{0})}, root);
+  };
+  return p;
+}
+
 const std::vector<Pattern>& post_grad_patterns() {
-  static const std::vector<Pattern> patterns = {addmm_from_add(), addmm_relu_from_relu()};
+  static const std::vector<Pattern> patterns = {addmm_from_add(), addmm_relu_from_relu(),
+                                                one_hot_from_scatter_into_zeros()};
   return patterns;
 }
 

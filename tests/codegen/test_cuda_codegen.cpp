@@ -101,14 +101,15 @@ TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
   EXPECT_NE(cuda_module_source(dynamic).find("coil_block_reduce(acc_"), std::string::npos);
 }
 
-// Reductions down columns (a bias's gradient over the tokens, a softmax over dim 0) take 32
-// columns a block, so that a warp reads consecutive elements; rows, and arg reductions (whose
-// index the column reduction does not carry), keep a block per row.
+// Reductions down columns (a softmax over dim 0, a sum over a batch) take 32 columns a block,
+// so that a warp reads consecutive elements, when there are enough columns to fill the GPU;
+// rows, arg reductions (whose index the column reduction does not carry) and fewer columns keep
+// a block per row.
 TEST(CudaCodegen, ColumnsTakeThirtyTwoABlock) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
   Graph g;
-  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4096, 768}));
-  Node* y = g.placeholder("y", ops::contiguous_meta(kFloat32, {300, 100}));
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {768, 8192}));
+  Node* y = g.placeholder("y", ops::contiguous_meta(kFloat32, {300, 5000}));
   g.output({g.call(OpId::sum, {g.call(OpId::mul, {x, x}), Shape{0}}),
             g.call(OpId::softmax, {y, int64_t{0}})});
   const std::string source = cuda_module_source(g);
@@ -116,10 +117,12 @@ TEST(CudaCodegen, ColumnsTakeThirtyTwoABlock) {
   EXPECT_EQ(source.find("coil_block_reduce(acc_"), std::string::npos) << source;
   EXPECT_EQ(cuda_compile_errors(g), "");
 
+  // Rows, arg reductions, and columns too few to fill the GPU.
   Graph rows;
-  Node* z = rows.placeholder("z", ops::contiguous_meta(kFloat32, {768, 4096}));
-  rows.output(
-      {rows.call(OpId::sum, {z, Shape{1}}), rows.call(OpId::argmax, {z, int64_t{0}, false})});
+  Node* z = rows.placeholder("z", ops::contiguous_meta(kFloat32, {768, 8192}));
+  Node* w = rows.placeholder("w", ops::contiguous_meta(kFloat32, {4096, 768}));
+  rows.output({rows.call(OpId::sum, {z, Shape{1}}), rows.call(OpId::argmax, {z, int64_t{0}, false}),
+               rows.call(OpId::sum, {w, Shape{0}})});
   const std::string row_source = cuda_module_source(rows);
   EXPECT_EQ(row_source.find("coil_column_reduce(acc_"), std::string::npos) << row_source;
   EXPECT_EQ(cuda_compile_errors(rows), "");

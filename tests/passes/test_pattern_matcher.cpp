@@ -256,3 +256,36 @@ TEST(AddmmRelu, RejectsWhatAddmmRejects) {
 }
 
 }  // namespace
+
+// The gradient of a gather (cross-entropy's one-hot targets): a scatter into zeros becomes a
+// comparison with the positions, which fuses into its readers; other scatters stay.
+TEST(PostGradPatterns, ScatterIntoZerosBecomesAComparison) {
+  const std::string head =
+      "def forward(self, i: \"i64[4, 1][1, 1]cpu\", v: \"f32[4, 1][1, 1]cpu\", "
+      "w: \"f32[4, 6][6, 1]cpu\"):\n";
+  const std::string before = head +
+                             "    z = coil.full([4, 6], 0, coil.float32, \"cpu\")\n"
+                             "    s = coil.scatter_add(z, 1, i, v)\n"
+                             "    return (s,)\n";
+  Graph original = parse_graph(before), g = parse_graph(before);
+  EXPECT_TRUE(run_post_grad_patterns(g));
+  verify(g);
+  run_dce(g);
+  EXPECT_EQ(print_graph(g),
+            canonical(head + "    arange = coil.arange(0, 6, 1, coil.int64, \"cpu\")\n"
+                             "    view = coil.view(arange, [1, 6])\n"
+                             "    eq = coil.eq(view, i)\n"
+                             "    where = coil.where(eq, v, 0)\n"
+                             "    return (where,)\n"));
+  Tensor index = tensor(std::vector<int64_t>{5, 0, 2, 5}, Shape{4, 1});
+  expect_same_results(original, g, {index, random({4, 1}), random({4, 6})});
+  // A base that is not zeros, or several indices per line, is a real scatter.
+  expect_no_change(run_post_grad_patterns, head +
+                                               "    s = coil.scatter_add(w, 1, i, v)\n"
+                                               "    return (s,)\n");
+  expect_no_change(run_post_grad_patterns,
+                   "def forward(self, i: \"i64[4, 2][2, 1]cpu\", v: \"f32[4, 2][2, 1]cpu\"):\n"
+                   "    z = coil.full([4, 6], 0, coil.float32, \"cpu\")\n"
+                   "    s = coil.scatter_add(z, 1, i, v)\n"
+                   "    return (s,)\n");
+}

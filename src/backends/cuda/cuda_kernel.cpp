@@ -31,11 +31,14 @@ constexpr int64_t kThreadRowMax = 32;
 // Elements per thread of a vectorised pointwise kernel: one 16-byte access for float32.
 constexpr int64_t kVector = 4;
 // A column kernel (rows whose elements lie a stride apart, consecutive rows' side by side: a
-// bias's or a layer norm weight's gradient summed over the tokens) takes 32 rows per block and
+// softmax over dim 0, a bias's gradient summed over a batch) takes 32 rows per block and
 // kColumnParts threads down each, so that a warp reads 32 consecutive elements; a block per row
-// read one element per 32-byte sector.
+// reads one element per 32-byte sector. Only with enough rows to give every multiprocessor a
+// block: with fewer (GPT-2's 768 bias gradients: 24 blocks) the block per row, whose blocks
+// fill the GPU, was faster. Few long columns want a split over the column as well, which is
+// not there yet.
 constexpr int64_t kColumnParts = 16;
-constexpr int64_t kColumnMinRows = 64;
+constexpr int64_t kColumnMinRows = 4096;
 
 // Whether `index` steps by one element as `var` does.
 bool steps_with(sym::Expr index, sym::Expr var) {
@@ -152,7 +155,8 @@ const char* fold(ReduceKind k) {
 
 // Whether the row kernel `k` reads more of its inputs column-wise (consecutive elements for
 // consecutive rows) than along its rows, and has no arg reduction (whose index a column
-// reduction does not carry).
+// reduction does not carry). A load that is the same all along a row (a row's mean, its
+// maximum) counts neither way.
 bool reads_columns(const Kernel& k) {
   const sym::Expr row = sym::index_var("row", sym_numel(k.outer));
   const sym::Expr r = sym::index_var("r", sym_numel(k.inner));
@@ -168,6 +172,7 @@ bool reads_columns(const Kernel& k) {
     if (n.reduce == ReduceKind::ArgMax || n.reduce == ReduceKind::ArgMin) return false;
     ir::for_each_load(n.body, [&](const ir::ValueNode& load) {
       if (load.is_indirect() || computed.count(load.buffer()) ||
+          !sym::depends_on(load.index(), r) ||
           !seen.emplace(load.buffer(), load.index().get()).second)
         return;
       across += steps_with(load.index(), row);
