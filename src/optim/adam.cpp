@@ -6,6 +6,7 @@
 
 #include "optim/compiled_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -117,11 +118,27 @@ void adam_step(std::vector<ParamGroup<O>>& groups,
       functional::adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, o, decoupled);
       continue;
     }
+    // Parameters at the same step, of one dtype and device, share their scalars: three small
+    // tensors a step (on a GPU three fills) rather than three per parameter.
+    struct Shared {
+      int64_t step;
+      DType dtype;
+      Device device;
+      StepScalars scalars;
+    };
+    std::vector<Shared> shared;
     std::vector<Tensor> all;
     for (size_t i = 0; i < params.size(); ++i) {
       all.insert(all.end(), {params[i], grads[i], exp_avgs[i], exp_avg_sqs[i]});
       if (o.amsgrad) all.push_back(max_sqs[i]);
-      StepScalars k = step_scalars(params[i], steps[i], o);
+      const Tensor& p = params[i];
+      auto same = std::find_if(shared.begin(), shared.end(), [&](const Shared& s) {
+        return s.step == steps[i] && s.dtype == p.dtype() && s.device == p.device();
+      });
+      if (same == shared.end())
+        same = shared.insert(shared.end(),
+                             {steps[i], p.dtype(), p.device(), step_scalars(p, steps[i], o)});
+      const StepScalars& k = same->scalars;
       all.insert(all.end(), {k.step_size, k.bias_correction2_sqrt, k.decay});
     }
     if (!compiled) compiled = std::make_shared<detail::CompiledSteps>();
