@@ -119,6 +119,76 @@ void split_reduction(Context& cx, ir::Computation& c) {
   c.body = V::load(partials, c.dtype, address);
 }
 
+// On the GPU, a reduction down columns (consecutive values read consecutive elements, each
+// value's own a stride apart: a bias's gradient summed over the tokens) of at least this many
+// elements per value is split too, so that its blocks fill the GPU: GPT-2's 768 bias gradients
+// over 4096 tokens were 768 blocks each reading one element per sector.
+constexpr int64_t kColumnSplitMin = 1024;
+
+// Whether some load of `c` steps by one element with its last value var and none with its last
+// reduction var: consecutive values side by side, each value's elements apart.
+bool reads_down_columns(const ir::Computation& c) {
+  if (c.vars.empty() || c.rvars.empty()) return false;
+  bool across = false, along = false;
+  ir::for_each_load(c.body, [&](const ir::ValueNode& load) {
+    if (load.is_indirect()) return;
+    auto steps = [&](sym::Expr v) {
+      return sym::depends_on(load.index(), v) && !sym::depends_on(load.index() - v, v);
+    };
+    across = across || steps(c.vars.back());
+    along = along || steps(c.rvars.back());
+  });
+  return across && !along;
+}
+
+// Rewrites `c`, a GPU reduction down many long columns, as a reduction over partials laid out
+// piece-major, [pieces, values...]: the partials' kernel then reads consecutive elements for
+// consecutive outputs (the CUDA backend gives it 32 columns a block), and so does the final
+// reduction of each value's pieces.
+void split_columns(Context& cx, ir::Computation& c) {
+  const bool combines = *c.reduce == ReduceKind::Sum || *c.reduce == ReduceKind::Prod ||
+                        *c.reduce == ReduceKind::Max || *c.reduce == ReduceKind::Min ||
+                        *c.reduce == ReduceKind::Any || *c.reduce == ReduceKind::All;
+  const sym::Expr numel = sym_numel(c.reduction_ranges);
+  if (!cx.program().device.is_cuda() || !combines || !numel->is_const() ||
+      numel->value() < kColumnSplitMin || !reads_down_columns(c))
+    return;
+  const int64_t n = numel->value();
+  int64_t pieces = 0;
+  for (int64_t p : {32, 16, 8})
+    if (n % p == 0 && n / p >= 128) {
+      pieces = p;
+      break;
+    }
+  if (pieces == 0) return;
+  const sym::Expr len = sym::constant(n / pieces);
+  ir::Computation part;
+  part.ranges = {sym::constant(pieces)};
+  part.ranges.insert(part.ranges.end(), c.ranges.begin(), c.ranges.end());
+  part.vars = Context::vars(part.ranges, "i");
+  sym::Bindings at;
+  for (size_t k = 0; k < c.vars.size(); ++k) at[c.vars[k]] = part.vars[k + 1];
+  part.reduction_ranges = {len};
+  part.rvars = Context::vars(part.reduction_ranges, "j");
+  std::vector<sym::Expr> original =
+      ir::unravel(part.vars[0] * len + part.rvars[0], c.reduction_ranges);
+  for (size_t k = 0; k < c.rvars.size(); ++k) at[c.rvars[k]] = original[k];
+  part.body = ir::substitute(c.body, at);
+  part.reduce = c.reduce;
+  part.dtype = c.dtype;
+  ir::Buffer b;
+  b.kind = ir::BufferKind::Computed;
+  b.layout = ir::Layout::contiguous(c.dtype, part.ranges);
+  c.reduction_ranges = {sym::constant(pieces)};
+  c.rvars = Context::vars(c.reduction_ranges, "j");
+  std::vector<sym::Expr> partial_index = {c.rvars[0]};
+  partial_index.insert(partial_index.end(), c.vars.begin(), c.vars.end());
+  const sym::Expr address = b.layout.address(partial_index);
+  b.compute = std::move(part);
+  const std::string partials = cx.add_buffer(std::move(b));
+  c.body = V::load(partials, c.dtype, address);
+}
+
 // Reduces `x` over `dims` (all dims when empty) into a new buffer shaped like the node's
 // output; body(v) turns the loaded element into what is accumulated.
 TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, ReduceKind kind,
@@ -154,6 +224,7 @@ TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, 
   c.reduce = kind;
   c.dtype = dtype;
   split_reduction(cx, c);
+  split_columns(cx, c);  // after a split of few values, too short for it
   ir::Buffer b;
   b.kind = ir::BufferKind::Computed;
   b.layout = ir::Layout::contiguous(dtype, c.ranges);

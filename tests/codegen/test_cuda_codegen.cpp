@@ -102,9 +102,9 @@ TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
 }
 
 // Reductions down columns (a softmax over dim 0, a sum over a batch) take 32 columns a block,
-// so that a warp reads consecutive elements, when there are enough columns to fill the GPU;
-// rows, arg reductions (whose index the column reduction does not carry) and fewer columns keep
-// a block per row.
+// so that a warp reads consecutive elements, when there are enough columns to fill the GPU
+// (fewer long ones are split first); rows and arg reductions (whose index the column reduction
+// does not carry) keep a block per row.
 TEST(CudaCodegen, ColumnsTakeThirtyTwoABlock) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
   Graph g;
@@ -117,12 +117,21 @@ TEST(CudaCodegen, ColumnsTakeThirtyTwoABlock) {
   EXPECT_EQ(source.find("coil_block_reduce(acc_"), std::string::npos) << source;
   EXPECT_EQ(cuda_compile_errors(g), "");
 
-  // Rows, arg reductions, and columns too few to fill the GPU.
+  // Few long columns (a bias's gradient over 4096 tokens) are split in 32 pieces: partials laid
+  // out [pieces, columns], summed 32 columns a block, then each column's pieces a thread each.
+  Graph split;
+  Node* w = split.placeholder("w", ops::contiguous_meta(kFloat32, {4096, 768}, Device("cuda")));
+  split.output({split.call(OpId::sum, {w, Shape{0}})});
+  const std::string split_source = cuda_module_source(split);
+  EXPECT_NE(split_source.find("coil_column_reduce(acc_"), std::string::npos) << split_source;
+  EXPECT_NE(split_source.find("for (i64 r = 0; r < 32; ++r)"), std::string::npos) << split_source;
+  EXPECT_EQ(cuda_compile_errors(split), "");
+
+  // Rows, and arg reductions.
   Graph rows;
   Node* z = rows.placeholder("z", ops::contiguous_meta(kFloat32, {768, 8192}));
-  Node* w = rows.placeholder("w", ops::contiguous_meta(kFloat32, {4096, 768}));
-  rows.output({rows.call(OpId::sum, {z, Shape{1}}), rows.call(OpId::argmax, {z, int64_t{0}, false}),
-               rows.call(OpId::sum, {w, Shape{0}})});
+  rows.output(
+      {rows.call(OpId::sum, {z, Shape{1}}), rows.call(OpId::argmax, {z, int64_t{0}, false})});
   const std::string row_source = cuda_module_source(rows);
   EXPECT_EQ(row_source.find("coil_column_reduce(acc_"), std::string::npos) << row_source;
   EXPECT_EQ(cuda_compile_errors(rows), "");

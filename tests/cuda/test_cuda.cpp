@@ -390,9 +390,10 @@ TEST(Cuda, ScanAndScatterRunOnTheGpu) {
 // A CPU 0-dim tensor mixes with GPU tensors in pointwise ops, as torch's CPU scalars do (copied
 // to the GPU first): eagerly, compiled, and through autograd (its gradient on the CPU). A CPU
 // tensor with dims beside a GPU one is still an error that says what to do.
-// Reductions down columns (32 columns a block where there are enough of them, else a block
-// each): column counts that are and are not multiples of 32, passes that use an earlier pass's
-// result (softmax, variance), integer and boolean folds, eager and compiled, against the CPU.
+// Reductions down columns (32 columns a block where there are enough of them, few long ones
+// split in pieces first, else a block each): column counts that are and are not multiples of 32,
+// passes that use an earlier pass's result (softmax, variance), integer and boolean folds, eager
+// and compiled, against the CPU.
 TEST(Cuda, ColumnReductionsMatchTheCpu) {
   COIL_REQUIRE_GPU();
   auto f = [](const Tensor& x) {
@@ -402,7 +403,7 @@ TEST(Cuda, ColumnReductionsMatchTheCpu) {
   };
   auto cf = compile(f);
   for (auto [rows, cols] :
-       {std::pair{4096, 768}, {1000, 70}, {64, 5000}, {37, 4100}, {300, 4500}}) {
+       {std::pair{4096, 768}, {2048, 300}, {1536, 2304}, {1000, 70}, {64, 5000}, {37, 4100}}) {
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
     Tensor x = random({rows, cols});
     const std::vector<Tensor> want = f(x), eager = f(x.cuda()), compiled = cf(x.cuda());

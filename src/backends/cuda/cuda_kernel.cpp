@@ -153,11 +153,26 @@ const char* fold(ReduceKind k) {
   }
 }
 
+// Whether `index` moves by one element from row to row + 1 at most of the first rows (a row
+// index unravelled into several dims carries now and then: the partials of a split column
+// reduction, [pieces, columns]), at the row's first element.
+bool steps_with_rows(sym::Expr index, sym::Expr row, sym::Expr r, const ir::Program& p) {
+  if (!sym::depends_on(index, row)) return false;
+  if (steps_with(index, row)) return true;
+  constexpr int64_t kSamples = 64;
+  int64_t ones = 0;
+  auto at = [&](int64_t k) {
+    return p.hint(sym::substitute(index, {{row, sym::constant(k)}, {r, sym::constant(0)}}));
+  };
+  for (int64_t k = 0; k < kSamples; ++k) ones += at(k + 1) - at(k) == 1;
+  return ones * 4 >= kSamples * 3;
+}
+
 // Whether the row kernel `k` reads more of its inputs column-wise (consecutive elements for
 // consecutive rows) than along its rows, and has no arg reduction (whose index a column
 // reduction does not carry). A load that is the same all along a row (a row's mean, its
 // maximum) counts neither way.
-bool reads_columns(const Kernel& k) {
+bool reads_columns(const Kernel& k, const ir::Program& program) {
   const sym::Expr row = sym::index_var("row", sym_numel(k.outer));
   const sym::Expr r = sym::index_var("r", sym_numel(k.inner));
   sym::Bindings b;
@@ -175,7 +190,7 @@ bool reads_columns(const Kernel& k) {
           !sym::depends_on(load.index(), r) ||
           !seen.emplace(load.buffer(), load.index().get()).second)
         return;
-      across += steps_with(load.index(), row);
+      across += steps_with_rows(load.index(), row, r, program);
       along += steps_with(load.index(), r);
     });
   }
@@ -519,7 +534,7 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
     using Rows = Printer::Rows;
     const Rows mode = per_thread ? Rows::per_thread
                       : program.hint(rows) >= kColumnMinRows && r_numel >= kColumnParts &&
-                              reads_columns(rewritten)
+                              reads_columns(rewritten, program)
                           ? Rows::columns
                           : Rows::per_block;
     block = mode == Rows::columns                ? 32 * kColumnParts
