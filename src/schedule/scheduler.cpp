@@ -114,6 +114,34 @@ FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b) {
                             " nodes, and " + b.name + " reads none of them");
 }
 
+// A pointwise node that reads nothing the kernel computes joins a reduction's loop only when it
+// reads an element that the kernel's nodes read at the same point. Otherwise the two walk their
+// inputs in different orders (a sum down columns beside a pass along the rows: a bias's
+// gradient beside the gradient itself), share no load, and on the GPU one of them reads
+// uncoalesced; apart, each kernel takes its own best order.
+FusionDecision shares_reads(const Group& g, const ir::Buffer& b) {
+  const ir::Computation& a = *g.anchor();
+  const ir::Computation& c = *b.compute;
+  if (!a.is_reduction() || c.is_reduction() || outer_numel(c) != outer_numel(a) * inner_numel(a))
+    return FusionDecision::yes("");
+  for (const std::string& r : reads_of(c))
+    if (g.has_member(r)) return FusionDecision::yes("");
+  std::vector<const ir::Buffer*> members = g.members;
+  members.push_back(&b);
+  LoopNest loops = loop_nest(members);
+  std::set<std::pair<std::string, const void*>> read;  // index expressions are hash-consed
+  for (const ir::Buffer* m : g.members)
+    ir::for_each_load(translate(*m, loops).body,
+                      [&](const ir::ValueNode& l) { read.emplace(l.buffer(), l.index().get()); });
+  bool shared = false;
+  ir::for_each_load(translate(b, loops).body, [&](const ir::ValueNode& l) {
+    shared = shared || read.count({l.buffer(), l.index().get()}) > 0;
+  });
+  return shared ? FusionDecision::yes("")
+                : FusionDecision::no(b.name +
+                                     " reads none of the elements the kernel reads at each point");
+}
+
 // How many earlier steps a node may move back to join a kernel: bounds the search.
 constexpr int kFusionWindow = 8;
 
@@ -141,7 +169,7 @@ Schedule schedule(const ir::Program& program) {
       if (s.steps[i].kernel < 0) continue;
       Group& g = groups[s.steps[i].kernel];
       FusionDecision d = fits(g, b);
-      for (auto check : {room_for_unrelated, same_elements}) {
+      for (auto check : {room_for_unrelated, shares_reads, same_elements}) {
         if (!d.ok) break;
         if (FusionDecision e = check(g, b); !e.ok) d = e;
       }
