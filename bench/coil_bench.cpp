@@ -424,7 +424,7 @@ int run_bench(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run_bench(argc, argv);
-  } catch (const coil::Error& e) {
+  } catch (const std::exception& e) {  // coil::Error, and an InternalError (a bug) too
     std::fprintf(stderr, "coil-bench: %s\n", e.what());
     return 1;
   }

@@ -18,9 +18,18 @@ Expr pair_at(const SymShape& v, size_t k, int64_t fallback) {
   return v.size() == 1 ? v[0] : v[k];
 }
 
-// (in + 2*pad - dil*(k - 1) - 1) // stride + 1, the window never starting past the input.
+// (in + 2*pad - dil*(k - 1) - 1) // stride + 1, the window never starting past the input. The
+// window's size is specialised (a model's constant, as the weight's it comes from), and so is
+// the input's where the span could otherwise be negative within its symbol's range (a window
+// wider than the smallest input the symbol allows): every loop extent the output's size makes
+// must be provably non-negative, which a guard alone does not tell the index algebra.
 Expr window_count(const SymCall& c, Expr in, Expr k, Expr stride, Expr pad, Expr dil) {
+  if (!k->is_const()) k = sym::constant(c.guard_int(k));
   Expr span = in + 2 * pad - dil * (k - 1) - 1;
+  if (span->range().lo < 0 && !in->is_const()) {
+    in = sym::constant(c.guard_int(in));
+    span = in + 2 * pad - dil * (k - 1) - 1;
+  }
   c.le(sym::constant(0), span);
   COIL_ASSERT(stride->is_const(), c.why(), ": a symbolic stride");
   return sym::floordiv(span, stride->value()) + 1;

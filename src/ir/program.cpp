@@ -140,15 +140,21 @@ sym::Expr ravel(const std::vector<sym::Expr>& index, const SymShape& sizes) {
   return flat;
 }
 
-// Divisors of 0 (an empty dim: no element, so no index either) count as 1.
+// Divisors that may be 0 (an empty dim, or a symbolic size whose range reaches 0: no element,
+// so no index either) count as 1. The outermost dim takes no mod: the flat index is below the
+// whole product, so its quotient is below the first size.
 std::vector<sym::Expr> unravel(sym::Expr flat, const SymShape& sizes) {
   std::vector<sym::Expr> out(sizes.size());
   sym::Expr stride = sym::constant(1);
-  auto positive = [](sym::Expr e) { return e->is_const(0) ? sym::constant(1) : e; };
+  auto positive = [](sym::Expr e) {
+    if (e->is_const(0)) return sym::constant(1);
+    return e->range().lo >= 1 ? e : sym::max(e, sym::constant(1));
+  };
   for (size_t k = sizes.size(); k-- > 0;) {
-    out[k] = sizes[k]->is_const(1)
-                 ? sym::constant(0)
-                 : sym::mod(sym::floordiv(flat, positive(stride)), positive(sizes[k]));
+    const sym::Expr quotient = sym::floordiv(flat, positive(stride));
+    out[k] = sizes[k]->is_const(1) ? sym::constant(0)
+             : k == 0              ? quotient
+                                   : sym::mod(quotient, positive(sizes[k]));
     stride = stride * sizes[k];
   }
   return out;

@@ -86,3 +86,28 @@ TEST(DynamicModels, MlpOverChangingBatches) {
   }
   EXPECT_LE(counters()["captures"], 2);
 }
+
+// Convolutions with every input dim symbolic (dynamic=true, the weight's too): the window's size
+// is specialised, as a model's constant; the spatial sizes stay symbolic where the output's size
+// is provably non-negative within the symbols' ranges (padding covers the window), and are
+// specialised where it is not (a 5-wide window without padding). Every call matches eager.
+TEST(DynamicModels, ConvolutionsOverSymbolicSizes) {
+  manual_seed(9);
+  for (auto [k, pad] : {std::pair<int64_t, int64_t>{3, 1}, {5, 0}}) {
+    SCOPED_TRACE("kernel " + std::to_string(k) + ", padding " + std::to_string(pad));
+    compiler_reset();
+    auto f = [pad](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return relu(conv2d(x, w, b, {1, 1}, {pad, pad}));
+    };
+    auto cf = compile(f, {.dynamic = true});
+    Tensor w = random({6, 4, k, k}), b = random({6});
+    for (auto [n, h, wd] : {std::tuple{2, 12, 12}, {3, 9, 14}, {2, 16, 7}}) {
+      Tensor x = random({n, 4, h, wd});
+      Tensor got = cf(x, w, b), want = f(x, w, b);
+      expect_close(got, values(want), want.sizes(), 1e-4, 1e-5);
+    }
+    if (pad == 1) {
+      EXPECT_EQ(counters()["captures"], 1);  // one graph for every size
+    }
+  }
+}
