@@ -30,6 +30,13 @@ int64_t split_pieces(int64_t n) {
   return 0;
 }
 
+// Whether partial results of a `kind` reduction combine with the same reduction (Welford's
+// variance and argmax/argmin do not: their state is more than a value).
+bool combines_partials(ReduceKind kind) {
+  return kind == ReduceKind::Sum || kind == ReduceKind::Prod || kind == ReduceKind::Max ||
+         kind == ReduceKind::Min || kind == ReduceKind::Any || kind == ReduceKind::All;
+}
+
 // Rewrites `c`, a reduction to a few values, as a reduction over a new buffer of partials,
 // when each value has enough elements and its kind combines partials with itself. A static
 // count is cut into pieces that divide it. A count known only at run time (large at the hints)
@@ -39,12 +46,9 @@ int64_t split_pieces(int64_t n) {
 // sizes below 256 leave the pieces empty and the tail whole. The partials are laid out as the
 // values with one more, innermost dim: the piece.
 void split_reduction(Context& cx, ir::Computation& c) {
-  const bool combines = *c.reduce == ReduceKind::Sum || *c.reduce == ReduceKind::Prod ||
-                        *c.reduce == ReduceKind::Max || *c.reduce == ReduceKind::Min ||
-                        *c.reduce == ReduceKind::Any || *c.reduce == ReduceKind::All;
   const sym::Expr numel = sym_numel(c.reduction_ranges);
   const int64_t few = cx.program().device.is_cuda() ? kFewValuesGpu : kFewValuesCpu;
-  if (!combines || cx.program().hint(sym_numel(c.ranges)) > few) return;
+  if (!combines_partials(*c.reduce) || cx.program().hint(sym_numel(c.ranges)) > few) return;
   int64_t pieces = 256;
   sym::Expr len;
   if (numel->is_const()) {
@@ -144,11 +148,8 @@ bool reads_down_columns(const ir::Computation& c) {
 // consecutive outputs (the CUDA backend gives it 32 columns a block), and so does the final
 // reduction of each value's pieces.
 void split_columns(Context& cx, ir::Computation& c) {
-  const bool combines = *c.reduce == ReduceKind::Sum || *c.reduce == ReduceKind::Prod ||
-                        *c.reduce == ReduceKind::Max || *c.reduce == ReduceKind::Min ||
-                        *c.reduce == ReduceKind::Any || *c.reduce == ReduceKind::All;
   const sym::Expr numel = sym_numel(c.reduction_ranges);
-  if (!cx.program().device.is_cuda() || !combines || !numel->is_const() ||
+  if (!cx.program().device.is_cuda() || !combines_partials(*c.reduce) || !numel->is_const() ||
       numel->value() < kColumnSplitMin || !reads_down_columns(c))
     return;
   const int64_t n = numel->value();

@@ -300,9 +300,15 @@ std::optional<float> time_algo(const Plan& plan, cublasLtHandle_t handle, const 
 cublasLtMatmulAlgo_t tuned_algo(const Problem& p, const Plan& plan, cublasLtHandle_t handle,
                                 const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
                                 const Operands& o) {
-  const jit::CacheEntry entry = jit::open_cache_entry(tuning_key(p), "autotune");
-  const std::string path = entry.path(".algo");
-  if (std::optional<cublasLtMatmulAlgo_t> saved = saved_algo(path, plan, handle)) {
+  // The cache never fails a program: without a usable folder the choice is only not kept.
+  std::string path;
+  try {
+    path = jit::open_cache_entry(tuning_key(p), "autotune").path(".algo");
+  } catch (const std::exception& e) {
+    debug::log("autotune", "cuBLASLt", std::string("the choice is not kept: ") + e.what());
+  }
+  if (std::optional<cublasLtMatmulAlgo_t> saved =
+          path.empty() ? std::nullopt : saved_algo(path, plan, handle)) {
     debug::log("autotune", "cuBLASLt", p.str() + ": the algorithm chosen in an earlier run");
     return *saved;
   }
@@ -326,7 +332,12 @@ cublasLtMatmulAlgo_t tuned_algo(const Problem& p, const Plan& plan, cublasLtHand
                 best_ms > 0 && first_ms > 0 ? first_ms / best_ms : 1.0);
   debug::log("autotune", "cuBLASLt", report + kept);
   const cublasLtMatmulAlgo_t algo = candidates[best].algo;
-  jit::write_file_atomically(path, jit::to_hex(&algo, sizeof algo), /*sealed=*/true);
+  try {
+    if (!path.empty())
+      jit::write_file_atomically(path, jit::to_hex(&algo, sizeof algo), /*sealed=*/true);
+  } catch (const std::exception& e) {
+    debug::log("autotune", "cuBLASLt", std::string("the choice is not kept: ") + e.what());
+  }
   return algo;
 }
 

@@ -153,13 +153,13 @@ const char* fold(ReduceKind k) {
   }
 }
 
-// Whether `index` moves by one element from row to row + 1 at most of the first rows (a row
+// Whether `index` moves by one element from row to row + 1 at most of the first 32 rows (a row
 // index unravelled into several dims carries now and then: the partials of a split column
 // reduction, [pieces, columns]), at the row's first element.
 bool steps_with_rows(sym::Expr index, sym::Expr row, sym::Expr r, const ir::Program& p) {
   if (!sym::depends_on(index, row)) return false;
   if (steps_with(index, row)) return true;
-  constexpr int64_t kSamples = 64;
+  constexpr int64_t kSamples = 32;
   int64_t ones = 0;
   auto at = [&](int64_t k) {
     return p.hint(sym::substitute(index, {{row, sym::constant(k)}, {r, sym::constant(0)}}));
