@@ -1,6 +1,9 @@
 // Lowerings of the reductions: each becomes a Reduction buffer over the reduced dims.
 #include <coil/error.h>
 
+#include <initializer_list>
+#include <string>
+
 #include "lower/context.h"
 #include "graph/dims.h"
 
@@ -22,12 +25,37 @@ constexpr int64_t kSplitMin = 32768;
 // the GPU's multiprocessors).
 constexpr int64_t kFewValuesCpu = 16, kFewValuesGpu = 128;
 
-// The number of pieces for a reduction of n elements per value: a divisor of n that leaves each
-// piece long enough to vectorise, or 0 when none does.
-int64_t split_pieces(int64_t n) {
-  for (int64_t p : {256, 128, 64, 32, 16})
-    if (n % p == 0 && n / p >= 512) return p;
+// The number of pieces for a reduction of n elements per value: the first of `counts` that
+// divides n and leaves each piece at least `min_len` long, or 0 when none does.
+int64_t split_pieces(int64_t n, std::initializer_list<int64_t> counts, int64_t min_len) {
+  for (int64_t p : counts)
+    if (n % p == 0 && n / p >= min_len) return p;
   return 0;
+}
+
+// A reduction of `c`'s body over `count` of each value's elements, from `first` on, into a new
+// buffer over `ranges`; `values` gives c's value vars in terms of the new vars, and `first` the
+// piece's first element (both given the new vars). Its name.
+template <typename Values, typename First>
+std::string partial_reduction(Context& cx, const ir::Computation& c, SymShape ranges,
+                              sym::Expr count, Values values, First first) {
+  ir::Computation part;
+  part.ranges = std::move(ranges);
+  part.vars = Context::vars(part.ranges, "i");
+  sym::Bindings bind = values(part.vars);
+  part.reduction_ranges = {count};
+  part.rvars = Context::vars(part.reduction_ranges, "j");
+  std::vector<sym::Expr> original =
+      ir::unravel(first(part.vars) + part.rvars[0], c.reduction_ranges);
+  for (size_t k = 0; k < c.rvars.size(); ++k) bind[c.rvars[k]] = original[k];
+  part.body = ir::substitute(c.body, bind);
+  part.reduce = c.reduce;
+  part.dtype = c.dtype;
+  ir::Buffer b;
+  b.kind = ir::BufferKind::Computed;
+  b.layout = ir::Layout::contiguous(c.dtype, part.ranges);
+  b.compute = std::move(part);
+  return cx.add_buffer(std::move(b));
 }
 
 // Whether partial results of a `kind` reduction combine with the same reduction (Welford's
@@ -53,7 +81,7 @@ void split_reduction(Context& cx, ir::Computation& c) {
   sym::Expr len;
   if (numel->is_const()) {
     const int64_t n = numel->value();
-    pieces = split_pieces(n);
+    pieces = split_pieces(n, {256, 128, 64, 32, 16}, 512);
     if (n < kSplitMin || pieces == 0) return;
     len = sym::constant(n / pieces);
   } else {
@@ -74,38 +102,20 @@ void split_reduction(Context& cx, ir::Computation& c) {
       kept_ranges.push_back(c.ranges[k]);
     }
   }
-  // A reduction over `count` elements of each value from `first` on, into a new buffer of
-  // `ranges` (the kept values' and, for the pieces, one more); its name.
-  auto partial = [&](SymShape ranges, sym::Expr count, auto first) {
-    ir::Computation part;
-    part.ranges = std::move(ranges);
-    part.vars = Context::vars(part.ranges, "i");
+  auto values = [&](const std::vector<sym::Expr>& vars) {
     sym::Bindings bind = at;
-    for (size_t k = 0; k < kept.size(); ++k) bind[kept[k]] = part.vars[k];
-    part.reduction_ranges = {count};
-    part.rvars = Context::vars(part.reduction_ranges, "j");
-    const sym::Expr flat = first(part.vars) + part.rvars[0];
-    std::vector<sym::Expr> original = c.reduction_ranges.size() == 1
-                                          ? std::vector<sym::Expr>{flat}
-                                          : ir::unravel(flat, c.reduction_ranges);
-    for (size_t k = 0; k < c.rvars.size(); ++k) bind[c.rvars[k]] = original[k];
-    part.body = ir::substitute(c.body, bind);
-    part.reduce = c.reduce;
-    part.dtype = c.dtype;
-    ir::Buffer b;
-    b.kind = ir::BufferKind::Computed;
-    b.layout = ir::Layout::contiguous(c.dtype, part.ranges);
-    b.compute = std::move(part);
-    return cx.add_buffer(std::move(b));
+    for (size_t k = 0; k < kept.size(); ++k) bind[kept[k]] = vars[k];
+    return bind;
   };
   SymShape piece_ranges = kept_ranges;
   piece_ranges.push_back(sym::constant(pieces));
   const std::string partials =
-      partial(piece_ranges, len, [&](const std::vector<sym::Expr>& v) { return v.back() * len; });
+      partial_reduction(cx, c, piece_ranges, len, values,
+                        [&](const std::vector<sym::Expr>& v) { return v.back() * len; });
   const bool ragged = !numel->is_const();
   const std::string tail =
-      ragged ? partial(kept_ranges, sym::mod(numel, pieces),
-                       [&](const std::vector<sym::Expr>&) { return len * pieces; })
+      ragged ? partial_reduction(cx, c, kept_ranges, sym::mod(numel, pieces), values,
+                                 [&](const std::vector<sym::Expr>&) { return len * pieces; })
              : "";
   // Value v's partial p: the partials' row of v, element p; the tail's is element `pieces`.
   c.reduction_ranges = {sym::constant(ragged ? pieces + 1 : pieces)};
@@ -134,11 +144,8 @@ bool reads_down_columns(const ir::Computation& c) {
   bool across = false, along = false;
   ir::for_each_load(c.body, [&](const ir::ValueNode& load) {
     if (load.is_indirect()) return;
-    auto steps = [&](sym::Expr v) {
-      return sym::depends_on(load.index(), v) && !sym::depends_on(load.index() - v, v);
-    };
-    across = across || steps(c.vars.back());
-    along = along || steps(c.rvars.back());
+    across = across || sym::steps_by_one(load.index(), c.vars.back());
+    along = along || sym::steps_by_one(load.index(), c.rvars.back());
   });
   return across && !along;
 }
@@ -153,39 +160,26 @@ void split_columns(Context& cx, ir::Computation& c) {
       numel->value() < kColumnSplitMin || !reads_down_columns(c))
     return;
   const int64_t n = numel->value();
-  int64_t pieces = 0;
-  for (int64_t p : {32, 16, 8})
-    if (n % p == 0 && n / p >= 128) {
-      pieces = p;
-      break;
-    }
+  const int64_t pieces = split_pieces(n, {32, 16, 8}, 128);
   if (pieces == 0) return;
   const sym::Expr len = sym::constant(n / pieces);
-  ir::Computation part;
-  part.ranges = {sym::constant(pieces)};
-  part.ranges.insert(part.ranges.end(), c.ranges.begin(), c.ranges.end());
-  part.vars = Context::vars(part.ranges, "i");
-  sym::Bindings at;
-  for (size_t k = 0; k < c.vars.size(); ++k) at[c.vars[k]] = part.vars[k + 1];
-  part.reduction_ranges = {len};
-  part.rvars = Context::vars(part.reduction_ranges, "j");
-  std::vector<sym::Expr> original =
-      ir::unravel(part.vars[0] * len + part.rvars[0], c.reduction_ranges);
-  for (size_t k = 0; k < c.rvars.size(); ++k) at[c.rvars[k]] = original[k];
-  part.body = ir::substitute(c.body, at);
-  part.reduce = c.reduce;
-  part.dtype = c.dtype;
-  ir::Buffer b;
-  b.kind = ir::BufferKind::Computed;
-  b.layout = ir::Layout::contiguous(c.dtype, part.ranges);
+  SymShape ranges = {sym::constant(pieces)};
+  ranges.insert(ranges.end(), c.ranges.begin(), c.ranges.end());
+  const std::string partials = partial_reduction(
+      cx, c, ranges, len,
+      [&](const std::vector<sym::Expr>& vars) {
+        sym::Bindings bind;
+        for (size_t k = 0; k < c.vars.size(); ++k) bind[c.vars[k]] = vars[k + 1];
+        return bind;
+      },
+      [&](const std::vector<sym::Expr>& vars) { return vars[0] * len; });
+  // Value v's partial p: element p of the partials' column of v.
   c.reduction_ranges = {sym::constant(pieces)};
   c.rvars = Context::vars(c.reduction_ranges, "j");
   std::vector<sym::Expr> partial_index = {c.rvars[0]};
   partial_index.insert(partial_index.end(), c.vars.begin(), c.vars.end());
-  const sym::Expr address = b.layout.address(partial_index);
-  b.compute = std::move(part);
-  const std::string partials = cx.add_buffer(std::move(b));
-  c.body = V::load(partials, c.dtype, address);
+  c.body =
+      V::load(partials, c.dtype, ir::Layout::contiguous(c.dtype, ranges).address(partial_index));
 }
 
 // Reduces `x` over `dims` (all dims when empty) into a new buffer shaped like the node's

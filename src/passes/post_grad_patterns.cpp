@@ -8,6 +8,8 @@
 // save. Measured for gelu as oneDNN's own eltwise post-op inside the product's kernel (mlp's
 // 2048x512 @ 512x2048), it was slower than the product then the generated gelu kernel
 // (bench/probes/gelu_postop.cpp measures it; measured: docs/performance.md).
+#include <optional>
+
 #include "passes/passes.h"
 #include "passes/pattern_matcher.h"
 
@@ -53,6 +55,14 @@ Pattern addmm_relu_from_relu() {
 // as large as the zeros in every other dim) -> where(positions == index, src, 0): the gradient
 // of a gather, as cross-entropy's one-hot targets. The scatter wrote the whole zero tensor and
 // then the values; the comparison is pointwise and fuses into whoever reads it.
+// A scatter's dim, wrapped; nullopt when it is not a dim of the output.
+std::optional<int64_t> scatter_dim(const Node& scatter) {
+  const auto* dim = std::get_if<int64_t>(&scatter.args()[1]);
+  const int64_t rank = static_cast<int64_t>(scatter.tensor_meta().sizes.size());
+  if (!dim || *dim < -rank || *dim >= rank) return std::nullopt;
+  return *dim < 0 ? *dim + rank : *dim;
+}
+
 Pattern one_hot_from_scatter_into_zeros() {
   Pattern p;
   p.name = "scatter_add(zeros, dim, index, src) -> where(positions == index, src, 0)";
@@ -60,34 +70,30 @@ Pattern one_hot_from_scatter_into_zeros() {
   p.predicate = [](const Match& m) {
     const Node& root = *m.root;
     const auto* fill = std::get_if<Scalar>(&m["zeros"]->args()[1]);
-    const auto* dim = std::get_if<int64_t>(&root.args()[1]);
     const auto* index = std::get_if<Node*>(&root.args()[2]);
     const auto* src = std::get_if<Node*>(&root.args()[3]);
-    if (!fill || fill->to_double() != 0 || !dim || !index || !src) return false;
+    const std::optional<int64_t> d = scatter_dim(root);
+    if (!fill || fill->to_double() != 0 || !d || !index || !src) return false;
     const TensorMeta& out = root.tensor_meta();
-    const int64_t rank = static_cast<int64_t>(out.sizes.size());
-    if (rank == 0 || *dim < -rank || *dim >= rank) return false;
-    const int64_t d = *dim < 0 ? *dim + rank : *dim;
-    const SymLayout layout = root.sym_layout();
     const TensorMeta &i = (*index)->tensor_meta(), &v = (*src)->tensor_meta();
-    if (!layout.sizes[d]->is_const() || i.sizes.size() != out.sizes.size() || v.sizes != i.sizes ||
-        v.dtype != out.dtype || out.dtype == kBool)
+    if (i.sizes.size() != out.sizes.size() || v.sizes != i.sizes || v.dtype != out.dtype ||
+        out.dtype == kBool)
       return false;
-    for (int64_t k = 0; k < rank; ++k)
-      if (i.sizes[k] != (k == d ? 1 : out.sizes[k]) || (k != d && !layout.sizes[k]->is_const()))
+    const SymLayout layout = root.sym_layout();
+    for (size_t k = 0; k < out.sizes.size(); ++k)
+      if (!layout.sizes[k]->is_const() ||
+          i.sizes[k] != (static_cast<int64_t>(k) == *d ? 1 : out.sizes[k]))
         return false;
     return true;
   };
   p.replacement = [](Graph& g, const Match& m) {
     Node* root = m.root;
     const TensorMeta& out = root->tensor_meta();
-    const int64_t rank = static_cast<int64_t>(out.sizes.size());
-    const int64_t dim = std::get<int64_t>(root->args()[1]);
-    const int64_t d = dim < 0 ? dim + rank : dim;
+    const int64_t d = *scatter_dim(*root);
     Node* positions = g.call(
         OpId::arange,
         {Scalar(int64_t{0}), Scalar(out.sizes[d]), Scalar(int64_t{1}), kInt64, out.device}, root);
-    Shape along(static_cast<size_t>(rank), 1);
+    Shape along(out.sizes.size(), 1);
     along[d] = out.sizes[d];
     Node* hit = g.call(
         OpId::eq, {g.call(OpId::view, {positions, along}, root), std::get<Node*>(root->args()[2])},

@@ -160,6 +160,11 @@ bool constant_stride(Expr e, Expr v, int64_t* stride);
 // The same difference when it does not depend on v, a constant or an expression of other
 // variables (a stride over size symbols: s1*64); null when v is used otherwise.
 Expr stride(Expr e, Expr v);
+// Whether consecutive values of v give consecutive values of e (a stride of exactly 1).
+inline bool steps_by_one(Expr e, Expr v) {
+  int64_t s = 0;
+  return constant_stride(e, v, &s) && s == 1;
+}
 // Whether the divisor of a FloorDiv or Mod node is a constant (else a size expression).
 inline bool has_const_divisor(Expr e) { return e->args()[1]->is_const(); }
 // A positive constant that divides every value of `e`, the largest the structure shows

@@ -35,15 +35,10 @@ constexpr int64_t kVector = 4;
 // kColumnParts threads down each, so that a warp reads 32 consecutive elements; a block per row
 // reads one element per 32-byte sector. Only with enough rows to give every multiprocessor a
 // block: with fewer (GPT-2's 768 bias gradients: 24 blocks) the block per row, whose blocks
-// fill the GPU, was faster. Few long columns want a split over the column as well, which is
-// not there yet.
+// fill the GPU, was faster; few long columns are split by lowering first (split_columns in
+// src/lower/reduce.cpp), so that their partials are such a kernel.
 constexpr int64_t kColumnParts = 16;
 constexpr int64_t kColumnMinRows = 4096;
-
-// Whether `index` steps by one element as `var` does.
-bool steps_with(sym::Expr index, sym::Expr var) {
-  return sym::depends_on(index, var) && !sym::depends_on(index - var, var);
-}
 
 // Where `index` reads `i + offset` with the offset free of i (consecutive elements for
 // consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
@@ -158,7 +153,7 @@ const char* fold(ReduceKind k) {
 // reduction, [pieces, columns]), at the row's first element.
 bool steps_with_rows(sym::Expr index, sym::Expr row, sym::Expr r, const ir::Program& p) {
   if (!sym::depends_on(index, row)) return false;
-  if (steps_with(index, row)) return true;
+  if (sym::steps_by_one(index, row)) return true;
   constexpr int64_t kSamples = 32;
   int64_t ones = 0;
   auto at = [&](int64_t k) {
@@ -191,7 +186,7 @@ bool reads_columns(const Kernel& k, const ir::Program& program) {
           !seen.emplace(load.buffer(), load.index().get()).second)
         return;
       across += steps_with_rows(load.index(), row, r, program);
-      along += steps_with(load.index(), r);
+      along += sym::steps_by_one(load.index(), r);
     });
   }
   return across > along;
