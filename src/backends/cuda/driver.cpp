@@ -21,6 +21,9 @@ struct Driver {
   decltype(&cuModuleLoadData) load;
   decltype(&cuModuleUnload) unload;
   decltype(&cuModuleGetFunction) get_function;
+  decltype(&cuModuleGetFunctionCount) function_count;
+  decltype(&cuModuleEnumerateFunctions) enumerate_functions;
+  decltype(&cuFuncGetName) function_name;
   decltype(&cuLaunchKernel) launch;
   decltype(&cuFuncSetAttribute) set_attribute;
   decltype(&cuGetErrorName) error_name;
@@ -30,10 +33,10 @@ struct Driver {
 const Driver& driver() {
   static const Driver* d = [] {
     auto* out = new Driver;
-    auto get = [](const char* name, auto& fn) {
+    auto get = [](const char* name, auto& fn, int version = 12000) {
       void* p = nullptr;
       cudaDriverEntryPointQueryResult found{};
-      check(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found), name);
+      check(cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &found), name);
       COIL_CHECK(p && found == cudaDriverEntryPointSuccess, "cuda: the driver has no ", name,
                  "; update the GPU driver");
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
@@ -41,6 +44,9 @@ const Driver& driver() {
     get("cuModuleLoadData", out->load);
     get("cuModuleUnload", out->unload);
     get("cuModuleGetFunction", out->get_function);
+    get("cuModuleGetFunctionCount", out->function_count, 12040);
+    get("cuModuleEnumerateFunctions", out->enumerate_functions, 12040);
+    get("cuFuncGetName", out->function_name, 12030);
     get("cuLaunchKernel", out->launch);
     get("cuFuncSetAttribute", out->set_attribute);
     get("cuGetErrorName", out->error_name);
@@ -127,6 +133,25 @@ CudaModule::CudaModule(std::string path, int device) : path_(std::move(path)), d
     }
     modules_.push_back(m);
   }
+  if (modules_.size() > 1) index_bundle();
+}
+
+// A bundle's kernels are indexed by name once: asking each part in turn for a kernel it lacks
+// is an API error that compute-sanitizer reports.
+void CudaModule::index_bundle() {
+  for (void* m : modules_) {
+    auto module = static_cast<CUmodule>(m);
+    unsigned count = 0;
+    check_cu(driver().function_count(&count, module), "jit: reading '" + path_ + "'");
+    std::vector<CUfunction> fns(count);
+    check_cu(driver().enumerate_functions(fns.data(), count, module),
+             "jit: reading '" + path_ + "'");
+    for (CUfunction f : fns) {
+      const char* name = nullptr;
+      check_cu(driver().function_name(&name, f), "jit: reading '" + path_ + "'");
+      functions_[name] = f;
+    }
+  }
 }
 
 CudaModule::~CudaModule() {
@@ -139,9 +164,9 @@ void* CudaModule::function(const std::string& name) const {
   auto it = functions_.find(name);
   if (it != functions_.end()) return it->second;
   CUfunction f = nullptr;
-  CUresult r = CUDA_ERROR_NOT_FOUND;
-  for (size_t i = 0; i < modules_.size() && r == CUDA_ERROR_NOT_FOUND; ++i)
-    r = driver().get_function(&f, static_cast<CUmodule>(modules_[i]), name.c_str());
+  CUresult r = modules_.size() == 1
+                   ? driver().get_function(&f, static_cast<CUmodule>(modules_[0]), name.c_str())
+                   : CUDA_ERROR_NOT_FOUND;  // a bundle's kernels are all indexed already
   check_cu(r, "jit: no kernel '" + name + "' in '" + path_ + "'");
   functions_[name] = f;
   return f;

@@ -31,6 +31,8 @@ class CudaModule : public jit::Module {
   void* function(const std::string& name) const;
 
  private:
+  void index_bundle();
+
   std::string path_;
   int device_;
   std::vector<void*> modules_;  // CUmodule, one per cubin
