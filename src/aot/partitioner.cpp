@@ -79,6 +79,23 @@ std::unordered_set<const Node*> too_wide_to_recompute(const std::vector<const No
   return wide;
 }
 
+// Whether the forward writes `n` to memory whatever is saved: an input, a library call's or
+// other unfusible op's result, or a value such an op (or the forward's result) reads. Saving a
+// value the forward's kernels would otherwise keep in registers costs a write in the forward
+// and a read in the backward, so the cut weighs it double (as Inductor's partitioner does):
+// of a loss's softmax gradient and the logits it is computed from, both as large, the logits
+// are kept.
+bool materialized(const Node* n) {
+  auto fusible = [](const Node* u) {
+    if (u->kind() == NodeKind::GetItem) return true;
+    if (u->kind() != NodeKind::Call) return false;
+    const OpKind k = op_info(u->op()).kind;
+    return k != OpKind::Extern && k != OpKind::Other && k != OpKind::Composite;
+  };
+  if (n->kind() != NodeKind::Call || !fusible(n)) return true;
+  return !std::all_of(n->users().begin(), n->users().end(), fusible);
+}
+
 // Dinic's maximum flow, then the source side of the minimum cut.
 class FlowNetwork {
  public:
@@ -248,19 +265,23 @@ Partition partition(const JointGraph& joint) {
   FlowNetwork net(sink + 1);
   for (const auto& [n, i] : index) {
     const bool tuple = n->meta().size() != 1;  // a multi-output call: its items are saved
-    net.add_edge(2 * i, 2 * i + 1, tuple ? kInf : bytes_of(n->tensor_meta()));
+    net.add_edge(2 * i, 2 * i + 1,
+                 tuple ? kInf : bytes_of(n->tensor_meta()) * (materialized(n) ? 1 : 2));
     if (banned_from_recompute(n) || wide.count(n)) net.add_edge(source, 2 * i, kInf);
     if (needed.count(n)) net.add_edge(2 * i + 1, sink, kInf);
     for (const Node* u : n->inputs())
       if (auto it = index.find(u); it != index.end()) net.add_edge(2 * it->second + 1, 2 * i, kInf);
   }
   Partition p;
-  p.saved_bytes = net.max_flow(source, sink);
+  net.max_flow(source, sink);
   std::vector<bool> side = net.source_side(source);
   std::vector<const Node*> saved;
   for (const Node* n : nodes) {
     auto it = index.find(n);
-    if (it != index.end() && side[2 * it->second] && !side[2 * it->second + 1]) saved.push_back(n);
+    if (it != index.end() && side[2 * it->second] && !side[2 * it->second + 1]) {
+      saved.push_back(n);
+      p.saved_bytes += bytes_of(n->tensor_meta());
+    }
   }
   for (const Node* n : needed) p.save_everything_bytes += bytes_of(n->tensor_meta());
   const std::unordered_set<const Node*> saved_set(saved.begin(), saved.end());

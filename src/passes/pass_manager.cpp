@@ -72,6 +72,7 @@ std::vector<Pass> joint_graph_passes() {
   return {{"remove_noops", run_remove_noops},
           {"constant_folding", run_constant_folding},
           {"cse", run_cse},
+          {"joint_graph_patterns", run_joint_graph_patterns},
           {"dce", run_dce}};
 }
 

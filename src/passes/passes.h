@@ -25,6 +25,7 @@ bool run_canonicalize_views(Graph& g);
 bool run_fuse_attention(Graph& g);
 // The post-grad pattern rewrites: add(mm, bias) -> addmm, relu(addmm) -> addmm_relu.
 bool run_post_grad_patterns(Graph& g);
+bool run_joint_graph_patterns(Graph& g);
 // Freezing: batch_norm in inference after a conv2d whose weights are captured tensors folds
 // into new weights and bias of the conv2d, computed now from the tensors' values.
 bool run_fold_conv_batch_norm(Graph& g);

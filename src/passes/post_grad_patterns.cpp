@@ -1,7 +1,8 @@
 // The post-grad pattern rewrites: matrix products that absorb the pointwise op after them
 // into the library call (a bias add into addmm, relu into addmm_relu's epilogue), saving a
 // pass over the product in memory; and a one-hot scattered into zeros as a comparison with
-// the positions (Inductor's scatter_upon_const_tensor), which fuses into its readers.
+// the positions (Inductor's scatter_upon_const_tensor), which fuses into its readers (also a
+// joint-graph pattern).
 //
 // Only cheap, exact epilogues are fused here. gelu, silu, tanh and the other transcendental
 // activations stay in generated kernels, whose vector math is cheaper than the pass it would
@@ -113,5 +114,13 @@ const std::vector<Pattern>& post_grad_patterns() {
 }  // namespace
 
 bool run_post_grad_patterns(Graph& g) { return apply_patterns(g, post_grad_patterns()); }
+
+// The one-hot rewrite runs on the joint graph too, before the partitioner: a scatter is not
+// recomputed in the backward, so a cross-entropy's gradient would otherwise be cut after it
+// (the whole [tokens, classes] gradient saved by the forward) rather than at the logits.
+bool run_joint_graph_patterns(Graph& g) {
+  static const std::vector<Pattern> patterns = {one_hot_from_scatter_into_zeros()};
+  return apply_patterns(g, patterns);
+}
 
 }  // namespace coil

@@ -11,8 +11,10 @@
 #include "aot/joint_graph.h"
 #include "aot/partitioner.h"
 #include "capture/tracer.h"
+#include "compile/stages.h"
 #include "debug/log.h"
 #include "graph/interpreter.h"
+#include "graph/printer.h"
 #include "ops/meta_util.h"
 #include "testing.h"
 
@@ -173,6 +175,33 @@ TEST(CompiledTraining, PartitionerRecomputesCheapPointwise) {
   (ae.exp() * ae).sum().backward();
   EXPECT_TRUE(allclose(grads[0], xe.grad(), 1e-4, 1e-4));
   EXPECT_TRUE(allclose(grads[1], we.grad(), 1e-4, 1e-4));
+}
+
+// A loss's softmax gradient is recomputed in the backward from the logits (which the product
+// wrote anyway) and the rows' max and sum: the forward saves no [rows, classes] value of its
+// own, and the one-hot targets are a comparison the backward's kernel computes, not a scatter.
+TEST(CompiledTraining, CrossEntropySavesTheLogitsNotTheirGradient) {
+  Graph fwd;
+  Node* x = fwd.placeholder("x", ops::contiguous_meta(kFloat32, {64, 32}, kCPU));
+  Node* w = fwd.placeholder("w", ops::contiguous_meta(kFloat32, {32, 1000}, kCPU));
+  Node* t = fwd.placeholder("t", ops::contiguous_meta(kInt64, {64}, kCPU));
+  Node* logits = fwd.call(OpId::mm, {x, w});
+  fwd.output({fwd.call(OpId::cross_entropy, {logits, t, std::string("mean"), int64_t{-100}, 0.0})});
+  aot::JointGraph joint = aot::build_joint_graph(fwd, {true, true, false}, 1);
+  debug::CompileTrace trace("ce", "ce", CompileOptions{}, {});
+  stages::decompositions(*joint.graph, trace);
+  stages::joint_graph(*joint.graph, trace);
+  aot::Partition p = aot::partition(joint);
+  const std::string report = p.report() + "\n" + print_graph(*p.backward);
+  int wide = 0;
+  for (Node* n : p.backward->placeholders()) {
+    if (n->tensor_meta().sizes != Shape{64, 1000}) continue;
+    ++wide;
+    EXPECT_EQ(n->name().rfind("saved_mm", 0), 0u) << report;
+  }
+  EXPECT_EQ(wide, 1) << report;
+  for (Node* n : p.backward->nodes())
+    EXPECT_FALSE(n->kind() == NodeKind::Call && n->op() == OpId::scatter_add) << report;
 }
 
 TEST(CompiledTraining, LogsTheGraphsAndThePartition) {
