@@ -1,5 +1,7 @@
 #include "ir/program.h"
 
+#include <algorithm>
+
 #include <coil/error.h>
 
 #include "runtime/tensor_impl.h"
@@ -40,6 +42,23 @@ Layout Layout::of(DType dtype, const Shape& sizes, const Shape& strides, int64_t
 
 int64_t Program::hint(sym::Expr e) const {
   return e->is_const() ? e->value() : sym::evaluate(e, hints);
+}
+
+bool mostly_steps_by_one(const Program& p, sym::Expr index, sym::Expr var,
+                         const std::vector<sym::Expr>& others) {
+  if (!sym::depends_on(index, var)) return false;
+  if (sym::steps_by_one(index, var)) return true;
+  const int64_t samples = std::min<int64_t>(32, var->range().hi);
+  if (samples <= 0) return false;
+  sym::Bindings at;
+  for (const sym::Expr& o : others) at[o] = sym::constant(0);
+  auto address = [&](int64_t k) {
+    at[var] = sym::constant(k);
+    return p.hint(sym::substitute(index, at));
+  };
+  int64_t ones = 0;
+  for (int64_t k = 0; k < samples; ++k) ones += address(k + 1) - address(k) == 1;
+  return ones * 4 >= samples * 3;
 }
 
 const char* reduce_kind_name(ReduceKind k) {

@@ -118,6 +118,14 @@ struct Program {
   int64_t hint(sym::Expr e) const;
 };
 
+// Whether `index` moves by one element from var = k to k + 1 for most k (three in four) of the
+// first 32 in var's range, the index vars in `others` at 0: consecutive values side by side
+// except where an unravelled dim carries (a split's [pieces, columns], a cat of three parts, a
+// [batch, heads, tokens, features] tensor read as [tokens, heads * features]), which the exact
+// sym::steps_by_one does not see through.
+bool mostly_steps_by_one(const Program& p, sym::Expr index, sym::Expr var,
+                         const std::vector<sym::Expr>& others);
+
 // The text the `ir` logs print: one line per buffer with its layout and body.
 std::string to_string(const Program& p);
 std::string to_string(const Computation& c);

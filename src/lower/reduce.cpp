@@ -137,17 +137,25 @@ void split_reduction(Context& cx, ir::Computation& c) {
 // over 4096 tokens were 768 blocks each reading one element per sector.
 constexpr int64_t kColumnSplitMin = 1024;
 
-// Whether some load of `c` steps by one element with its last value var and none with its last
-// reduction var: consecutive values side by side, each value's elements apart.
-bool reads_down_columns(const ir::Computation& c) {
+// Whether more of `c`'s loads step by one element with its last value var (mostly: a cat's
+// parts, heads laid out apart) than with its last reduction var: consecutive values side by
+// side, each value's elements apart. A load the same for every value (a row's mean, read by
+// every column of a layer norm's weight gradient) counts neither way.
+bool reads_down_columns(Context& cx, const ir::Computation& c) {
   if (c.vars.empty() || c.rvars.empty()) return false;
-  bool across = false, along = false;
+  std::vector<sym::Expr> others = c.rvars;
+  others.insert(others.end(), c.vars.begin(), c.vars.end() - 1);
+  int across = 0, along = 0;
   ir::for_each_load(c.body, [&](const ir::ValueNode& load) {
     if (load.is_indirect()) return;
-    across = across || sym::steps_by_one(load.index(), c.vars.back());
-    along = along || sym::steps_by_one(load.index(), c.rvars.back());
+    const bool per_value = std::any_of(c.vars.begin(), c.vars.end(), [&](const sym::Expr& v) {
+      return sym::depends_on(load.index(), v);
+    });
+    if (!per_value) return;
+    across += ir::mostly_steps_by_one(cx.program(), load.index(), c.vars.back(), others);
+    along += sym::steps_by_one(load.index(), c.rvars.back());
   });
-  return across && !along;
+  return across > along;
 }
 
 // Rewrites `c`, a GPU reduction down many long columns, as a reduction over partials laid out
@@ -157,7 +165,7 @@ bool reads_down_columns(const ir::Computation& c) {
 void split_columns(Context& cx, ir::Computation& c) {
   const sym::Expr numel = sym_numel(c.reduction_ranges);
   if (!cx.program().device.is_cuda() || !combines_partials(*c.reduce) || !numel->is_const() ||
-      numel->value() < kColumnSplitMin || !reads_down_columns(c))
+      numel->value() < kColumnSplitMin || !reads_down_columns(cx, c))
     return;
   const int64_t n = numel->value();
   const int64_t pieces = split_pieces(n, {32, 16, 8}, 128);

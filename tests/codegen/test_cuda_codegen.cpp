@@ -127,6 +127,36 @@ TEST(CudaCodegen, ColumnsTakeThirtyTwoABlock) {
   EXPECT_NE(split_source.find("for (i64 r = 0; r < 32; ++r)"), std::string::npos) << split_source;
   EXPECT_EQ(cuda_compile_errors(split), "");
 
+  // A layer norm's weight gradient, sum over tokens of g * (x - mean) * rstd: the statistics
+  // are read along the tokens, but the same by every column, so it is still split and reduced
+  // down columns; so is a bias gradient over a cat of three parts laid out as heads
+  // ([batch, heads, tokens, features] read as [tokens, 3 * heads * features]: a query, key and
+  // value projection's), whose consecutive columns are consecutive but at a head's edge.
+  Graph ln;
+  const Device gpu("cuda");
+  Node* gr = ln.placeholder("g", ops::contiguous_meta(kFloat32, {4096, 768}, gpu));
+  Node* xs = ln.placeholder("x", ops::contiguous_meta(kFloat32, {4096, 768}, gpu));
+  Node* mean = ln.placeholder("mean", ops::contiguous_meta(kFloat32, {4096, 1}, gpu));
+  Node* rstd = ln.placeholder("rstd", ops::contiguous_meta(kFloat32, {4096, 1}, gpu));
+  Node* xhat = ln.call(OpId::mul, {ln.call(OpId::sub, {xs, mean}), rstd});
+  std::vector<Node*> heads;
+  for (const char* name : {"q", "k", "v"}) {
+    Node* h = ln.placeholder(name, ops::contiguous_meta(kFloat32, {8, 12, 512, 64}, gpu));
+    Node* tokens = ln.call(OpId::permute, {h, Shape{0, 2, 1, 3}});
+    heads.push_back(ln.call(OpId::reshape, {tokens, Shape{4096, 768}}));
+  }
+  Node* qkv = ln.call(OpId::cat, {heads, int64_t{1}});
+  ln.output({ln.call(OpId::sum, {ln.call(OpId::mul, {gr, xhat}), Shape{0}}),
+             ln.call(OpId::sum, {qkv, Shape{0}})});
+  const std::string ln_source = cuda_module_source(ln);
+  EXPECT_EQ(ln_source.find("coil_block_reduce(acc_"), std::string::npos) << ln_source;
+  size_t columns = 0;
+  for (size_t at = 0; (at = ln_source.find("coil_column_reduce(acc_", at)) != std::string::npos;
+       ++at)
+    ++columns;
+  EXPECT_EQ(columns, 2u) << ln_source;
+  EXPECT_EQ(cuda_compile_errors(ln), "");
+
   // Rows, and arg reductions.
   Graph rows;
   Node* z = rows.placeholder("z", ops::contiguous_meta(kFloat32, {768, 8192}));

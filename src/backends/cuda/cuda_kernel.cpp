@@ -148,19 +148,14 @@ const char* fold(ReduceKind k) {
   }
 }
 
-// Whether `index` moves by one element from row to row + 1 at most of the first 32 rows (a row
-// index unravelled into several dims carries now and then: the partials of a split column
-// reduction, [pieces, columns]), at the row's first element.
-bool steps_with_rows(sym::Expr index, sym::Expr row, sym::Expr r, const ir::Program& p) {
-  if (!sym::depends_on(index, row)) return false;
-  if (sym::steps_by_one(index, row)) return true;
-  constexpr int64_t kSamples = 32;
-  int64_t ones = 0;
+// Whether `index` differs between the first rows at r = 0: a value a row reads that the next
+// row reads too (a layer norm's statistics per token, read by each of a block's 32 columns) is
+// one broadcast load in a column kernel, and no reason to read along rows.
+bool changes_with_row(sym::Expr index, sym::Expr row, sym::Expr r) {
   auto at = [&](int64_t k) {
-    return p.hint(sym::substitute(index, {{row, sym::constant(k)}, {r, sym::constant(0)}}));
+    return sym::substitute(index, {{row, sym::constant(k)}, {r, sym::constant(0)}});
   };
-  for (int64_t k = 0; k < kSamples; ++k) ones += at(k + 1) - at(k) == 1;
-  return ones * 4 >= kSamples * 3;
+  return !(at(0) == at(1)) || !(at(1) == at(2));
 }
 
 // Whether the row kernel `k` reads more of its inputs column-wise (consecutive elements for
@@ -185,8 +180,8 @@ bool reads_columns(const Kernel& k, const ir::Program& program) {
           !sym::depends_on(load.index(), r) ||
           !seen.emplace(load.buffer(), load.index().get()).second)
         return;
-      across += steps_with_rows(load.index(), row, r, program);
-      along += sym::steps_by_one(load.index(), r);
+      across += ir::mostly_steps_by_one(program, load.index(), row, {r});
+      along += sym::steps_by_one(load.index(), r) && changes_with_row(load.index(), row, r);
     });
   }
   return across > along;
