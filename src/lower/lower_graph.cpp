@@ -48,7 +48,73 @@ TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t ind
   return cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout});
 }
 
-ir::TensorRef storage_of(Context& cx, const Node* n) { return *cx.realize(cx.box(n)).storage; }
+// `n`'s value in memory: written once, however many library calls read it (a product's
+// operand read by the two products of its gradients).
+ir::TensorRef storage_of(Context& cx, const Node* n) {
+  const TensorBox& value = cx.box(n);
+  if (value.storage) return *value.storage;
+  TensorBox written = cx.realize(value);
+  if (n->meta().size() == 1) cx.set(n, {written});
+  return *written.storage;
+}
+
+bool is_matrix_product(OpId op) {
+  return op == OpId::mm || op == OpId::bmm || op == OpId::addmm || op == OpId::addmm_relu;
+}
+
+// A matrix product's operand that is a value not yet in memory, reshaped or transposed (the
+// last two dims swapped, leading dims perhaps merged: [b, h, m, n] -> [b * h, n, m]) — an
+// attention's recomputed weights p for p^T g, a recomputed activation for a weight's gradient,
+// the softmax gradient read by two products — is written once in its own order and handed to
+// the library as a view, which it reads as fast: a kernel writing the transpose would read or
+// write one side a row apart, and each differently shaped use would write its own copy. The
+// value's later readers read the written buffer too.
+ir::TensorRef product_operand(Context& cx, const Node* n) {
+  auto is_call = [](const Node* m, OpId op) {
+    return m->kind() == NodeKind::Call && m->op() == op;
+  };
+  const bool reshaped = is_call(n, OpId::reshape);
+  const Node* inner = reshaped ? std::get<Node*>(n->args()[0]) : n;
+  bool transposed = is_call(inner, OpId::permute);
+  if (transposed) {
+    const Shape& dims = std::get<Shape>(inner->args()[1]);
+    const auto rank = static_cast<int64_t>(dims.size());
+    for (int64_t d = 0; d < rank && transposed; ++d)
+      transposed =
+          rank >= 2 && (dims[d] < 0 ? dims[d] + rank : dims[d]) == (d < rank - 2    ? d
+                                                                    : d == rank - 2 ? rank - 1
+                                                                                    : rank - 2);
+  }
+  const Node* base = transposed ? std::get<Node*>(inner->args()[0]) : inner;
+  // The transposed value may itself be a reshape (a [batch, tokens, features] value read as
+  // [tokens, features]): of a contiguous buffer, any reshape is contiguous.
+  const SymShape from = base->meta().size() == 1 ? base->sym_layout().sizes : SymShape{};
+  if (transposed && is_call(base, OpId::reshape)) base = std::get<Node*>(base->args()[0]);
+  if ((!transposed && !reshaped) || base->meta().size() != 1) return storage_of(cx, n);
+  const TensorBox& value = cx.box(base);
+  const SymShape target = n->sym_layout().sizes;
+  if (transposed && (from.size() < 2 || target.size() < 2 || target.end()[-2] != from.end()[-1] ||
+                     target.end()[-1] != from.end()[-2]))
+    return storage_of(cx, n);
+  if (value.storage && value.storage->view.strides != sym_contiguous_strides(value.sizes))
+    return storage_of(cx, n);  // a view of other memory: the box's own view is right
+  if (!value.storage) cx.set(base, {cx.realize(value)});
+  ir::TensorRef ref = *cx.box(base).storage;  // contiguous: also in `from`
+  ref.view.sizes = target;
+  ref.view.strides = sym_contiguous_strides(target);
+  if (transposed) {
+    const sym::Expr rows = from.end()[-2], cols = from.end()[-1];
+    std::swap(ref.view.strides.end()[-2], ref.view.strides.end()[-1]);
+    ref.view.strides.end()[-2] = sym::constant(1);
+    ref.view.strides.end()[-1] = cols;
+    sym::Expr step = rows * cols;
+    for (size_t k = target.size() - 2; k-- > 0;) {
+      ref.view.strides[k] = step;
+      step = step * target[k];
+    }
+  }
+  return ref;
+}
 
 // The eager kernel of `n`, called from the compiled graph with realized arguments: its result's
 // layout is the op's symbolic shape rule over the arguments' buffer views.
@@ -59,7 +125,7 @@ std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reas
   std::unordered_map<const Node*, ir::Layout> refs_of;
   for (const NodeArg& a : n.args()) {
     if (auto* p = std::get_if<Node*>(&a)) {
-      ir::TensorRef r = storage_of(cx, *p);
+      ir::TensorRef r = is_matrix_product(n.op()) ? product_operand(cx, *p) : storage_of(cx, *p);
       refs_of[*p] = r.view;
       call.args.emplace_back(std::move(r));
     } else if (auto* ps = std::get_if<std::vector<Node*>>(&a)) {

@@ -115,14 +115,18 @@ FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b) {
 }
 
 // A pointwise node that reads nothing the kernel computes joins a reduction's loop only when it
-// reads an element that the kernel's nodes read at the same point. Otherwise the two walk their
-// inputs in different orders (a sum down columns beside a pass along the rows: a bias's
+// reads an element that the kernel's nodes read at the same point; so does a reduction that
+// reads nothing of a pointwise kernel it would take inside its loop. Otherwise the two walk
+// their inputs in different orders (a sum down columns beside a pass along the rows: a bias's
 // gradient beside the gradient itself), share no load, and on the GPU one of them reads
 // uncoalesced; apart, each kernel takes its own best order.
 FusionDecision shares_reads(const Group& g, const ir::Buffer& b) {
   const ir::Computation& a = *g.anchor();
   const ir::Computation& c = *b.compute;
-  if (!a.is_reduction() || c.is_reduction() || outer_numel(c) != outer_numel(a) * inner_numel(a))
+  if (a.is_reduction() == c.is_reduction()) return FusionDecision::yes("");
+  const ir::Computation& reduction = a.is_reduction() ? a : c;
+  const ir::Computation& pointwise = a.is_reduction() ? c : a;
+  if (outer_numel(pointwise) != outer_numel(reduction) * inner_numel(reduction))
     return FusionDecision::yes("");
   for (const std::string& r : reads_of(c))
     if (g.has_member(r)) return FusionDecision::yes("");

@@ -50,3 +50,45 @@ TEST(Golden, FusionRefusalCarriesItsReason) {
     found |= d.find("do not fuse buf1 into kernel0: different reduction ranges") == 0;
   EXPECT_TRUE(found);
 }
+
+// A product's operand that is a transposed value not yet in memory (an activation recomputed
+// for a weight's gradient) is written in its own order, once, and handed to both products as
+// views: the transposed one with strides [1, 8], no transposing kernel, no second copy.
+TEST(Golden, ProductOperandsAreWrittenOnceInTheirOwnOrder) {
+  Compiled c = lowered_and_scheduled(
+      R"(def forward(self, x: "f32[4, 8][8, 1]cpu", g: "f32[4, 6][6, 1]cpu", w: "f32[8, 6][6, 1]cpu"):
+    sin: "f32[4, 8][8, 1]cpu" = coil.sin(x)
+    permute: "f32[8, 4][1, 8]cpu" = coil.permute(sin, [1, 0])
+    mm: "f32[8, 6][6, 1]cpu" = coil.mm(permute, g)
+    mm_1: "f32[4, 6][6, 1]cpu" = coil.mm(sin, w)
+    reshape: "f32[2, 2, 8][16, 8, 1]cpu" = coil.reshape(sin, [2, 2, 8])
+    return (mm, mm_1, reshape)
+)");
+  EXPECT_EQ(ir::to_string(c.program),
+            "in0: f32[4, 8][8, 1] = input 0\n"
+            "in1: f32[4, 6][6, 1] = input 1\n"
+            "in2: f32[8, 6][6, 1] = input 2\n"
+            "buf0: f32[4, 8][8, 1] = pointwise[4, 8](i0, i1: sin(load(in0, 8*i0 + i1)))\n"
+            "buf1: f32[8, 6][6, 1] = extern mm(buf0 f32[8, 4][1, 8], in1 f32[4, 6][6, 1])  "
+            "# library kernel\n"
+            "buf2: f32[4, 6][6, 1] = extern mm(buf0 f32[4, 8][8, 1], in2 f32[8, 6][6, 1])  "
+            "# library kernel\n"
+            "return (buf1 f32[8, 6][6, 1], buf2 f32[4, 6][6, 1], buf0 f32[2, 2, 8][16, 8, 1])\n");
+}
+
+// A reduction does not take inside its loop a pointwise kernel it reads nothing of and shares no
+// load with (a bias's gradient down the columns beside a pass along the rows of another
+// tensor): each kernel keeps its own order.
+TEST(Golden, AReductionDoesNotJoinAnUnrelatedPointwiseKernel) {
+  Compiled c = lowered_and_scheduled(
+      R"(def forward(self, x: "f32[64, 32][32, 1]cpu", y: "f32[64, 32][32, 1]cpu"):
+    sin: "f32[64, 32][32, 1]cpu" = coil.sin(x)
+    sum_1: "f32[32][1]cpu" = coil.sum(y, [0])
+    return (sin, sum_1)
+)");
+  EXPECT_EQ(c.schedule.kernels.size(), 2u);
+  bool found = false;
+  for (const std::string& d : c.schedule.decisions)
+    found |= d.find("reads none of the elements the kernel reads") != std::string::npos;
+  EXPECT_TRUE(found);
+}
