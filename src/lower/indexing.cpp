@@ -1,7 +1,9 @@
 // Lowerings of gather, index_select and embedding as pointwise values over indirect loads: each
 // output element reads its index value, and that value picks the element of the table. The
 // table is realized first (a view of an input stays a view): an indirect load reads a buffer
-// at a data-dependent address, which no producer could compute "at the same point" anyway.
+// at a data-dependent address, which no producer could compute "at the same point" anyway —
+// except a pointwise table read at few of its elements, computed at each of them from its own
+// inputs, looked up.
 // The index values stay inlined, so a pointwise producer of the indices fuses into the reader,
 // and so does whatever consumes the gathered values.
 #include <coil/error.h>
@@ -32,11 +34,64 @@ bool eager_checks_instead(const SymShape& out, sym::Expr table_dim_size, const c
   return false;
 }
 
-// A box reading `table` (realized) with coordinate `dim` supplied by `index_at(i)`, an integer
-// value at the output index i; every other coordinate of the table is `coords(i)`.
+// A table's value at a looked-up coordinate, computed there: each of its loads whose index
+// holds the coordinate (indirect_var 0) becomes an indirect load of that coordinate's value.
+// Null when the value uses the coordinate otherwise (as a number) or looks something up
+// itself (its own indirect loads would share the coordinate's name).
+class LookUpInside : public ir::Mutator {
+ public:
+  LookUpInside(sym::Expr coordinate, ir::Value value, sym::Expr bound, const char* op)
+      : coordinate_(std::move(coordinate)),
+        value_(std::move(value)),
+        bound_(std::move(bound)),
+        op_(op) {}
+  ir::Value mutate(const ir::Value& v) override {
+    if (v->is_indirect() || (v->op() == ir::Op::Index && uses(v))) ok_ = false;
+    if (v->op() == ir::Op::Load && !v->is_indirect() && uses(v))
+      return V::indirect_load(v->buffer(), v->dtype(), v->index(), {value_}, {bound_}, op_);
+    return Mutator::mutate(v);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool uses(const ir::Value& v) const { return sym::depends_on(v->index(), coordinate_); }
+  sym::Expr coordinate_;
+  ir::Value value_;
+  sym::Expr bound_;
+  const char* op_;
+  bool ok_ = true;
+};
+
+// Whether a lookup of `out` elements reads so little of a table of `table` elements not yet in
+// memory that computing the table's value at each looked-up element beats writing it whole (a
+// loss's log-softmax over [tokens, classes], read once per token by its gather).
+bool computes_at_lookups(const SymShape& out, const SymShape& table) {
+  const sym::Expr n = sym_numel(out), m = sym_numel(table);
+  return n->is_const() && m->is_const() && n->value() * 4 <= m->value();
+}
+
+// A box reading `table` with coordinate `dim` supplied by `index_at(i)`, an integer value at
+// the output index i; every other coordinate of the table is `coords(i)`. The table is
+// realized first unless it is a pointwise value computed at the lookups (computes_at_lookups).
 TensorBox indirect_box(Context& cx, const TensorBox& table_box, const SymShape& out_sizes,
                        size_t dim, const char* op, std::function<Index(const Index&)> coords,
                        std::function<ir::Value(const Index&)> index_at) {
+  if (!table_box.storage && computes_at_lookups(out_sizes, table_box.sizes)) {
+    const sym::Expr bound = table_box.sizes[dim];
+    const sym::Expr coordinate = V::indirect_var(0, bound);
+    // Probed once: whether the table's value can be looked up inside at all.
+    Index probe = Context::vars(table_box.sizes, "p");
+    probe[dim] = coordinate;
+    LookUpInside check(coordinate, V::make_constant(Scalar(int64_t{0}), kInt64), bound, op);
+    check.mutate(table_box.load(probe));
+    if (check.ok())
+      return Context::memoized(table_box.dtype, out_sizes, [=](const Index& i) {
+        Index j = coords(i);
+        j[dim] = coordinate;
+        LookUpInside inside(coordinate, V::cast(index_at(i), kInt64), bound, op);
+        return inside.mutate(table_box.load(j));
+      });
+  }
   const ir::TensorRef table = *cx.realize(table_box).storage;
   const sym::Expr bound = table.view.sizes[dim];
   return Context::memoized(table.view.dtype, out_sizes, [=](const Index& i) {

@@ -54,6 +54,36 @@ TEST_F(Indexing, GatherMatchesEager) {
   }
 }
 
+// A pointwise table read at few of its elements (a loss's log-softmax, one class per row) is
+// computed at each looked-up element instead of written whole: no buffer of the table's size,
+// the rows' statistics read beside the looked-up logit. It matches eager, and an index out of
+// range still fails the call.
+TEST_F(Indexing, AGatheredPointwiseTableIsComputedAtTheLookups) {
+  testing_stages::Compiled c = testing_stages::lowered_and_scheduled(
+      R"(def forward(self, x: "f32[8, 64][64, 1]cpu", i: "i64[8, 1][1, 1]cpu"):
+    amax: "f32[8, 1][1, 1]cpu" = coil.amax(x, [1], True)
+    sub: "f32[8, 64][64, 1]cpu" = coil.sub(x, amax)
+    gather: "f32[8, 1][1, 1]cpu" = coil.gather(sub, 1, i)
+    return (gather,)
+)");
+  const std::string program = ir::to_string(c.program);
+  EXPECT_EQ(program.find("pointwise[8, 64]"), std::string::npos) << program;
+  EXPECT_NE(program.find("sub(load(in0, 64*i0 + ind0; ind0 = load(in1, i0) < 64 for gather), "
+                         "load(buf0, i0))"),
+            std::string::npos)
+      << program;
+
+  auto f = [](const Tensor& a, const Tensor& idx) { return gather(log_softmax(a, 1), 1, idx); };
+  manual_seed(5);
+  Tensor x = random({16, 40}, kFloat32, -8, 8);
+  Tensor idx = randint(0, 40, {16, 1});
+  compiler_reset();
+  EXPECT_TRUE(allclose(compile(f)(x, idx), f(x, idx), 1e-5, 1e-5));
+  Tensor bad = idx.clone();
+  bad.slice(0, 3, 4).fill_(40);
+  EXPECT_COIL_ERROR(compile(f)(x, bad), "gather: index 40 is out of range");
+}
+
 TEST_F(Indexing, IndexSelectMatchesEager) {
   manual_seed(4);
   for (DType t : kTables) {
