@@ -72,7 +72,8 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
 }
 
 // Short rows of a fixed length take a thread each (a sum over a batch of 8, a softmax and an
-// argmax over rows of 5), long rows and rows of run-time length a block each; all compile.
+// argmax over rows of 5), many rows of up to 1024 a warp each, long rows and rows of run-time
+// length a block each; all compile.
 TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
   Graph g;
@@ -90,6 +91,15 @@ TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
   Node* y = long_rows.placeholder("y", ops::contiguous_meta(kFloat32, {8, 3000}));
   long_rows.output({long_rows.call(OpId::sum, {y, Shape{1}})});
   EXPECT_NE(cuda_module_source(long_rows).find("coil_block_reduce(acc_"), std::string::npos);
+
+  // Many rows of a few hundred take a warp each, eight a block (an attention's scores).
+  Graph scores;
+  Node* w = scores.placeholder("w", ops::contiguous_meta(kFloat32, {4096, 512}));
+  scores.output({scores.call(OpId::softmax, {w, int64_t{1}})});
+  const std::string warp_source = cuda_module_source(scores);
+  EXPECT_NE(warp_source.find("coil_warp_all_reduce(acc_"), std::string::npos) << warp_source;
+  EXPECT_EQ(warp_source.find("coil_block_reduce(acc_"), std::string::npos) << warp_source;
+  EXPECT_EQ(cuda_compile_errors(scores), "");
 
   // A row of run-time length may be long, however short at the hints: a block folds it.
   Graph dynamic;

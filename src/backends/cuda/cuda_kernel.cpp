@@ -39,6 +39,12 @@ constexpr int64_t kVector = 4;
 // src/lower/reduce.cpp), so that their partials are such a kernel.
 constexpr int64_t kColumnParts = 16;
 constexpr int64_t kColumnMinRows = 4096;
+// Rows of a fixed length up to this long, when there are at least kWarpMinRows of them, take a
+// warp each (eight a block): a block per row of an attention's 512 scores kept half its threads
+// idle and met at two barriers per reduction; a warp reduces with shuffles alone. Fewer rows keep a
+// block each, whose blocks fill the GPU.
+constexpr int64_t kWarpRowMax = 1024;
+constexpr int64_t kWarpMinRows = 2048;
 
 // Where `index` reads `i + offset` with the offset free of i (consecutive elements for
 // consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
@@ -339,9 +345,10 @@ class Printer {
   }
 
   // How a row kernel's threads take its rows.
-  enum class Rows { per_block, per_thread, columns };
+  enum class Rows { per_block, per_warp, per_thread, columns };
 
-  // Rows a block each (`threads` meeting in block reductions); with per_thread a row per
+  // Rows a block each (`threads` meeting in block reductions); with per_warp a row per warp
+  // (threads / 32 rows a block, warp shuffles and no block barrier); with per_thread a row per
   // thread, folded in order; with columns 32 rows a block, kColumnParts threads down each.
   void row_body(const Kernel& k, int64_t threads, Rows mode) {
     const sym::Expr rows = sym_numel(k.outer), r_numel = sym_numel(k.inner);
@@ -355,9 +362,17 @@ class Printer {
     nodes_.clear();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
     const bool per_thread = mode == Rows::per_thread, columns = mode == Rows::columns;
+    const bool per_warp = mode == Rows::per_warp;
     const std::string t = std::to_string(threads), rn = sym::to_c(r_numel);
     std::string first_thread = "if (threadIdx.x == 0) ";
-    if (per_thread) {
+    if (per_warp) {
+      // A warp past the last row leaves whole: nothing in this kernel waits for it.
+      w_.line("const int coil_lane = threadIdx.x & 31;");
+      w_.line("const i64 row = (i64)blockIdx.x * " + std::to_string(threads / 32) +
+              " + (threadIdx.x >> 5);");
+      w_.line("if (row >= " + sym::to_c(rows) + ") return;");
+      first_thread = "if (coil_lane == 0) ";
+    } else if (per_thread) {
       w_.line("const i64 row = (i64)blockIdx.x * " + t + " + threadIdx.x;");
       w_.line("if (row >= " + sym::to_c(rows) + ") return;");
       first_thread = "";
@@ -399,6 +414,7 @@ class Printer {
         auto live = w_.block(columns ? "if (coil_live)" : "");
         auto loop =
             w_.block(per_thread ? "for (i64 r = 0; r < " + rn + "; ++r)"
+                     : per_warp ? "for (i64 r = coil_lane; r < " + rn + "; r += 32)"
                      : columns  ? "for (i64 r = threadIdx.x >> 5; r < " + rn +
                                      "; r += " + std::to_string(kColumnParts) + ")"
                                : "for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
@@ -418,8 +434,10 @@ class Printer {
           fast += " && coil_vec_aligned<" + v + ">(" + a.at() + ")";
         {
           auto vector_path = w_.block("if (" + fast + ")");
-          auto loop = w_.block("for (i64 coil_base = (i64)threadIdx.x * " + v + "; coil_base < " +
-                               rn + "; coil_base += " + std::to_string(threads * kVector) + ")");
+          auto loop = w_.block(
+              std::string("for (i64 coil_base = (i64)") + (per_warp ? "coil_lane" : "threadIdx.x") +
+              " * " + v + "; coil_base < " + rn +
+              "; coil_base += " + std::to_string((per_warp ? 32 : threads) * kVector) + ")");
           vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
             fold_pass(em, blk.section, &lanes);
           });
@@ -441,6 +459,7 @@ class Printer {
         } else {
           w_.line("const " + type + " " + red + " = " +
                   (per_thread ? a
+                   : per_warp ? "coil_warp_all_reduce(" + a + ", " + fold(*n->reduce) + ")"
                    : columns  ? "coil_column_reduce(" + a + ", " + fold(*n->reduce) + ", coil_smem)"
                               : "coil_block_reduce(" + a + ", " + fold(*n->reduce) + ", (" + type +
                                    ")" + identity(*n->reduce, dt) + ", coil_smem)") +
@@ -499,6 +518,15 @@ class Printer {
   std::deque<Kernel> bound_;  // the kernels nodes_ points into (a deque: they never move)
 };
 
+// Whether a warp's shuffles can combine every reduction of `k`: not an arg reduction (a value
+// and its index) nor a bool one.
+bool warp_reducible(const Kernel& k) {
+  return std::none_of(k.nodes.begin(), k.nodes.end(), [](const KernelNode& n) {
+    return n.reduce && (n.reduce == ReduceKind::ArgMax || n.reduce == ReduceKind::ArgMin ||
+                        n.body->dtype() == kBool);
+  });
+}
+
 // Every variance a row's two passes (its mean, then the squared deviations): block reductions
 // of sums, no Welford state to combine across threads.
 bool always(const KernelNode& n, const Kernel&) { return n.reduce == ReduceKind::WelfordM2; }
@@ -526,12 +554,17 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
                       : program.hint(rows) >= kColumnMinRows && r_numel >= kColumnParts &&
                               reads_columns(rewritten, program)
                           ? Rows::columns
+                      : sym_numel(k.inner)->is_const() && r_numel <= kWarpRowMax &&
+                              program.hint(rows) >= kWarpMinRows && warp_reducible(rewritten)
+                          ? Rows::per_warp
                           : Rows::per_block;
-    block = mode == Rows::columns                ? 32 * kColumnParts
-            : per_thread || r_numel >= kRowBlock ? kRowBlock
-                                                 : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
+    block = mode == Rows::columns ? 32 * kColumnParts
+            : per_thread || mode == Rows::per_warp || r_numel >= kRowBlock
+                ? kRowBlock
+                : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
     pr.row_body(rewritten, block, mode);
     src.launch = {mode == Rows::per_thread ? sym::floordiv(rows + (block - 1), block)
+                  : mode == Rows::per_warp ? sym::floordiv(rows + (block / 32 - 1), block / 32)
                   : mode == Rows::columns  ? sym::floordiv(rows + 31, 32)
                                            : rows,
                   block, 0};

@@ -81,6 +81,12 @@ template <typename T, typename F> __device__ __forceinline__ T coil_warp_reduce(
   for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(COIL_FULL_MASK, v, o));
   return v;
 }
+// A warp's value in every lane: each exchange pairs the same two partials in both lanes, so
+// every lane folds the same tree.
+template <typename T, typename F> __device__ __forceinline__ T coil_warp_all_reduce(T v, F f) {
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(COIL_FULL_MASK, v, o));
+  return v;
+}
 template <typename T, typename F> __device__ T coil_block_reduce(T v, F f, T identity, void* smem) {
   T* part = (T*)smem;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
