@@ -38,6 +38,9 @@ struct Launch {
 
 struct KernelSource {
   std::string name;
+  // The module function it runs: its own (named `name`), or an identical earlier kernel's
+  // (shared_kernels.h), whose code the module then holds alone.
+  std::string function;
   std::string code;               // the kernel's function, in the backend's language
   std::vector<std::string> args;  // the buffers args[i] points to, in order
   bool vectorized = false;

@@ -1,5 +1,7 @@
 #include "compile/stages.h"
 
+#include "codegen/shared_kernels.h"
+
 #include "compile/kernel_diagram.h"
 #include "debug/log.h"
 #include "decomp/decompose.h"
@@ -114,6 +116,10 @@ std::vector<codegen::KernelSource> codegen(const Graph& g, const ir::Program& pr
     }
     return ks;
   });
+  if (int shared = codegen::share_identical_kernels(kernels))
+    debug::log("output_code", trace.log_prefix(),
+               std::to_string(shared) + " of " + std::to_string(kernels.size()) +
+                   " kernels run an identical earlier kernel's code");
   if (debug::log_enabled("ir_post_fusion"))
     for (const schedule::Kernel& k : sched.kernels)
       debug::log("ir_post_fusion", trace.log_prefix(), schedule::to_string(k));

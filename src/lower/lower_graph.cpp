@@ -62,6 +62,17 @@ bool is_matrix_product(OpId op) {
   return op == OpId::mm || op == OpId::bmm || op == OpId::addmm || op == OpId::addmm_relu;
 }
 
+// Whether a permutation swaps the last two dims and keeps the others in place.
+bool swaps_last_two(const Shape& dims) {
+  const auto rank = static_cast<int64_t>(dims.size());
+  if (rank < 2) return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t want = d < rank - 2 ? d : d == rank - 2 ? rank - 1 : rank - 2;
+    if ((dims[d] < 0 ? dims[d] + rank : dims[d]) != want) return false;
+  }
+  return true;
+}
+
 // A matrix product's operand that is a value not yet in memory, reshaped or transposed (the
 // last two dims swapped, leading dims perhaps merged: [b, h, m, n] -> [b * h, n, m]) — an
 // attention's recomputed weights p for p^T g, a recomputed activation for a weight's gradient,
@@ -75,16 +86,8 @@ ir::TensorRef product_operand(Context& cx, const Node* n) {
   };
   const bool reshaped = is_call(n, OpId::reshape);
   const Node* inner = reshaped ? std::get<Node*>(n->args()[0]) : n;
-  bool transposed = is_call(inner, OpId::permute);
-  if (transposed) {
-    const Shape& dims = std::get<Shape>(inner->args()[1]);
-    const auto rank = static_cast<int64_t>(dims.size());
-    for (int64_t d = 0; d < rank && transposed; ++d)
-      transposed =
-          rank >= 2 && (dims[d] < 0 ? dims[d] + rank : dims[d]) == (d < rank - 2    ? d
-                                                                    : d == rank - 2 ? rank - 1
-                                                                                    : rank - 2);
-  }
+  const bool transposed =
+      is_call(inner, OpId::permute) && swaps_last_two(std::get<Shape>(inner->args()[1]));
   const Node* base = transposed ? std::get<Node*>(inner->args()[0]) : inner;
   // The transposed value may itself be a reshape (a [batch, tokens, features] value read as
   // [tokens, features]): of a contiguous buffer, any reshape is contiguous.
@@ -104,7 +107,6 @@ ir::TensorRef product_operand(Context& cx, const Node* n) {
   ref.view.strides = sym_contiguous_strides(target);
   if (transposed) {
     const sym::Expr rows = from.end()[-2], cols = from.end()[-1];
-    std::swap(ref.view.strides.end()[-2], ref.view.strides.end()[-1]);
     ref.view.strides.end()[-2] = sym::constant(1);
     ref.view.strides.end()[-1] = cols;
     sym::Expr step = rows * cols;

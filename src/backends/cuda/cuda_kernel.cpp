@@ -161,7 +161,7 @@ bool changes_with_row(sym::Expr index, sym::Expr row, sym::Expr r) {
   auto at = [&](int64_t k) {
     return sym::substitute(index, {{row, sym::constant(k)}, {r, sym::constant(0)}});
   };
-  return !(at(0) == at(1)) || !(at(1) == at(2));
+  return at(0) != at(1) || at(1) != at(2);
 }
 
 // Whether the row kernel `k` reads more of its inputs column-wise (consecutive elements for
