@@ -10,8 +10,9 @@
 namespace coil::codegen {
 
 // `k`'s code with its name and its argument buffers' names (also inside identifiers made from
-// them, acc_buf3) replaced by their positions: two kernels with equal keys compute the same
-// thing from the same positional arguments.
+// them, acc_buf3) replaced by their positions, and other buffers' names (values kept in
+// registers) by their order of appearance: two kernels with equal keys compute the same thing
+// from the same positional arguments.
 std::string positional_code(const KernelSource& k);
 
 // Sets each kernel's `function`: its own name, or the name of the first earlier kernel whose

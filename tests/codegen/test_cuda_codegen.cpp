@@ -176,3 +176,25 @@ TEST(CudaCodegen, ColumnsTakeThirtyTwoABlock) {
   EXPECT_EQ(row_source.find("coil_column_reduce(acc_"), std::string::npos) << row_source;
   EXPECT_EQ(cuda_compile_errors(rows), "");
 }
+
+// A model's identical layers make one CUDA kernel: three layer norms over the outputs of three
+// products are generated three times and compiled once (the module holds one __global__ for
+// them), and the module compiles.
+TEST(CudaCodegen, IdenticalLayersCompileOnce) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  const Device gpu("cuda");
+  Node* h = g.placeholder("x", ops::contiguous_meta(kFloat32, {64, 256}, gpu));
+  Node* w = g.placeholder("w", ops::contiguous_meta(kFloat32, {256, 256}, gpu));
+  Node* gamma = g.placeholder("gamma", ops::contiguous_meta(kFloat32, {256}, gpu));
+  for (int layer = 0; layer < 3; ++layer) {
+    Node* product = g.call(OpId::mm, {h, w});
+    h = g.call(OpId::layer_norm, {product, Shape{256}, gamma, gamma});
+  }
+  g.output({h});
+  const std::string source = cuda_module_source(g);
+  size_t kernels = 0;
+  for (size_t at = 0; (at = source.find("__global__", at)) != std::string::npos; ++at) ++kernels;
+  EXPECT_EQ(kernels, 1u) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
+}

@@ -15,11 +15,11 @@ TEST(SharedKernels, PositionalCodeNamesArgumentsByPosition) {
   k.name = "kernel7";
   k.args = {"buf3", "in1"};
   k.code =
-      "void kernel7(float* buf3, const float* in1) { float acc_buf3 = in1[0]; buf3[0] = acc_buf3 "
-      "+ buf31[0] + 2.5e-3f; }";
+      "void kernel7(float* buf3, const float* in1) { float acc_buf9 = in1[0]; buf3[0] = acc_buf9 "
+      "+ acc_buf3 + coil_min2 + 2.5e-3f; }";
   EXPECT_EQ(codegen::positional_code(k),
-            "void @kernel(float* @0, const float* @1) { float acc_@0 = @1[0]; @0[0] = acc_@0 "
-            "+ buf31[0] + 2.5e-3f; }");
+            "void @kernel(float* @0, const float* @1) { float acc_@r0 = @1[0]; @0[0] = acc_@r0 "
+            "+ acc_@0 + coil_min2 + 2.5e-3f; }");
 }
 
 // Two layers of sin(h) * 2 between products make the same kernel twice; a third with another
