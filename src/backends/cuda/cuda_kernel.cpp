@@ -7,6 +7,7 @@
 #include <coil/error.h>
 
 #include "backends/cuda/cuda_expr.h"
+#include "backends/cuda/row_modes.h"
 #include "codegen/code_writer.h"
 #include "codegen/kernel_args.h"
 #include "codegen/kernel_rewrites.h"
@@ -22,30 +23,8 @@ using schedule::Kernel;
 using schedule::KernelNode;
 
 constexpr int64_t kPointwiseBlock = 256;
-constexpr int64_t kRowBlock = 256;
-// Rows of a fixed length at most this long take one thread each instead of a block: a block
-// of 32 threads for a row of a few elements left most of them idle and launched a block per
-// row (a bias-like gradient summed over a batch of 8 was millions of blocks), and consecutive
-// threads then read consecutive rows' elements, which a column's layout needs.
-constexpr int64_t kThreadRowMax = 32;
 // Elements per thread of a vectorised pointwise kernel: one 16-byte access for float32.
 constexpr int64_t kVector = 4;
-// A column kernel (rows whose elements lie a stride apart, consecutive rows' side by side: a
-// softmax over dim 0, a bias's gradient summed over a batch) takes 32 rows per block and
-// kColumnParts threads down each, so that a warp reads 32 consecutive elements; a block per row
-// reads one element per 32-byte sector. Only with enough rows to give every multiprocessor a
-// block: with fewer (GPT-2's 768 bias gradients: 24 blocks) the block per row, whose blocks
-// fill the GPU, was faster; few long columns are split by lowering first (split_columns in
-// src/lower/reduce.cpp), so that their partials are such a kernel.
-constexpr int64_t kColumnParts = 16;
-constexpr int64_t kColumnMinRows = 4096;
-// Rows of a fixed length up to this long, when there are at least kWarpMinRows of them, take a
-// warp each (eight a block): a block per row of an attention's 512 scores kept half its threads
-// idle and met at two barriers per reduction; a warp reduces with shuffles alone. Fewer rows keep a
-// block each, whose blocks fill the GPU.
-constexpr int64_t kWarpRowMax = 1024;
-constexpr int64_t kWarpMinRows = 2048;
-
 // Where `index` reads `i + offset` with the offset free of i (consecutive elements for
 // consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
 // could never be aligned to a vector.
@@ -67,23 +46,6 @@ struct VectorAccess {
     return offset->is_const(0) ? buffer : buffer + " + (" + sym::to_c(offset) + ")";
   }
 };
-
-// The kernel's nodes with its loop variables bound to expressions of the thread's indices.
-Kernel bound(const Kernel& k, const sym::Bindings& b) {
-  Kernel out = k;
-  for (KernelNode& n : out.nodes) {
-    n.body = ir::substitute(n.body, b);
-    n.store_index = sym::substitute(n.store_index, b);
-  }
-  return out;
-}
-
-// Each of `vars` (sizes `sizes`) as an expression of the flat index `flat`.
-void bind_flat(sym::Bindings& b, const std::vector<sym::Expr>& vars, const SymShape& sizes,
-               sym::Expr flat) {
-  std::vector<sym::Expr> parts = ir::unravel(flat, sizes);
-  for (size_t d = 0; d < vars.size(); ++d) b.emplace(vars[d], parts[d]);
-}
 
 std::string head(const std::string& name, const std::vector<std::string>& args,
                  const std::set<std::string>& written, const ir::Program& p,
@@ -152,45 +114,6 @@ const char* fold(ReduceKind k) {
     default:
       throw InternalError("codegen: no CUDA fold for this reduction");
   }
-}
-
-// Whether `index` differs between the first rows at r = 0: a value a row reads that the next
-// row reads too (a layer norm's statistics per token, read by each of a block's 32 columns) is
-// one broadcast load in a column kernel, and no reason to read along rows.
-bool changes_with_row(sym::Expr index, sym::Expr row, sym::Expr r) {
-  auto at = [&](int64_t k) {
-    return sym::substitute(index, {{row, sym::constant(k)}, {r, sym::constant(0)}});
-  };
-  return at(0) != at(1) || at(1) != at(2);
-}
-
-// Whether the row kernel `k` reads more of its inputs column-wise (consecutive elements for
-// consecutive rows) than along its rows, and has no arg reduction (whose index a column
-// reduction does not carry). A load that is the same all along a row (a row's mean, its
-// maximum) counts neither way.
-bool reads_columns(const Kernel& k, const ir::Program& program) {
-  const sym::Expr row = sym::index_var("row", sym_numel(k.outer));
-  const sym::Expr r = sym::index_var("r", sym_numel(k.inner));
-  sym::Bindings b;
-  bind_flat(b, k.outer_vars, k.outer, row);
-  bind_flat(b, k.inner_vars, k.inner, r);
-  const Kernel bk = bound(k, b);
-  std::set<std::string> computed;
-  for (const KernelNode& n : bk.nodes) computed.insert(n.buffer);
-  std::set<std::pair<std::string, const void*>> seen;
-  int across = 0, along = 0;
-  for (const KernelNode& n : bk.nodes) {
-    if (n.reduce == ReduceKind::ArgMax || n.reduce == ReduceKind::ArgMin) return false;
-    ir::for_each_load(n.body, [&](const ir::ValueNode& load) {
-      if (load.is_indirect() || computed.count(load.buffer()) ||
-          !sym::depends_on(load.index(), r) ||
-          !seen.emplace(load.buffer(), load.index().get()).second)
-        return;
-      across += ir::mostly_steps_by_one(program, load.index(), row, {r});
-      along += sym::steps_by_one(load.index(), r) && changes_with_row(load.index(), row, r);
-    });
-  }
-  return across > along;
 }
 
 class Printer {
@@ -344,13 +267,10 @@ class Printer {
     }
   }
 
-  // How a row kernel's threads take its rows.
-  enum class Rows { per_block, per_warp, per_thread, columns };
-
   // Rows a block each (`threads` meeting in block reductions); with per_warp a row per warp
   // (threads / 32 rows a block, warp shuffles and no block barrier); with per_thread a row per
   // thread, folded in order; with columns 32 rows a block, kColumnParts threads down each.
-  void row_body(const Kernel& k, int64_t threads, Rows mode) {
+  void row_body(const Kernel& k, int64_t threads, RowMode mode) {
     const sym::Expr rows = sym_numel(k.outer), r_numel = sym_numel(k.inner);
     sym::Expr row = sym::index_var("row", rows);
     sym::Expr r = sym::index_var("r", r_numel);
@@ -361,8 +281,8 @@ class Printer {
     const Kernel& bk = bound_.back();
     nodes_.clear();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
-    const bool per_thread = mode == Rows::per_thread, columns = mode == Rows::columns;
-    const bool per_warp = mode == Rows::per_warp;
+    const bool per_thread = mode == RowMode::per_thread, columns = mode == RowMode::columns;
+    const bool per_warp = mode == RowMode::per_warp;
     const std::string t = std::to_string(threads), rn = sym::to_c(r_numel);
     std::string first_thread = "if (threadIdx.x == 0) ";
     if (per_warp) {
@@ -518,15 +438,6 @@ class Printer {
   std::deque<Kernel> bound_;  // the kernels nodes_ points into (a deque: they never move)
 };
 
-// Whether a warp's shuffles can combine every reduction of `k`: not an arg reduction (a value
-// and its index) nor a bool one.
-bool warp_reducible(const Kernel& k) {
-  return std::none_of(k.nodes.begin(), k.nodes.end(), [](const KernelNode& n) {
-    return n.reduce && (n.reduce == ReduceKind::ArgMax || n.reduce == ReduceKind::ArgMin ||
-                        n.body->dtype() == kBool);
-  });
-}
-
 // Every variance a row's two passes (its mean, then the squared deviations): block reductions
 // of sums, no Welford state to combine across threads.
 bool always(const KernelNode& n, const Kernel&) { return n.reduce == ReduceKind::WelfordM2; }
@@ -543,31 +454,10 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   Printer pr(rewritten, program, src);
   int64_t block = kPointwiseBlock;
   if (rows) {
-    // The block's width from the row length at the hints; every length loops over the row.
-    const int64_t r_numel = program.hint(sym_numel(k.inner));
-    // Only a length fixed at compile time: a row of run-time length may be long, and one thread
-    // would then fold it alone, slowly and (for float sums) less accurately than a block's tree.
-    const bool per_thread = sym_numel(k.inner)->is_const() && r_numel <= kThreadRowMax;
-    const sym::Expr rows = sym_numel(k.outer);
-    using Rows = Printer::Rows;
-    const Rows mode = per_thread ? Rows::per_thread
-                      : program.hint(rows) >= kColumnMinRows && r_numel >= kColumnParts &&
-                              reads_columns(rewritten, program)
-                          ? Rows::columns
-                      : sym_numel(k.inner)->is_const() && r_numel <= kWarpRowMax &&
-                              program.hint(rows) >= kWarpMinRows && warp_reducible(rewritten)
-                          ? Rows::per_warp
-                          : Rows::per_block;
-    block = mode == Rows::columns ? 32 * kColumnParts
-            : per_thread || mode == Rows::per_warp || r_numel >= kRowBlock
-                ? kRowBlock
-                : std::max<int64_t>(32, (r_numel + 31) / 32 * 32);
-    pr.row_body(rewritten, block, mode);
-    src.launch = {mode == Rows::per_thread ? sym::floordiv(rows + (block - 1), block)
-                  : mode == Rows::per_warp ? sym::floordiv(rows + (block / 32 - 1), block / 32)
-                  : mode == Rows::columns  ? sym::floordiv(rows + 31, 32)
-                                           : rows,
-                  block, 0};
+    const RowLaunch launch = row_launch(rewritten, program);
+    block = launch.block;
+    pr.row_body(rewritten, block, launch.mode);
+    src.launch = {launch.grid, block, 0};
     std::map<const KernelNode*, size_t> pass_of;
     std::vector<codegen::RowBlock> bs = codegen::row_blocks(rewritten);
     for (size_t b = 0; b < bs.size(); ++b)

@@ -1,0 +1,119 @@
+#include "backends/cuda/row_modes.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+namespace coil::cuda {
+
+using ir::ReduceKind;
+using schedule::Kernel;
+using schedule::KernelNode;
+
+namespace {
+
+constexpr int64_t kRowBlock = 256;
+// Rows of a fixed length at most this long take one thread each instead of a block: a block
+// of 32 threads for a row of a few elements left most of them idle and launched a block per
+// row (a bias-like gradient summed over a batch of 8 was millions of blocks), and consecutive
+// threads then read consecutive rows' elements, which a column's layout needs.
+constexpr int64_t kThreadRowMax = 32;
+// A column kernel (rows whose elements lie a stride apart, consecutive rows' side by side: a
+// softmax over dim 0, a bias's gradient summed over a batch) takes 32 rows per block and
+// kColumnParts threads down each, so that a warp reads 32 consecutive elements; a block per row
+// reads one element per 32-byte sector. Only with enough rows to give every multiprocessor a
+// block: with fewer (GPT-2's 768 bias gradients: 24 blocks) the block per row, whose blocks
+// fill the GPU, was faster; few long columns are split by lowering first (split_columns in
+// src/lower/reduce.cpp), so that their partials are such a kernel.
+constexpr int64_t kColumnMinRows = 4096;
+// Rows of a fixed length up to this long, when there are at least kWarpMinRows of them, take a
+// warp each (eight a block): a block per row of an attention's 512 scores kept half its threads
+// idle and met at two barriers per reduction; a warp reduces with shuffles alone. Fewer rows keep a
+// block each, whose blocks fill the GPU.
+constexpr int64_t kWarpRowMax = 1024;
+constexpr int64_t kWarpMinRows = 2048;
+
+// Whether `index` differs between the first rows at r = 0: a value a row reads that the next
+// row reads too (a layer norm's statistics per token, read by each of a block's 32 columns) is
+// one broadcast load in a column kernel, and no reason to read along rows.
+bool changes_with_row(sym::Expr index, sym::Expr row, sym::Expr r) {
+  auto at = [&](int64_t k) {
+    return sym::substitute(index, {{row, sym::constant(k)}, {r, sym::constant(0)}});
+  };
+  return at(0) != at(1) || at(1) != at(2);
+}
+
+// Whether the row kernel `k` reads more of its inputs column-wise (consecutive elements for
+// consecutive rows) than along its rows, and has no arg reduction (whose index a column
+// reduction does not carry). A load that is the same all along a row (a row's mean, its
+// maximum) counts neither way.
+bool reads_columns(const Kernel& k, const ir::Program& program) {
+  const sym::Expr row = sym::index_var("row", sym_numel(k.outer));
+  const sym::Expr r = sym::index_var("r", sym_numel(k.inner));
+  sym::Bindings b;
+  bind_flat(b, k.outer_vars, k.outer, row);
+  bind_flat(b, k.inner_vars, k.inner, r);
+  const Kernel bk = bound(k, b);
+  std::set<std::string> computed;
+  for (const KernelNode& n : bk.nodes) computed.insert(n.buffer);
+  std::set<std::pair<std::string, const void*>> seen;
+  int across = 0, along = 0;
+  for (const KernelNode& n : bk.nodes) {
+    if (n.reduce == ReduceKind::ArgMax || n.reduce == ReduceKind::ArgMin) return false;
+    ir::for_each_load(n.body, [&](const ir::ValueNode& load) {
+      if (load.is_indirect() || computed.count(load.buffer()) ||
+          !sym::depends_on(load.index(), r) ||
+          !seen.emplace(load.buffer(), load.index().get()).second)
+        return;
+      across += ir::mostly_steps_by_one(program, load.index(), row, {r});
+      along += sym::steps_by_one(load.index(), r) && changes_with_row(load.index(), row, r);
+    });
+  }
+  return across > along;
+}
+
+// Whether a warp's shuffles can combine every reduction of `k`: not an arg reduction (a value
+// and its index) nor a bool one.
+bool warp_reducible(const Kernel& k) {
+  return std::none_of(k.nodes.begin(), k.nodes.end(), [](const KernelNode& n) {
+    return n.reduce && (n.reduce == ReduceKind::ArgMax || n.reduce == ReduceKind::ArgMin ||
+                        n.body->dtype() == kBool);
+  });
+}
+
+}  // namespace
+
+Kernel bound(const Kernel& k, const sym::Bindings& b) {
+  Kernel out = k;
+  for (KernelNode& n : out.nodes) {
+    n.body = ir::substitute(n.body, b);
+    n.store_index = sym::substitute(n.store_index, b);
+  }
+  return out;
+}
+
+void bind_flat(sym::Bindings& b, const std::vector<sym::Expr>& vars, const SymShape& sizes,
+               sym::Expr flat) {
+  std::vector<sym::Expr> parts = ir::unravel(flat, sizes);
+  for (size_t d = 0; d < vars.size(); ++d) b.emplace(vars[d], parts[d]);
+}
+
+RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
+  // The block's width from the row length at the hints; every length loops over the row.
+  const int64_t r_numel = program.hint(sym_numel(k.inner));
+  const sym::Expr rows = sym_numel(k.outer);
+  // Only a length fixed at compile time: a row of run-time length may be long, and one thread
+  // would then fold it alone, slowly and (for float sums) less accurately than a block's tree.
+  const bool fixed = sym_numel(k.inner)->is_const();
+  if (fixed && r_numel <= kThreadRowMax)
+    return {RowMode::per_thread, kRowBlock, sym::floordiv(rows + (kRowBlock - 1), kRowBlock)};
+  if (program.hint(rows) >= kColumnMinRows && r_numel >= kColumnParts && reads_columns(k, program))
+    return {RowMode::columns, 32 * kColumnParts, sym::floordiv(rows + 31, 32)};
+  if (fixed && r_numel <= kWarpRowMax && program.hint(rows) >= kWarpMinRows && warp_reducible(k))
+    return {RowMode::per_warp, kRowBlock,
+            sym::floordiv(rows + (kRowBlock / 32 - 1), kRowBlock / 32)};
+  return {RowMode::per_block,
+          r_numel >= kRowBlock ? kRowBlock : std::max<int64_t>(32, (r_numel + 31) / 32 * 32), rows};
+}
+
+}  // namespace coil::cuda

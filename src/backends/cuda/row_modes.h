@@ -1,0 +1,36 @@
+// How the threads of a CUDA row kernel (a reduction's rows, with the passes over each) take its
+// rows: a block each, a warp each, a thread each, or 32 columns a block; with the block's width
+// and the grid. Also the binding of a kernel's loop variables to the thread's indices, which the
+// choice and the printer share.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/program.h"
+#include "schedule/kernel.h"
+
+namespace coil::cuda {
+
+// A column kernel takes 32 rows (columns of memory) a block and this many threads down each.
+inline constexpr int64_t kColumnParts = 16;
+
+enum class RowMode { per_block, per_warp, per_thread, columns };
+
+struct RowLaunch {
+  RowMode mode;
+  int64_t block;   // threads
+  sym::Expr grid;  // blocks
+};
+
+// The launch of the row kernel `k` (its variances already two passes).
+RowLaunch row_launch(const schedule::Kernel& k, const ir::Program& program);
+
+// `k`'s nodes with its loop variables bound to expressions of the thread's indices.
+schedule::Kernel bound(const schedule::Kernel& k, const sym::Bindings& b);
+
+// Each of `vars` (sizes `sizes`) as an expression of the flat index `flat`.
+void bind_flat(sym::Bindings& b, const std::vector<sym::Expr>& vars, const SymShape& sizes,
+               sym::Expr flat);
+
+}  // namespace coil::cuda
