@@ -54,6 +54,11 @@ struct KernelSource {
   // The size symbols its code reads (a dynamic graph's s0, s1, ...), in order.
   std::vector<sym::Expr> symbols;
   Launch launch;
+
+  // The module function the wrapper calls for it.
+  const std::string& function_name() const { return function.empty() ? name : function; }
+  // Whether the module holds its code (no earlier kernel's runs in its place).
+  bool defines_function() const { return function_name() == name; }
 };
 
 // A kernel bound for the wrapper to call (backends/backend.h): a function pointer on the CPU, a

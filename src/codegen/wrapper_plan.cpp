@@ -132,7 +132,7 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
         step.allocs.push_back(a);
       }
       const KernelSource& k = kernels[st.kernel];
-      step.kernel = k.function.empty() ? k.name : k.function;
+      step.kernel = k.function_name();
       step.index_checks = k.index_checks;
       for (sym::Expr s : k.symbols) step.symbols.push_back(size_symbol_index(s));
       step.launch = k.launch;

@@ -1,7 +1,6 @@
 #include "compile/stages.h"
 
 #include "codegen/shared_kernels.h"
-
 #include "compile/kernel_diagram.h"
 #include "debug/log.h"
 #include "decomp/decompose.h"

@@ -301,11 +301,14 @@ cublasLtMatmulAlgo_t tuned_algo(const Problem& p, const Plan& plan, cublasLtHand
                                 const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
                                 const Operands& o) {
   // The cache never fails a program: without a usable folder the choice is only not kept.
+  auto not_kept = [](const std::exception& e) {
+    debug::log("autotune", "cuBLASLt", std::string("the choice is not kept: ") + e.what());
+  };
   std::string path;
   try {
     path = jit::open_cache_entry(tuning_key(p), "autotune").path(".algo");
   } catch (const std::exception& e) {
-    debug::log("autotune", "cuBLASLt", std::string("the choice is not kept: ") + e.what());
+    not_kept(e);
   }
   if (std::optional<cublasLtMatmulAlgo_t> saved =
           path.empty() ? std::nullopt : saved_algo(path, plan, handle)) {
@@ -336,7 +339,7 @@ cublasLtMatmulAlgo_t tuned_algo(const Problem& p, const Plan& plan, cublasLtHand
     if (!path.empty())
       jit::write_file_atomically(path, jit::to_hex(&algo, sizeof algo), /*sealed=*/true);
   } catch (const std::exception& e) {
-    debug::log("autotune", "cuBLASLt", std::string("the choice is not kept: ") + e.what());
+    not_kept(e);
   }
   return algo;
 }

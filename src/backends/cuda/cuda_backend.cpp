@@ -178,7 +178,7 @@ codegen::KernelSource CudaBackend::generate_kernel(const schedule::Kernel& k,
 std::string CudaBackend::module_source(const std::vector<codegen::KernelSource>& kernels) const {
   std::string s = cuda_prelude();
   for (const codegen::KernelSource& k : kernels)
-    if (k.function.empty() || k.function == k.name) s += std::string(jit::kPartBoundary) + k.code;
+    if (k.defines_function()) s += std::string(jit::kPartBoundary) + k.code;
   return s;
 }
 

@@ -139,16 +139,16 @@ CudaModule::CudaModule(std::string path, int device) : path_(std::move(path)), d
 // A bundle's kernels are indexed by name once: asking each part in turn for a kernel it lacks
 // is an API error that compute-sanitizer reports.
 void CudaModule::index_bundle() {
+  const std::string what = "jit: listing the kernels of '" + path_ + "'";
   for (void* m : modules_) {
     auto module = static_cast<CUmodule>(m);
     unsigned count = 0;
-    check_cu(driver().function_count(&count, module), "jit: reading '" + path_ + "'");
+    check_cu(driver().function_count(&count, module), what);
     std::vector<CUfunction> fns(count);
-    check_cu(driver().enumerate_functions(fns.data(), count, module),
-             "jit: reading '" + path_ + "'");
+    check_cu(driver().enumerate_functions(fns.data(), count, module), what);
     for (CUfunction f : fns) {
       const char* name = nullptr;
-      check_cu(driver().function_name(&name, f), "jit: reading '" + path_ + "'");
+      check_cu(driver().function_name(&name, f), what);
       functions_[name] = f;
     }
   }
