@@ -197,9 +197,25 @@ void write_file_atomically(const std::string& path, const std::string& contents,
 
 SealedFile read_sealed(const std::string& path) {
   SealedFile out;
-  std::optional<std::string> bytes = read_file(path);
+  // Missing only when the open finds no file: asking afterwards whether it exists would call a
+  // file another process renamed in just then damaged, and set a good entry aside.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return out;
+  std::optional<std::string> bytes;
+  if (fd >= 0) {
+    bytes.emplace();
+    char buffer[1 << 16];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        bytes.reset();
+        break;
+      }
+      bytes->append(buffer, static_cast<size_t>(n));
+    }
+    ::close(fd);
+  }
   if (!bytes) {
-    if (!file_exists(path)) return out;
     out.state = SealedFile::State::damaged;
     out.why = "it cannot be read";
     return out;
