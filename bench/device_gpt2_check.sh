@@ -9,10 +9,10 @@ COIL_GPU_QUICK=1 COIL_GPU_TARGET=coil_tests \
   bash scripts/test_gpu.sh 2>&1 | tail -8
 ninja -C build-gpu coil-bench-models > "$OUT/bench_build.log" 2>&1 || { tail -20 "$OUT/bench_build.log"; exit 1; }
 build-gpu/bench/coil-bench-models --device cuda --model gpt2 --quick --json "$OUT/gpt2.json" 2>&1 | tail -4
-g++ -std=c++20 -O2 -Iinclude -I/usr/local/cuda/include bench/probes/gpt2_train_step.cpp \
+g++ -std=c++20 -O2 -Iinclude -I/usr/local/cuda/include bench/probes/train_step.cpp \
   -Lbuild-gpu -lcoil -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,"$PWD/build-gpu" \
-  -o /tmp/gpt2_train_step || exit 1
-/tmp/gpt2_train_step compiled > /dev/null  # fills the code cache: ncu sees no compiles
+  -o /tmp/train_step || exit 1
+/tmp/train_step gpt2 compiled > /dev/null  # fills the code cache: ncu sees no compiles
 /usr/local/cuda/bin/ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum \
-  --csv --cache-control none /tmp/gpt2_train_step compiled > "$OUT/coil_compiled.csv" 2> "$OUT/ncu.log"
+  --csv --cache-control none /tmp/train_step gpt2 compiled > "$OUT/coil_compiled.csv" 2> "$OUT/ncu.log"
 python3 bench/probes/kernel_table.py "$OUT/coil_compiled.csv" 20

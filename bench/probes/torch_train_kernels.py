@@ -1,22 +1,30 @@
-"""PyTorch's side of bench/probes/gpt2_train_step.cpp: one GPT-2 small training step (8 x 512,
-AdamW, TF32 off), eager or Inductor, after warm-up; its CUDA kernels from torch.profiler,
-summed by name. Usage: torch_train_kernels.py eager|inductor"""
+"""PyTorch's side of bench/probes/train_step.cpp: one training step (GPT-2 small at 8 x 512 with
+AdamW, or ResNet-50 at 32 x 224² with SGD and momentum; TF32 off), eager or Inductor, after
+warm-up; its CUDA kernels from torch.profiler, summed by name.
+Usage: torch_train_kernels.py gpt2|resnet50 eager|inductor"""
 import os, sys
 import torch
 import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import make_model_checkpoints as m
 
-compiled = len(sys.argv) > 1 and sys.argv[1] == "inductor"
+which = sys.argv[1] if len(sys.argv) > 1 else "gpt2"
+compiled = len(sys.argv) > 2 and sys.argv[2] == "inductor"
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 torch.manual_seed(0)
-cfg = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
-           layer_norm_epsilon=1e-5)
-model = m.GPT2Model(cfg).cuda().train()
-ids = torch.randint(0, 50257, (8, 512), device="cuda")
-labels = torch.randint(0, 50257, (8, 512), device="cuda")
-opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+if which == "resnet50":
+    model = m.ResNet(m.Bottleneck, [3, 4, 6, 3], 64, 1000).cuda().train()
+    ids = torch.randn(32, 3, 224, 224, device="cuda")
+    labels = torch.randint(0, 1000, (32,), device="cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+else:
+    cfg = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
+               layer_norm_epsilon=1e-5)
+    model = m.GPT2Model(cfg).cuda().train()
+    ids = torch.randint(0, 50257, (8, 512), device="cuda")
+    labels = torch.randint(0, 50257, (8, 512), device="cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
 
 def lm_loss(a, b):
@@ -46,6 +54,6 @@ per, count = {}, {}
 for e in events:
     per[e.name[:90]] = per.get(e.name[:90], 0) + e.device_time
     count[e.name[:90]] = count.get(e.name[:90], 0) + 1
-print(f"torch {'inductor' if compiled else 'eager'}: {len(events)} kernels, {total / 1e3:.2f} ms of GPU time")
+print(f"torch {which} {'inductor' if compiled else 'eager'}: {len(events)} kernels, {total / 1e3:.2f} ms of GPU time")
 for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:25]:
     print(f"{us / 1e3:9.3f} ms {count[name]:5d}x  {name}")

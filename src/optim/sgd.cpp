@@ -1,4 +1,6 @@
 // SGD, as torch.optim.SGD (the single-tensor form of torch/optim/sgd.py).
+#include <algorithm>
+
 #include <coil/autograd.h>
 #include <coil/ops.h>
 #include <coil/optim.h>
@@ -74,11 +76,19 @@ void SGD::step() {
     bool buffers_ready = true;
     for (const Tensor& b : bufs) buffers_ready = buffers_ready && b.defined();
     if (o.compiled && !params.empty() && (o.momentum == 0 || buffers_ready)) {
-      std::vector<Tensor> all;  // per parameter: p, g, [buf,] -lr
+      // Per parameter: p, g, [buf,] -lr; parameters of one dtype and device share their -lr (one
+      // small tensor a step, on a GPU one fill, rather than one per parameter).
+      std::vector<Tensor> all, steps;
       for (size_t i = 0; i < params.size(); ++i) {
-        all.insert(all.end(), {params[i], grads[i]});
+        const Tensor& p = params[i];
+        all.insert(all.end(), {p, grads[i]});
         if (o.momentum != 0) all.push_back(bufs[i]);
-        all.push_back(scalar_tensor(-o.lr, params[i].dtype(), params[i].device()));
+        auto same = std::find_if(steps.begin(), steps.end(), [&](const Tensor& s) {
+          return s.dtype() == p.dtype() && s.device() == p.device();
+        });
+        if (same == steps.end())
+          same = steps.insert(steps.end(), scalar_tensor(-o.lr, p.dtype(), p.device()));
+        all.push_back(*same);
       }
       if (!compiled_) compiled_ = std::make_shared<detail::CompiledSteps>();
       compiled_->run(

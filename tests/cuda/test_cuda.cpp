@@ -12,6 +12,7 @@
 #include "graph/op_examples.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
+#include "graph/registry.h"
 #include "jit/code_cache.h"
 #include "testing.h"
 
@@ -639,13 +640,15 @@ TEST(Cuda, AttentionRunsInOneKernel) {
   for (size_t i = 0; i < 3; ++i) expect_same(g_gpu[i], g_cpu[i], "grad " + std::to_string(i), 1e-4);
 }
 
-// Pooling on the GPU is cuDNN's where cuDNN has the pool (no dilation, no ceil_mode, adaptive
-// pools with equal windows): forward and gradient against the CPU, in every floating dtype; the
-// others run on the CPU, and say so in the device_eager log.
-TEST(Cuda, PoolingRunsOnCudnn) {
+// Pooling on the GPU: max pools by coil's kernels for every window (dilation and ceil_mode
+// too), average pools by cuDNN where it has the pool (no ceil_mode; adaptive pools with equal
+// windows). Forward and gradient against the CPU, in every floating dtype; a max pool's winner
+// is the CPU's (first maximum, first NaN), so its gradient matches even among the ties of 16-bit
+// inputs. Average pools with ceil_mode run on the CPU, and say so in the device_eager log.
+TEST(Cuda, PoolingRunsOnTheGpu) {
   COIL_REQUIRE_GPU();
   using Pool = std::function<Tensor(const Tensor&)>;
-  const std::vector<std::pair<std::string, Pool>> on_cudnn = {
+  const std::vector<std::pair<std::string, Pool>> on_gpu = {
       {"max 2x2",
        [](const Tensor& x) {
          return max_pool2d(x, {2, 2});
@@ -653,6 +656,14 @@ TEST(Cuda, PoolingRunsOnCudnn) {
       {"max 3x3 s2 p1",
        [](const Tensor& x) {
          return max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+       }},
+      {"max 3x2 s1 p1 dilation 2x3",
+       [](const Tensor& x) {
+         return max_pool2d(x, {3, 2}, {1, 1}, {1, 1}, {2, 3});
+       }},
+      {"max 3x3 s2 ceil_mode",
+       [](const Tensor& x) {
+         return max_pool2d(x, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true);
        }},
       {"avg 3x2 s1 p1",
        [](const Tensor& x) {
@@ -678,27 +689,35 @@ TEST(Cuda, PoolingRunsOnCudnn) {
     return std::vector<Tensor>{y, x.grad()};
   };
   const std::string log = log_of("device_eager", [&] {
-    for (const auto& [name, pool] : on_cudnn)
+    for (const auto& [name, pool] : on_gpu)
       for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
         SCOPED_TRACE(name + " " + dtype_name(dt));
         for (const Shape& s : {Shape{2, 3, 12, 10}, Shape{5, 9, 8}}) {
           Tensor x = random(s, dt), g = random(pool(x).sizes(), dt);
           std::vector<Tensor> want = run(pool, x, g, kCPU), got = run(pool, x, g, kCUDA);
-          // 16-bit inputs have ties in a window, whose gradient either side may route to any
-          // of the tied elements: their max pools compare forward only.
-          const bool ties = name.rfind("max", 0) == 0 && (dt == kFloat16 || dt == kBFloat16);
-          for (size_t i = 0; i < (ties ? 1u : 2u); ++i)
+          for (size_t i = 0; i < 2; ++i)
             expect_close(got[i].cpu(), values(want[i]), want[i].sizes(), rtol_for(dt) * 4,
                          dt == kFloat64 ? 1e-12 : rtol_for(dt) * 4);
         }
       }
   });
   EXPECT_EQ(log.find("runs on the CPU"), std::string::npos) << log;
-  // Dilation and ceil_mode: the CPU's kernel on copies, the same results.
+  // Max pools of integers, a NaN winning its windows, and the second derivative's op.
+  Tensor ints = randint(-4, 4, {2, 3, 9, 7});
+  expect_same(max_pool2d(ints.cuda(), {2, 3}, {1, 2}, {1, 1}, {2, 1}, true),
+              max_pool2d(ints, {2, 3}, {1, 2}, {1, 1}, {2, 1}, true), "int64");
   Tensor x = random({2, 3, 11, 11});
+  x.data_ptr<float>()[x.stride(1) + 4 * 11 + 4] = std::nanf("");
+  expect_same(max_pool2d(x.cuda(), {3, 3}, {2, 2}, {1, 1}), max_pool2d(x, {3, 3}, {2, 2}, {1, 1}),
+              "NaN");
+  Tensor dx = random({2, 3, 11, 11});
+  auto second = [&](Device d) {
+    return call_op1(OpId::max_pool2d_double_backward,
+                    {dx.to(d), x.to(d), Shape{3, 3}, Shape{2, 2}, Shape{1, 1}, Shape{2, 2}, true});
+  };
+  expect_same(second(kCUDA), second(kCPU), "max_pool2d_double_backward, dilated, ceil_mode");
+  // Average pooling with ceil_mode: the CPU's kernel on copies, the same results.
   const std::string fallback = log_of("device_eager", [&] {
-    expect_same(max_pool2d(x.cuda(), {3, 3}, {2, 2}, {1, 1}, {2, 2}),
-                max_pool2d(x, {3, 3}, {2, 2}, {1, 1}, {2, 2}), "dilation");
     expect_same(avg_pool2d(x.cuda(), {2, 2}, {2, 2}, {0, 0}, true),
                 avg_pool2d(x, {2, 2}, {2, 2}, {0, 0}, true), "ceil_mode");
   });

@@ -1,6 +1,6 @@
 // The CUDA backend's hand-written kernels (the runtime's copies, fills and random draws, the
-// fused attention, cumsum and scatter_add) compile with NVRTC, with no GPU needed: CI checks them
-// as it checks the generated kernels.
+// fused attention, max pooling, cumsum and scatter_add) compile with NVRTC, with no GPU needed: CI
+// checks them as it checks the generated kernels.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/max_pool.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "backends/cuda/scan_scatter.h"
 #include "jit/source_parts.h"
@@ -93,4 +94,12 @@ TEST(CudaRuntimeKernels, LargeModulesCompileInPartsIntoABundle) {
     EXPECT_THROW(module.function("k8"), Error);
   }
   std::filesystem::remove_all(dir);
+}
+
+// Max pooling's kernels: 16-bit floats (compared and summed in float), float64, integers.
+TEST(CudaRuntimeKernels, MaxPoolCompilesWithNvrtc) {
+  for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kUInt8}) {
+    SCOPED_TRACE(dtype_name(t));
+    EXPECT_EQ(nvrtc_errors(cuda::max_pool_kernel_source(t)), "");
+  }
 }

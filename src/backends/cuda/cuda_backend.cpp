@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/max_pool.h"
 #include "backends/cuda/scan_scatter.h"
 #include "graph/dims.h"
 #include "jit/source_parts.h"
@@ -32,11 +33,10 @@ ConvWindow window_of(const Args& a) {
   return ConvWindow{pair(3), pair(4), pair(5), a.i64(6)};
 }
 
-// The pool of a pooling op (or of its gradient) as cuDNN takes it, or nullopt for what cuDNN
-// has no form of (dilation, ceil_mode, an adaptive pool whose windows differ in size).
+// The pool of an average-pooling op (or of its gradient) as cuDNN takes it, or nullopt for what
+// cuDNN has no form of (ceil_mode, an adaptive pool whose windows differ in size).
 std::optional<PoolWindow> pool_window(OpId op, const Args& a) {
-  const bool backward = op == OpId::max_pool2d_backward || op == OpId::avg_pool2d_backward ||
-                        op == OpId::adaptive_avg_pool2d_backward;
+  const bool backward = op == OpId::avg_pool2d_backward || op == OpId::adaptive_avg_pool2d_backward;
   const size_t self = backward ? 1 : 0;
   const Tensor& x = a.tensor(self);
   auto pair = [](const Shape& v) { return std::array<int64_t, 2>{v[0], v.back()}; };
@@ -47,20 +47,22 @@ std::optional<PoolWindow> pool_window(OpId op, const Args& a) {
     const int64_t h = x.size(-2), w = x.size(-1);
     if (out[0] == 0 || out[1] == 0 || h % out[0] != 0 || w % out[1] != 0) return std::nullopt;
     const std::array<int64_t, 2> k{h / out[0], w / out[1]};
-    return PoolWindow{k, k, {0, 0}, false, true};
+    return PoolWindow{k, k, {0, 0}, true};
   }
-  const bool max = op == OpId::max_pool2d || op == OpId::max_pool2d_backward;
   const std::array<int64_t, 2> kernel = pair(a.ints(self + 1));
   const Shape& stride = a.ints(self + 2);
-  PoolWindow w{kernel, stride.empty() ? kernel : pair(stride), pair(a.ints(self + 3)), max, true};
-  if (max) {
-    if (pair(a.ints(self + 4)) != std::array<int64_t, 2>{1, 1} || a.b(self + 5))
-      return std::nullopt;  // dilation, ceil_mode
-  } else {
-    if (a.b(self + 4)) return std::nullopt;  // ceil_mode
-    w.count_include_pad = a.b(self + 5);
-  }
-  return w;
+  if (a.b(self + 4)) return std::nullopt;  // ceil_mode
+  return PoolWindow{kernel, stride.empty() ? kernel : pair(stride), pair(a.ints(self + 3)),
+                    a.b(self + 5)};
+}
+
+// The window of max_pool2d (input at 0) or of its gradients (input at 1): kernel, stride
+// (empty: the kernel's), padding, dilation; the output's size carries ceil_mode.
+MaxPoolWindow max_pool_window(const Args& a, size_t self) {
+  auto pair = [](const Shape& v) { return std::array<int64_t, 2>{v[0], v.back()}; };
+  const Shape& stride = a.ints(self + 2);
+  return {pair(a.ints(self + 1)), pair(stride.empty() ? a.ints(self + 1) : stride),
+          pair(a.ints(self + 3)), pair(a.ints(self + 4))};
 }
 
 // A 3-D (C, H, W) tensor as the 4-D batch of one that cuDNN takes.
@@ -132,17 +134,28 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
         conv2d_weight_grad(a.tensor(0), a.tensor(1), out, w);
       return std::vector<Tensor>{out};
     }
-    // Pooling and its gradients: cuDNN's, where it has the pool.
+    // Max pooling and its derivatives: kernels of coil's own (max_pool.h).
     case OpId::max_pool2d:
+    case OpId::max_pool2d_backward:
+    case OpId::max_pool2d_double_backward: {
+      Tensor out = empty_from_meta(metas.at(0));
+      if (op == OpId::max_pool2d)
+        max_pool2d(a.tensor(0), out, max_pool_window(a, 0));
+      else if (op == OpId::max_pool2d_backward)
+        max_pool2d_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
+      else
+        max_pool2d_double_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
+      return std::vector<Tensor>{out};
+    }
+    // Average pooling and its gradients: cuDNN's, where it has the pool.
     case OpId::avg_pool2d:
     case OpId::adaptive_avg_pool2d:
-    case OpId::max_pool2d_backward:
     case OpId::avg_pool2d_backward:
     case OpId::adaptive_avg_pool2d_backward: {
       const std::optional<PoolWindow> w = pool_window(op, a);
       if (!w || !cudnn_available()) return std::nullopt;
       Tensor out = empty_from_meta(metas.at(0));
-      if (op == OpId::max_pool2d || op == OpId::avg_pool2d || op == OpId::adaptive_avg_pool2d)
+      if (op == OpId::avg_pool2d || op == OpId::adaptive_avg_pool2d)
         pool2d_forward(a.tensor(0), out, *w);
       else
         pool2d_backward(a.tensor(0), a.tensor(1), out, *w);

@@ -1,6 +1,7 @@
 // cuDNN's calls on the GPU (the library loaded on first use): conv2d forward with its bias and
 // its two backward ops, for float32 (full precision unless set_cudnn_allow_tf32), float64 and the
-// 16-bit floats (cudnn_conv.cpp); max and average pooling and their gradients (cudnn_pool.cpp).
+// 16-bit floats (cudnn_conv.cpp); average pooling and its gradient (cudnn_pool.cpp; max pooling
+// is coil's own, max_pool.h).
 // Where the toolkit has no cuDNN, cudnn_available() is false and these ops run on the CPU.
 #pragma once
 
@@ -29,11 +30,10 @@ void conv2d_input_grad(const Tensor& gy, const Tensor& w, const Tensor& dx,
 void conv2d_weight_grad(const Tensor& gy, const Tensor& x, const Tensor& dw,
                         const ConvWindow& window);
 
-// A pooling window: kernel, stride and padding per spatial dim, max or average (counting the
-// padding in the divisor or not). cuDNN has no dilation or ceil_mode: those pools stay on the CPU.
+// An average-pooling window: kernel, stride and padding per spatial dim, counting the padding in
+// the divisor or not. cuDNN has no ceil_mode: those pools stay on the CPU.
 struct PoolWindow {
   std::array<int64_t, 2> kernel, stride, padding;
-  bool max;
   bool count_include_pad;
 };
 

@@ -13,8 +13,7 @@ struct PoolDesc {
   cudnnPoolingDescriptor_t d = nullptr;
   explicit PoolDesc(const PoolWindow& w) {
     check_dnn(dnn().pool_create(&d), "cudnnCreatePoolingDescriptor");
-    const cudnnPoolingMode_t mode = w.max ? CUDNN_POOLING_MAX_DETERMINISTIC
-                                    : w.count_include_pad
+    const cudnnPoolingMode_t mode = w.count_include_pad
                                         ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     check_dnn(dnn().pool_set(d, mode, CUDNN_PROPAGATE_NAN, as_int(w.kernel[0]), as_int(w.kernel[1]),
@@ -54,7 +53,7 @@ void pool2d_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& dx,
                      const PoolWindow& w) {
   if (dx.numel() == 0) return;
   const Tensor x = dense(x_in), gy = dense(gy_in);
-  // cuDNN's backward reads the pool's output too (for max pooling: which element won).
+  // cuDNN's backward takes the pool's output too.
   const Tensor y = empty_contiguous(gy.sizes(), gy.dtype(), gy.device());
   pool2d_forward(x, y, w);
   const DType t = dx.dtype();

@@ -1,0 +1,67 @@
+// One training step on the GPU, eager or compiled, with the CUDA profiler switched on around one
+// step after warm-up: run under Nsight Compute with --profile-from-start off, it gives every
+// kernel of a step (bench/device_train_kernels.sh). The models and sizes are those of
+// coil-bench-models: GPT-2 small at 8 x 512 tokens with AdamW, ResNet-50 at 32 images of 224²
+// with SGD (momentum 0.9). Usage: train_step gpt2|resnet50 eager|compiled
+#include <cuda_profiler_api.h>
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <coil/coil.h>
+#include <coil/nn/gpt2.h>
+#include <coil/nn/resnet.h>
+
+using namespace coil;
+
+int main(int argc, char** argv) {
+  const std::string model_name = argc > 1 ? argv[1] : "gpt2";
+  const bool compiled = argc > 2 && std::string(argv[2]) == "compiled";
+  const Device cuda("cuda");
+  manual_seed(0);
+  std::shared_ptr<nn::Module> model;
+  std::unique_ptr<optim::Optimizer> opt;
+  std::function<Tensor(const Tensor&, const Tensor&)> loss_of;
+  Tensor x, y;
+  if (model_name == "resnet50") {
+    auto resnet = nn::resnet50();
+    resnet->to(cuda);
+    model = resnet;
+    x = randn({32, 3, 224, 224}).to(cuda);
+    y = randint(0, 1000, {32}).to(cuda);
+    opt = std::make_unique<optim::SGD>(
+        resnet->parameters(), optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .compiled = compiled});
+    loss_of = [resnet](const Tensor& a, const Tensor& b) {
+      return cross_entropy(resnet->forward(a), b);
+    };
+  } else {
+    auto gpt2 = nn::gpt2(nn::GPT2Config::small());
+    gpt2->to(cuda);
+    model = gpt2;
+    x = randint(0, 50257, {8, 512}).to(cuda);
+    y = randint(0, 50257, {8, 512}).to(cuda);
+    opt = std::make_unique<optim::AdamW>(gpt2->parameters(),
+                                         optim::AdamWOptions{.lr = 1e-4, .compiled = compiled});
+    loss_of = [gpt2](const Tensor& a, const Tensor& b) {
+      Tensor logits = gpt2->forward(a);
+      return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.reshape({-1}));
+    };
+  }
+  model->train();
+  auto compiled_loss = coil::compile(loss_of);
+  auto step = [&] {
+    opt->zero_grad();
+    Tensor l = compiled ? compiled_loss(x, y) : loss_of(x, y);
+    l.backward();
+    opt->step();
+    return l.item<double>();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  cudaProfilerStart();
+  double loss = step();
+  cudaProfilerStop();
+  std::printf("%s %s step done, loss %.4f\n", model_name.c_str(), compiled ? "compiled" : "eager",
+              loss);
+}
