@@ -7,7 +7,8 @@ namespace coil {
 
 namespace {
 
-// "kernel0: pointwise over [1024], 5 nodes": enough to match the legend with the output code.
+// "poi_fused_cos_mul_sin_add_0: pointwise over [1024], 5 nodes": enough to match the legend with
+// the output code.
 std::string describe(const schedule::Kernel& k, size_t graph_nodes) {
   std::string what =
       k.is_reduction() ? "reduction over " + sym_shape_str(k.outer) + " x " + sym_shape_str(k.inner)

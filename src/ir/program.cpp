@@ -85,6 +85,10 @@ const char* reduce_kind_name(ReduceKind k) {
   return "?";
 }
 
+void add_once(std::vector<std::string>& list, const std::string& s) {
+  if (std::find(list.begin(), list.end(), s) == list.end()) list.push_back(s);
+}
+
 const Buffer& Program::buffer(const std::string& name) const {
   for (const Buffer& b : buffers)
     if (b.name == name) return b;

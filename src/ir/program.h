@@ -101,7 +101,12 @@ struct Buffer {
   // made it, and the pointwise and view nodes inlined into its body. Names, sorted; for the
   // diagram of which node fused into which kernel.
   std::vector<std::string> origins;
+  // Their ops, each once, in graph order: the middle of the name of the kernel that computes it.
+  std::vector<std::string> origin_ops;
 };
+
+// Appends `s` to `list` unless it is there already.
+void add_once(std::vector<std::string>& list, const std::string& s);
 
 // A lowered graph: its buffers in execution order (inputs and constants first) and its
 // results, each a view of a buffer.

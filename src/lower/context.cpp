@@ -5,6 +5,7 @@
 
 #include <coil/error.h>
 
+#include "graph/registry.h"
 #include "graph/sym_rules.h"
 #include "runtime/tensor_impl.h"
 
@@ -43,8 +44,15 @@ TensorBox Context::from_storage(ir::TensorRef ref) const {
 
 std::string Context::push_buffer(ir::Buffer b, const Origins& origins) {
   if (b.name.empty()) b.name = "buf" + std::to_string(next_buffer_++);
-  for (const Node* n : origins) b.origins.push_back(n->name());
+  std::vector<const Node*> calls;
+  for (const Node* n : origins) {
+    b.origins.push_back(n->name());
+    if (n->kind() == NodeKind::Call) calls.push_back(n);
+  }
   std::sort(b.origins.begin(), b.origins.end());
+  std::sort(calls.begin(), calls.end(),
+            [](const Node* x, const Node* y) { return x->is_before(y); });
+  for (const Node* n : calls) ir::add_once(b.origin_ops, op_name(n->op()));
   program_.buffers.push_back(std::move(b));
   return program_.buffers.back().name;
 }

@@ -33,9 +33,11 @@ std::string reads_one_of(const Kernel& k, const std::set<std::string>& written) 
   return hit;
 }
 
-Kernel combine(std::vector<Kernel> parts, const std::string& name) {
+Kernel combine(std::vector<Kernel> parts, int number) {
   Kernel combo;
-  combo.name = name;
+  for (const Kernel& p : parts)
+    for (const std::string& op : p.ops) ir::add_once(combo.ops, op);
+  combo.name = fused_name("combo", combo.ops, number);
   sym::Expr points = sym::constant(0);
   for (const Kernel& p : parts) {
     points = points + sym_numel(p.outer);
@@ -58,11 +60,11 @@ void fuse_horizontally(Schedule& s) {
   auto flush = [&] {
     if (run.empty()) return;
     if (run.size() > 1) {
-      std::string name = "combo" + std::to_string(combos++), parts;
+      std::string parts;
       for (const Kernel& k : run) parts += (parts.empty() ? "" : ", ") + k.name;
-      s.decisions.push_back("combine " + parts + " into " + name +
+      kernels.push_back(combine(std::move(run), combos++));
+      s.decisions.push_back("combine " + parts + " into " + kernels.back().name +
                             ": independent pointwise loops, one parallel region");
-      kernels.push_back(combine(std::move(run), name));
     } else {
       kernels.push_back(std::move(run.front()));
     }

@@ -33,7 +33,9 @@ struct KernelNode {
 constexpr size_t kMaxUnrelatedFusionNodes = 128;
 
 struct Kernel {
-  std::string name;
+  std::string name;  // fused_name's: what it computes
+  // The ops of the graph nodes it computes, each once, in the order it computes them.
+  std::vector<std::string> ops;
   SymShape outer;  // loop sizes, outermost first (expressions of the size symbols)
   SymShape inner;  // reduction loop sizes (empty for a pointwise kernel)
   std::vector<sym::Expr> outer_vars, inner_vars;
@@ -56,6 +58,12 @@ struct Schedule {
   std::vector<Step> steps;
   std::vector<std::string> decisions;  // every fusion decision with its reason (the `fusion` log)
 };
+
+// A kernel's name says what it computes, as Inductor's do: its kind ("poi" pointwise, "red"
+// reduction, "combo"), its first kMaxNameOps ops, and a number that keeps it unique:
+// poi_fused_cos_mul_sin_add_0. Profiles and logs name kernels by it.
+constexpr size_t kMaxNameOps = 8;
+std::string fused_name(const std::string& kind, const std::vector<std::string>& ops, int number);
 
 std::string to_string(const Kernel& k);
 

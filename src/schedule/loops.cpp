@@ -128,11 +128,13 @@ KernelNode translate(const ir::Buffer& b, const LoopNest& loops) {
   return n;
 }
 
-Kernel build_kernel(const std::vector<const ir::Buffer*>& members, const std::string& name) {
+Kernel build_kernel(const std::vector<const ir::Buffer*>& members, int number) {
   LoopNest loops = loop_nest(members);
   Kernel k;
-  k.name = name;
-  for (const ir::Buffer* b : members) k.nodes.push_back(translate(*b, loops));
+  for (const ir::Buffer* b : members) {
+    k.nodes.push_back(translate(*b, loops));
+    for (const std::string& op : b->origin_ops) ir::add_once(k.ops, op);
+  }
   k.outer = loops.outer;
   k.inner = loops.inner;
   k.outer_vars = loops.xs;
@@ -151,6 +153,7 @@ Kernel build_kernel(const std::vector<const ir::Buffer*>& members, const std::st
     }
     simplify_level(k, k.inner, k.inner_vars, "r");
   }
+  k.name = fused_name(reduction ? "red" : "poi", k.ops, number);
   return k;
 }
 

@@ -17,7 +17,8 @@ struct LoopNest {
 LoopNest loop_nest(const std::vector<const ir::Buffer*>& members);
 // `b` over the loops of `loops`.
 KernelNode translate(const ir::Buffer& b, const LoopNest& loops);
-// The kernel over `members`, its loops merged and size-1 loops dropped.
-Kernel build_kernel(const std::vector<const ir::Buffer*>& members, const std::string& name);
+// The kernel over `members`, its loops merged and size-1 loops dropped, named by its ops and
+// `number`.
+Kernel build_kernel(const std::vector<const ir::Buffer*>& members, int number);
 
 }  // namespace coil::schedule

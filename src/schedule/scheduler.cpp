@@ -1,6 +1,7 @@
 #include "schedule/scheduler.h"
 
 #include <map>
+#include <regex>
 #include <set>
 
 #include <coil/error.h>
@@ -153,6 +154,12 @@ constexpr int kFusionWindow = 8;
 
 bool Kernel::is_reduction() const { return !inner.empty(); }
 
+std::string fused_name(const std::string& kind, const std::vector<std::string>& ops, int number) {
+  std::string name = kind + "_fused_";
+  for (size_t i = 0; i < ops.size() && i < kMaxNameOps; ++i) name += ops[i] + "_";
+  return name + std::to_string(number);
+}
+
 Schedule schedule(const ir::Program& program) {
   Schedule s;
   std::vector<Group> groups;
@@ -212,9 +219,21 @@ Schedule schedule(const ir::Program& program) {
     }
   }
   for (size_t k = 0; k < groups.size(); ++k) {
-    Kernel kernel = build_kernel(groups[k].members, "kernel" + std::to_string(k));
+    Kernel kernel = build_kernel(groups[k].members, static_cast<int>(k));
     for (KernelNode& n : kernel.nodes) n.store = needed.count(n.buffer) > 0;
     s.kernels.push_back(std::move(kernel));
+  }
+  // The decisions named each kernel by its number while its members were still coming.
+  static const std::regex placeholder(R"(\bkernel(\d+)\b)");
+  for (std::string& d : s.decisions) {
+    std::string named;
+    auto at = d.cbegin();
+    for (std::sregex_iterator m(d.begin(), d.end(), placeholder), end; m != end; ++m) {
+      named.append(at, (*m)[0].first);
+      named += s.kernels.at(std::stoul((*m)[1].str())).name;
+      at = (*m)[0].second;
+    }
+    d = named.append(at, d.cend());
   }
   fuse_horizontally(s);
   return s;

@@ -17,7 +17,7 @@ TEST(Golden, PointwiseKernelSource) {
 )");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
   codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
-  EXPECT_EQ(k.code, R"(extern "C" void kernel0(void* const* args) {
+  EXPECT_EQ(k.code, R"(extern "C" void poi_fused_mul_exp_0(void* const* args) {
   const float* __restrict in0 = (const float*)args[0];
   const float* __restrict in1 = (const float*)args[1];
   float* __restrict buf0 = (float*)args[2];

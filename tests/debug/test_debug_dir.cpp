@@ -153,10 +153,11 @@ TEST_F(DebugDirTest, SeedProgramWritesEveryArtifact) {
     EXPECT_NE(g.find("coil.cos"), std::string::npos) << stage;
   }
   EXPECT_NE(read(dir / "ir_pre_fusion.txt").find("sin"), std::string::npos);
-  EXPECT_NE(read(dir / "ir_post_fusion.txt").find("kernel0"), std::string::npos);
-  EXPECT_NE(read(dir / "fusion.txt").find("new kernel0"), std::string::npos);
+  EXPECT_NE(read(dir / "ir_post_fusion.txt").find("poi_fused_cos_mul_sin_add_0"),
+            std::string::npos);
+  EXPECT_NE(read(dir / "fusion.txt").find("new poi_fused_cos_mul_sin_add_0"), std::string::npos);
   std::string code = read(dir / "output_code.cpp");
-  EXPECT_NE(code.find("extern \"C\" void kernel0"), std::string::npos) << code;
+  EXPECT_NE(code.find("extern \"C\" void poi_fused_cos_mul_sin_add_0"), std::string::npos) << code;
   EXPECT_NE(code.find("// The wrapper"), std::string::npos);
   std::string guards = read(dir / "guards.txt");
   EXPECT_NE(guards.find("x"), std::string::npos) << guards;
@@ -175,7 +176,9 @@ TEST_F(DebugDirTest, SeedProgramWritesEveryArtifact) {
   EXPECT_GE(calls, 3) << dot;
   ASSERT_EQ(call_fills.size(), 1u) << dot;
   EXPECT_NE(*call_fills.begin(), "white") << dot;
-  EXPECT_NE(dot.find("legend_0 [label=\"kernel0: pointwise over [1024]"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("legend_0 [label=\"poi_fused_cos_mul_sin_add_0: pointwise over [1024]"),
+            std::string::npos)
+      << dot;
   std::string legend = dot.substr(dot.find("legend_0"));
   legend = legend.substr(0, legend.find('\n'));
   EXPECT_NE(legend.find("fillcolor=\"" + *call_fills.begin() + "\""), std::string::npos) << legend;
@@ -194,9 +197,9 @@ TEST_F(DebugDirTest, SeedProgramWritesEveryArtifact) {
   EXPECT_EQ((*root)["args"]["function"], "f");
   EXPECT_EQ((*root)["args"]["trigger"], "first call");
   EXPECT_EQ((*root)["args"]["result"], "1 kernel, 0 extern calls");
-  for (const char* stage :
-       {"capture", "pre_grad passes", "decompositions", "post_grad passes", "lowering",
-        "scheduling", "codegen", "kernel0", "jit", "cc", "dlopen", "wrapper", "cse"}) {
+  for (const char* stage : {"capture", "pre_grad passes", "decompositions", "post_grad passes",
+                            "lowering", "scheduling", "codegen", "poi_fused_cos_mul_sin_add_0",
+                            "jit", "cc", "dlopen", "wrapper", "cse"}) {
     const json* s = find_span(spans, stage);
     ASSERT_NE(s, nullptr) << "no span '" << stage << "' in " << spans.dump(1);
     EXPECT_TRUE(inside(*s, *root)) << stage;
@@ -204,7 +207,8 @@ TEST_F(DebugDirTest, SeedProgramWritesEveryArtifact) {
     EXPECT_GE((*s)["dur"].get<double>(), 0);
   }
   EXPECT_TRUE(inside(*find_span(spans, "cc"), *find_span(spans, "jit")));
-  EXPECT_TRUE(inside(*find_span(spans, "kernel0"), *find_span(spans, "codegen")));
+  EXPECT_TRUE(
+      inside(*find_span(spans, "poi_fused_cos_mul_sin_add_0"), *find_span(spans, "codegen")));
   EXPECT_EQ((*find_span(spans, "jit"))["args"]["cache"], "miss");
   EXPECT_TRUE(inside(*find_span(spans, "cse"), *find_span(spans, "pre_grad passes")));
 }
@@ -230,7 +234,8 @@ TEST_F(DebugDirTest, MatmulSoftmaxDiagramShowsExternAndKernel) {
   EXPECT_EQ(externs, 1) << dot;
   EXPECT_GE(kernel_nodes, 2) << dot;  // softmax's reductions and pointwise work
   EXPECT_NE(dot.find("legend_marked [label=\"extern call"), std::string::npos) << dot;
-  EXPECT_NE(dot.find("legend_0 [label=\"kernel0: "), std::string::npos) << dot;
+  EXPECT_NE(dot.find("legend_0 [label=\"red_fused_amax_sub_exp_sum_div_0: "), std::string::npos)
+      << dot;
   EXPECT_TRUE(fs::exists(dir / "timeline.json"));
   EXPECT_TRUE(fs::exists(dir / "output_code.cpp"));
 }

@@ -246,7 +246,7 @@ TEST(IndexingGolden, EmbeddingPrintsItsIndirectLoad) {
             "return (buf0 f32[3, 64][64, 1])\n");
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
   codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
-  EXPECT_EQ(k.code, R"(extern "C" void kernel0(void* const* args) {
+  EXPECT_EQ(k.code, R"(extern "C" void poi_fused_embedding_0(void* const* args) {
   const i64* __restrict in1 = (const i64*)args[0];
   const float* __restrict in0 = (const float*)args[1];
   float* __restrict buf0 = (float*)args[2];

@@ -29,7 +29,7 @@ TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
   ASSERT_EQ(c.schedule.kernels.size(), 1u);
   EXPECT_EQ(
       schedule::to_string(c.schedule.kernels[0]),
-      "kernel0: for x0 < 4; reduce r0 < 8\n"
+      "red_fused_amax_sub_exp_sum_div_0: for x0 < 4; reduce r0 < 8\n"
       "    buf0 (register)[x0] = max load(in0, r0 + 8*x0)\n"
       "    buf1 (register)[x0] = sum softmaxExp(sub(load(in0, r0 + 8*x0), load(buf0, x0)))\n"
       "    buf2[r0 + 8*x0] = softmaxDiv(softmaxExp(sub(load(in0, r0 + 8*x0), load(buf0, x0))), "
@@ -52,7 +52,29 @@ TEST(Golden, FusionRefusalCarriesItsReason) {
     return (sum_1, sum_2)
 )");
   EXPECT_EQ(c.schedule.kernels.size(), 2u);
-  EXPECT_TRUE(decided(c, "do not fuse buf1 into kernel0: different reduction ranges"));
+  EXPECT_TRUE(decided(c, "do not fuse buf1 into red_fused_sum_0: different reduction ranges"));
+}
+
+// A kernel is named as Inductor's are: its kind, the ops it fuses in the order it computes them
+// (at most kMaxNameOps), its number.
+TEST(Golden, KernelsAreNamedByWhatTheyFuse) {
+  Compiled c = lowered_and_scheduled(
+      R"(def forward(self, x: "f32[6, 8][8, 1]cpu"):
+    sin: "f32[6, 8][8, 1]cpu" = coil.sin(x)
+    cos: "f32[6, 8][8, 1]cpu" = coil.cos(sin)
+    exp: "f32[6, 8][8, 1]cpu" = coil.exp(cos)
+    abs_1: "f32[6, 8][8, 1]cpu" = coil.abs(exp)
+    neg: "f32[6, 8][8, 1]cpu" = coil.neg(abs_1)
+    tanh: "f32[6, 8][8, 1]cpu" = coil.tanh(neg)
+    sigmoid: "f32[6, 8][8, 1]cpu" = coil.sigmoid(tanh)
+    relu: "f32[6, 8][8, 1]cpu" = coil.relu(sigmoid)
+    sqrt: "f32[6, 8][8, 1]cpu" = coil.sqrt(relu)
+    sum_1: "f32[6][1]cpu" = coil.sum(sqrt, [1])
+    return (sum_1,)
+)");
+  ASSERT_EQ(c.schedule.kernels.size(), 1u);
+  EXPECT_EQ(c.schedule.kernels[0].name, "red_fused_sin_cos_exp_abs_neg_tanh_sigmoid_relu_0");
+  EXPECT_TRUE(decided(c, "new red_fused_sin_cos_exp_abs_neg_tanh_sigmoid_relu_0 for buf0"));
 }
 
 // A product's operand that is a transposed value not yet in memory (an activation recomputed

@@ -118,17 +118,21 @@ TEST(CoilTool, LowerShowsTheLoopIRBeforeAndAfterFusion) {
                        "== after fusion (src/schedule/): 1 kernel, 1 extern call, in the "
                        "order they run"))
       << r.out;
-  EXPECT_TRUE(has_line(r.out, "kernel0: for x0 < 100; reduce r0 < 100")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "red_fused_amax_sub_exp_sum_div_0: for x0 < 100; reduce r0 < 100"))
+      << r.out;
 }
 
 TEST(CoilTool, ExplainGivesEveryDecisionKernelByKernel) {
   ShellResult r = run_shell(std::string("coil explain ") + kSoftmax);
   expect_ok(r);
   EXPECT_TRUE(has_line(r.out, "extern buf0 = mm: library kernel")) << r.out;
-  EXPECT_TRUE(has_line(r.out, "kernel0: reduction over [100] x [100]")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "red_fused_amax_sub_exp_sum_div_0: reduction over [100] x [100]"))
+      << r.out;
   EXPECT_TRUE(has_line(r.out, "graph nodes: amax, sub, exp, sum_1, div")) << r.out;
-  EXPECT_TRUE(has_line(r.out, "new kernel0 for buf1")) << r.out;
-  EXPECT_CONTAINS(r.out, "fuse buf3 into kernel0: pointwise inside the reduction loop");
+  EXPECT_TRUE(has_line(r.out, "new red_fused_amax_sub_exp_sum_div_0 for buf1")) << r.out;
+  EXPECT_CONTAINS(
+      r.out,
+      "fuse buf3 into red_fused_amax_sub_exp_sum_div_0: pointwise inside the reduction loop");
   ShellResult dot = run_shell(std::string("coil explain --dot ") + kSoftmax);
   expect_ok(dot);
   EXPECT_EQ(dot.out.rfind("digraph", 0), 0u) << dot.out;
@@ -138,9 +142,11 @@ TEST(CoilTool, ExplainGivesEveryDecisionKernelByKernel) {
 TEST(CoilTool, CodegenAndRunCompileOnce) {
   ShellResult code = run_shell(std::string("coil codegen ") + kSinCos);
   expect_ok(code);
-  EXPECT_TRUE(has_line(code.out, "extern \"C\" void kernel0(void* const* args) {")) << code.out;
+  EXPECT_TRUE(
+      has_line(code.out, "extern \"C\" void poi_fused_cos_mul_sin_add_0(void* const* args) {"))
+      << code.out;
   EXPECT_TRUE(has_line(code.out, "def call(inputs):")) << code.out;
-  EXPECT_TRUE(has_line(code.out, "kernel0(in0, buf0)")) << code.out;
+  EXPECT_TRUE(has_line(code.out, "poi_fused_cos_mul_sin_add_0(in0, buf0)")) << code.out;
 
   ShellResult run = run_shell(std::string("coil run ") + kSinCos + " --seed 3 --reps 2");
   expect_ok(run);
@@ -220,5 +226,5 @@ TEST(CoilTool, DynamicGraphFiles) {
   EXPECT_EQ(print.out, std::string(std::istreambuf_iterator<char>(in), {}));
   ShellResult explain = run_shell("coil explain " + file);
   expect_ok(explain);
-  EXPECT_CONTAINS(explain.out, "kernel0: reduction over [s0] x [s1]");
+  EXPECT_CONTAINS(explain.out, "red_fused_add_amax_sub_exp_sum_div_0: reduction over [s0] x [s1]");
 }

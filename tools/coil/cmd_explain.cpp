@@ -18,17 +18,16 @@ namespace coil::tool {
 
 namespace {
 
-// The kernel a decision is about: "fuse buf2 into kernel0: ...", "do not fuse buf3 into
-// kernel0: ...", "new kernel1 for buf3" (src/schedule/scheduler.cpp words them so).
-std::optional<int> decision_kernel(const std::string& d) {
-  for (const std::string marker : {" into kernel", "new kernel"}) {
+// The name of the kernel a decision is about: "fuse buf2 into K: ...", "do not fuse buf3 into
+// K: ...", "new K for buf3", "combine A, B into K: ..." (src/schedule/ words them so).
+std::string decision_kernel(const std::string& d) {
+  for (const std::string marker : {" into ", "new "}) {
     size_t at = d.find(marker);
     if (at == std::string::npos) continue;
-    size_t digits = at + marker.size(), end = digits;
-    while (end < d.size() && std::isdigit(static_cast<unsigned char>(d[end]))) ++end;
-    if (end > digits && end - digits < 9) return std::stoi(d.substr(digits, end - digits));
+    size_t start = at + marker.size();
+    return d.substr(start, d.find_first_of(": ", start) - start);
   }
-  return std::nullopt;
+  return "";
 }
 
 class Explainer {
@@ -63,7 +62,7 @@ class Explainer {
     for (const std::string& b : buffers) std::cout << "    " << b << "\n";
     std::cout << "  decisions:\n";
     for (const std::string& d : s_.schedule.decisions)
-      if (decision_kernel(d) == k) std::cout << "    " << d << "\n";
+      if (decision_kernel(d) == s_.schedule.kernels[k].name) std::cout << "    " << d << "\n";
   }
 
   void extern_call(const std::string& buffer) {
