@@ -20,10 +20,18 @@ using Result = std::optional<std::vector<TensorBox>>;
 // Above this many elements per value it is split in two (Inductor's split reductions): partial
 // results over P contiguous pieces of each value's elements, reduced by as many threads or
 // blocks, then each value's P partials reduced to it.
-constexpr int64_t kSplitMin = 32768;
-// "A few": fewer than the machine has threads to give them (a guess at the CPU's cores and at
-// the GPU's multiprocessors).
-constexpr int64_t kFewValuesCpu = 16, kFewValuesGpu = 128;
+constexpr int64_t kSplitMinCpu = 32768, kSplitMinGpu = 8192;
+// "A few": fewer than the machine has threads to give them (a guess at the CPU's cores). On the
+// GPU, a block per value keeps too few loads in flight below a few thousand blocks: a batch
+// norm's statistics over 256 channels of 32 x 56 x 56 read at a quarter of the copy bandwidth.
+constexpr int64_t kFewValuesCpu = 16, kFewValuesGpu = 1024;
+
+// Whether a reduction to `values` of `numel` elements each (hints) is worth splitting.
+bool worth_splitting(Context& cx, int64_t values, int64_t numel) {
+  const bool gpu = cx.program().device.is_cuda();
+  return values <= (gpu ? kFewValuesGpu : kFewValuesCpu) &&
+         numel >= (gpu ? kSplitMinGpu : kSplitMinCpu);
+}
 
 // The number of pieces for a reduction of n elements per value: the first of `counts` that
 // divides n and leaves each piece at least `min_len` long, or 0 when none does.
@@ -75,17 +83,16 @@ bool combines_partials(ReduceKind kind) {
 // values with one more, innermost dim: the piece.
 void split_reduction(Context& cx, ir::Computation& c) {
   const sym::Expr numel = sym_numel(c.reduction_ranges);
-  const int64_t few = cx.program().device.is_cuda() ? kFewValuesGpu : kFewValuesCpu;
-  if (!combines_partials(*c.reduce) || cx.program().hint(sym_numel(c.ranges)) > few) return;
+  if (!combines_partials(*c.reduce) ||
+      !worth_splitting(cx, cx.program().hint(sym_numel(c.ranges)), cx.program().hint(numel)))
+    return;
   int64_t pieces = 256;
   sym::Expr len;
   if (numel->is_const()) {
-    const int64_t n = numel->value();
-    pieces = split_pieces(n, {256, 128, 64, 32, 16}, 512);
-    if (n < kSplitMin || pieces == 0) return;
-    len = sym::constant(n / pieces);
+    pieces = split_pieces(numel->value(), {256, 128, 64, 32, 16}, 512);
+    if (pieces == 0) return;
+    len = sym::constant(numel->value() / pieces);
   } else {
-    if (cx.program().hint(numel) < kSplitMin) return;
     len = sym::floordiv(numel, pieces);
   }
   // Piece p of a value reduces elements [p * len, (p + 1) * len) of its flattened reduction
@@ -191,9 +198,10 @@ void split_columns(Context& cx, ir::Computation& c) {
 }
 
 // Reduces `x` over `dims` (all dims when empty) into a new buffer shaped like the node's
-// output; body(v) turns the loaded element into what is accumulated.
+// output; body(v, value) turns the loaded element into what is accumulated for the output
+// element at index `value`.
 TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, ReduceKind kind,
-                 DType dtype, const std::function<ir::Value(ir::Value)>& body) {
+                 DType dtype, const std::function<ir::Value(ir::Value, const Index&)>& body) {
   const SymShape in = cx.box(x).sizes;
   int64_t ndim = static_cast<int64_t>(in.size());
   if (dims.empty())
@@ -221,7 +229,7 @@ TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, 
       idx.push_back(c.vars[out_k++]);
     }
   }
-  c.body = body(cx.box(x).load(idx));
+  c.body = body(cx.box(x).load(idx), c.vars);
   c.reduce = kind;
   c.dtype = dtype;
   split_reduction(cx, c);
@@ -250,7 +258,7 @@ Result lower_simple(Context& cx, const Node& n, std::string*) {
   DType acc = acc_dtype(out);
   bool keepdim = std::get<bool>(n.args()[2]);
   TensorBox r = reduce(cx, n, self_arg(n), dims_arg(n), keepdim, kind, acc,
-                       [acc](ir::Value v) { return V::cast(v, acc); });
+                       [acc](ir::Value v, const Index&) { return V::cast(v, acc); });
   if (acc == out) return std::vector<TensorBox>{r};
   return std::vector<TensorBox>{Context::memoized(
       out, r.sizes, [r, out](const Index& i) { return V::cast(r.load(i), out); })};
@@ -264,11 +272,14 @@ Result lower_arg_reduce(Context& cx, const Node& n, std::string*) {
   ReduceKind kind = n.op() == OpId::argmax ? ReduceKind::ArgMax : ReduceKind::ArgMin;
   DType in = acc_dtype(x->tensor_meta().dtype);
   Shape dims = dim ? Shape{*dim} : Shape{};
-  return std::vector<TensorBox>{
-      reduce(cx, n, x, dims, keepdim, kind, kInt64, [in](ir::Value v) { return V::cast(v, in); })};
+  return std::vector<TensorBox>{reduce(cx, n, x, dims, keepdim, kind, kInt64,
+                                       [in](ir::Value v, const Index&) { return V::cast(v, in); })};
 }
 
-// var: Welford's sum of squared deviations, divided by (count - correction) afterwards.
+// var: the sum of squared deviations, divided by (count - correction) afterwards. Welford's
+// one pass, but where the GPU splits a reduction of this size (few long rows: a batch norm's
+// statistics): Welford's state does not combine as partials, so two passes, each a sum that
+// splits, the mean's and then the squared deviations' from it (as exact as Welford's).
 Result lower_var(Context& cx, const Node& n, std::string*) {
   Node* x = self_arg(n);
   DType out = n.tensor_meta().dtype;
@@ -283,8 +294,21 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   } else {
     for (int64_t d : wrap_dims(dims, static_cast<int64_t>(in.size()), "var")) count = count * in[d];
   }
-  TensorBox m2 = reduce(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc,
-                        [acc](ir::Value v) { return V::cast(v, acc); });
+  auto cast = [acc](ir::Value v, const Index&) { return V::cast(v, acc); };
+  TensorBox m2;
+  if (cx.program().device.is_cuda() &&
+      worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
+                      cx.program().hint(count))) {
+    const TensorBox sum = reduce(cx, n, x, dims, keepdim, ReduceKind::Sum, acc, cast);
+    const ir::Value c = size_value(count, acc);
+    m2 =
+        reduce(cx, n, x, dims, keepdim, ReduceKind::Sum, acc, [&](ir::Value v, const Index& value) {
+          ir::Value d = V::binary(Op::Sub, V::cast(v, acc), V::binary(Op::Div, sum.load(value), c));
+          return V::binary(Op::Mul, d, d);
+        });
+  } else {
+    m2 = reduce(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc, cast);
+  }
   // max(count - correction, 0), as eager: a number when the count is one.
   ir::Value denom;
   if (count->is_const()) {

@@ -115,3 +115,23 @@ TEST(Golden, AReductionDoesNotJoinAnUnrelatedPointwiseKernel) {
   EXPECT_EQ(c.schedule.kernels.size(), 2u);
   EXPECT_TRUE(decided(c, "reads none of the elements the kernel reads"));
 }
+
+// A variance over few long rows on the GPU (a batch norm's statistics per channel): two sums,
+// the mean's and the squared deviations', each split into partials over pieces of the rows, so
+// that the partials' kernels have thousands of rows; on the CPU, Welford's one pass.
+TEST(Golden, FewLongVariancesOnTheGpuAreTwoSplitSums) {
+  auto graph = [](const std::string& device) {
+    return "def forward(self, x: \"f32[32, 256, 56, 56][802816, 3136, 56, 1]" + device +
+           "\"):\n    var: \"f32[1, 256, 1, 1][256, 1, 1, 1]" + device +
+           "\" = coil.var(x, [0, 2, 3], 0.0, True)\n    return (var,)\n";
+  };
+  Compiled gpu = lowered_and_scheduled(graph("cuda"));
+  const std::string ir = ir::to_string(gpu.program);
+  EXPECT_EQ(ir.find("welford"), std::string::npos) << ir;
+  ASSERT_EQ(gpu.schedule.kernels.size(), 5u) << ir;
+  EXPECT_EQ(schedule::to_string(gpu.schedule.kernels[0]).substr(0, 52),
+            "red_fused_var_0: for x0 < 256, x1 < 128; reduce r0 <")
+      << ir;
+  Compiled cpu = lowered_and_scheduled(graph("cpu"));
+  EXPECT_NE(ir::to_string(cpu.program).find("welford"), std::string::npos);
+}

@@ -30,8 +30,9 @@ struct Geometry {
 
 Geometry geometry_of(const Tensor& x, int64_t oh, int64_t ow, const MaxPoolWindow& win) {
   const int64_t h = x.size(-2), w = x.size(-1);
-  COIL_CHECK(h * w <= std::numeric_limits<int32_t>::max(), "max_pool2d: a plane of ", h, " x ", w,
-             " elements is more than the GPU's kernel indexes (2^31 - 1); split the input");
+  COIL_CHECK(std::max(h * w, oh * ow) <= std::numeric_limits<int32_t>::max(),
+             "max_pool2d: a plane of ", h, " x ", w, " elements (pooled to ", oh, " x ", ow,
+             ") is more than the GPU's kernel indexes (2^31 - 1); split the input");
   return {x.numel() / (h * w),
           h,
           w,
@@ -72,10 +73,9 @@ void launch_taps(const Tensor& x, const Tensor* pick, const Tensor* out, void* t
 }  // namespace
 
 // Taps are rows y0 + i * dh (i in [i0, i1)) and columns x0 + j * dw, clipped to the input as
-// the CPU's taps_inside does. The gradient kernel finds the windows holding an element from
-// its position: window oy holds row y at tap i when y + ph - i * dh = oy * sh; descending i
-// gives ascending oy, so each element sums its windows' gradients in the CPU's (row-major
-// window) order.
+// the CPU's taps_inside does. The gradient kernel visits the windows whose span holds an
+// element in row-major order, so each element sums its windows' gradients in the CPU's order;
+// within a plane it indexes in 32-bit integers (a plane's size is checked to fit).
 std::string max_pool_kernel_source(DType t) {
   const std::string m = memory_type(t), c = codegen::compute_type(t);
   const std::string acc = t == kFloat64 ? "double" : "float";
@@ -86,6 +86,15 @@ __device__ __forceinline__ void coil_taps_inside(i64 start, i64 k, i64 dil, i64 
   first = start < 0 ? (-start + dil - 1) / dil : 0;
   last = size > start ? min(k, (size - start + dil - 1) / dil) : 0;
   last = max(first, last);
+}
+
+// The windows [o0, o1) along one dim whose span holds position p: window o starts at
+// o * s - pad and spans (k - 1) * dil + 1 positions (with a dilation, only every dil-th of
+// them is a tap: the caller checks).
+__device__ __forceinline__ void coil_windows_holding(int p, int k, int s, int pad, int dil, int out, int& o0, int& o1) {
+  const int last = p + pad, first = last - (k - 1) * dil;
+  o0 = first <= 0 ? 0 : (first + s - 1) / s;
+  o1 = min(out, last / s + 1);
 }
 
 extern "C" __global__ void coil_max_pool_taps(const )" +
@@ -124,20 +133,28 @@ extern "C" __global__ void coil_max_pool_taps(const )" +
 extern "C" __global__ void coil_max_pool_grad()" +
          m + " * __restrict__ dx, const " + m +
          R"(* __restrict__ gy, const int* __restrict__ taps, Geometry g, i64 n) {
+  const int h = (int)g.h, w = (int)g.w, oh = (int)g.oh, ow = (int)g.ow;
+  const int kh = (int)g.kh, kw = (int)g.kw, sh = (int)g.sh, sw = (int)g.sw;
+  const int ph = (int)g.ph, pw = (int)g.pw, dh = (int)g.dh, dw = (int)g.dw;
   for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {
-    const i64 plane = e / (g.h * g.w), at = e % (g.h * g.w), y = at / g.w, x = at % g.w;
-    const i64 first = plane * g.oh * g.ow;
+    const i64 plane = e / ((i64)h * w);
+    const int at = (int)(e - plane * h * w), y = at / w, x = at % w;
+    const int* plane_taps = taps + plane * oh * ow;
+    const )" +
+         m +
+         R"(* plane_gy = gy + plane * oh * ow;
+    int oy0, oy1, ox0, ox1;
+    coil_windows_holding(y, kh, sh, ph, dh, oh, oy0, oy1);
+    coil_windows_holding(x, kw, sw, pw, dw, ow, ox0, ox1);
     )" + acc +
          R"( sum = 0;
-    for (i64 i = g.kh - 1; i >= 0; --i) {
-      const i64 ty = y + g.ph - i * g.dh;
-      if (ty < 0 || ty % g.sh != 0 || ty / g.sh >= g.oh) continue;
-      for (i64 j = g.kw - 1; j >= 0; --j) {
-        const i64 tx = x + g.pw - j * g.dw;
-        if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.ow) continue;
-        const i64 o = first + ty / g.sh * g.ow + tx / g.sw;
-        if (taps[o] == (int)at) sum += )" +
-         from_memory(t, "gy[o]") + R"(;
+    for (int oy = oy0; oy < oy1; ++oy) {
+      if (dh > 1 && (y + ph - oy * sh) % dh != 0) continue;
+      for (int ox = ox0; ox < ox1; ++ox) {
+        if (dw > 1 && (x + pw - ox * sw) % dw != 0) continue;
+        const int o = oy * ow + ox;
+        if (plane_taps[o] == at) sum += )" +
+         from_memory(t, "plane_gy[o]") + R"(;
       }
     }
     dx[e] = )" +
