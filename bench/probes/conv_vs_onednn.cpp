@@ -3,7 +3,10 @@
 // oneDNN's own time". oneDNN's own time is the faster of its two forms with nothing around the
 // primitive — over the NCHW tensors as they are, or over the layouts it prefers with the
 // operands already in them (the reorders a framework pays to get there are not counted). coil
-// pays those reorders when it runs the second form (src/runtime/kernels/onednn_conv.cpp).
+// pays those reorders when it runs the second form (src/runtime/kernels/onednn_conv.cpp); over
+// channels-last tensors (the "coil NHWC" column: input and weight contiguous(ChannelsLast), as
+// a model converted with Module::to(MemoryFormat::ChannelsLast) runs) it pays none for the
+// activations.
 // Usage: conv_vs_onednn [batch] (bench/device_conv_vs_onednn.sh builds and runs it).
 #include <dnnl.hpp>
 
@@ -80,30 +83,39 @@ int main(int argc, char** argv) {
       "ResNet-50's convolutions at batch %lld, float32 (ms; oneDNN's own = the faster "
       "bare form)\n",
       static_cast<long long>(n));
-  std::printf("%-26s %4s %9s %9s %9s %9s %7s\n", "in -> out, k/stride @ size", "uses", "coil",
-              "plain", "preferred", "own", "ratio");
-  double coil_total = 0, own_total = 0;
-  int within = 0;
+  std::printf("%-26s %4s %9s %9s %9s %9s %9s %7s %7s\n", "in -> out, k/stride @ size", "uses",
+              "coil", "coil NHWC", "plain", "preferred", "own", "ratio", "NHWC");
+  double coil_total = 0, nhwc_total = 0, own_total = 0;
+  int within = 0, nhwc_within = 0;
   for (const Geometry& g : resnet50) {
     manual_seed(0);
     Tensor x = randn({n, g.c, g.hw, g.hw}), w = randn({g.o, g.c, g.k, g.k});
     const double coil_ms = median_ms([&] {
       conv2d(x, w, {}, {g.stride, g.stride}, {g.k / 2, g.k / 2});
     });
+    Tensor xc = x.contiguous(MemoryFormat::ChannelsLast),
+           wc = w.contiguous(MemoryFormat::ChannelsLast);
+    const double nhwc_ms = median_ms([&] {
+      conv2d(xc, wc, {}, {g.stride, g.stride}, {g.k / 2, g.k / 2});
+    });
     const double plain = onednn_ms(g, n, true), preferred = onednn_ms(g, n, false);
     const double own = std::min(plain, preferred), ratio = coil_ms / own;
     coil_total += coil_ms * static_cast<double>(g.count);
+    nhwc_total += nhwc_ms * static_cast<double>(g.count);
     own_total += own * static_cast<double>(g.count);
     within += ratio <= 1.10 ? 1 : 0;
+    nhwc_within += nhwc_ms / own <= 1.10 ? 1 : 0;
     char name[64];
     std::snprintf(name, sizeof name, "%lld -> %lld, %lld/%lld @ %lld", (long long)g.c,
                   (long long)g.o, (long long)g.k, (long long)g.stride, (long long)g.hw);
-    std::printf("%-26s %4lld %9.3f %9.3f %9.3f %9.3f %6.2fx\n", name, (long long)g.count, coil_ms,
-                plain, preferred, own, ratio);
+    std::printf("%-26s %4lld %9.3f %9.3f %9.3f %9.3f %9.3f %6.2fx %6.2fx\n", name,
+                (long long)g.count, coil_ms, nhwc_ms, plain, preferred, own, ratio, nhwc_ms / own);
   }
   std::printf(
       "whole network (each geometry times its uses): coil %.2f ms, oneDNN's own %.2f ms, "
       "%.2fx; %d of %zu geometries within 10 %%\n",
       coil_total, own_total, coil_total / own_total, within, resnet50.size());
+  std::printf("channels-last: coil %.2f ms, %.2fx; %d of %zu geometries within 10 %%\n", nhwc_total,
+              nhwc_total / own_total, nhwc_within, resnet50.size());
   return 0;
 }

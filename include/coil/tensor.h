@@ -22,6 +22,11 @@ namespace coil {
 using Shape = std::vector<int64_t>;
 class TensorImpl;
 
+// How a 4-D [N, C, H, W] tensor lies in memory: Contiguous (NCHW, row-major) or ChannelsLast
+// (NHWC: each pixel's channels side by side, the layout oneDNN's and cuDNN's fastest
+// convolutions read), as torch.memory_format.
+enum class MemoryFormat { Contiguous, ChannelsLast };
+
 class Tensor {
  public:
   Tensor() = default;
@@ -45,6 +50,11 @@ class Tensor {
   DType scalar_type() const { return dtype(); }
   Device device() const;
   bool is_contiguous() const;
+  // Whether the tensor is dense in `format`'s order (ChannelsLast: 4-D [N, C, H, W] stored as
+  // N, H, W, C; dims of size 1 may have any stride), as torch's is_contiguous(memory_format).
+  bool is_contiguous(MemoryFormat format) const;
+  // ChannelsLast for a 4-D tensor laid out so (and not also contiguous), else Contiguous.
+  MemoryFormat suggest_memory_format() const;
   bool is_floating_point() const { return is_floating(dtype()); }
   size_t element_size() const { return itemsize(dtype()); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
@@ -117,6 +127,11 @@ class Tensor {
 
   // --- copies and conversions -------------------------------------------------------------
   Tensor contiguous() const;
+  // Itself when already dense in `format`, else a copy that is (ChannelsLast: 4-D tensors only).
+  // Operations keep a channels-last input's layout (pointwise ops, batch norm, convolutions,
+  // max pooling), so a model converted with nn::Module::to(MemoryFormat::ChannelsLast) and fed
+  // channels-last images runs channels-last throughout (docs/memory_format.md).
+  Tensor contiguous(MemoryFormat format) const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
   // A copy on `device` (itself when already there). With `non_blocking`, as torch's

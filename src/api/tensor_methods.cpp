@@ -60,6 +60,16 @@ Tensor Tensor::as_strided(const Shape& size, const Shape& stride,
 }
 
 Tensor Tensor::contiguous() const { return call_op1(OpId::contiguous, {*this}); }
+// A channels-last copy is the contiguous copy of the NHWC view, seen as NCHW again: ops that
+// capture and differentiate like any others.
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  if (format == MemoryFormat::Contiguous) return contiguous();
+  COIL_CHECK(dim() == 4,
+             "contiguous(MemoryFormat::ChannelsLast): needs a 4-D [N, C, H, W] tensor, got ", dim(),
+             "-D ", shape_str(sizes()), "; channels-last applies to images only");
+  if (is_contiguous(format)) return *this;
+  return permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+}
 Tensor Tensor::clone() const { return call_op1(OpId::clone, {*this}); }
 Tensor Tensor::to(DType dtype) const {
   return dtype == this->dtype() ? *this : call_op1(OpId::to_dtype, {*this, dtype});

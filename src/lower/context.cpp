@@ -63,6 +63,31 @@ std::string Context::add_buffer(ir::Buffer b) {
   return push_buffer(std::move(b), origins);
 }
 
+TensorBox Context::realize(const TensorBox& b, const std::vector<size_t>& order) {
+  if (b.storage) return b;
+  SymShape memory;  // the sizes in memory order
+  for (size_t d : order) memory.push_back(b.sizes[d]);
+  ir::Buffer buf;
+  buf.kind = ir::BufferKind::Computed;
+  buf.layout = ir::Layout::contiguous(b.dtype, memory);
+  ir::Computation c;
+  c.ranges = memory;
+  c.vars = vars(memory, "i");
+  Index at(b.sizes.size());
+  for (size_t k = 0; k < order.size(); ++k) at[order[k]] = c.vars[k];
+  frames_.emplace_back();
+  c.body = b.load(at);
+  Origins origins = std::move(frames_.back());
+  frames_.pop_back();
+  c.dtype = b.dtype;
+  buf.compute = std::move(c);
+  ir::Layout view = buf.layout;
+  view.sizes = b.sizes;
+  for (size_t k = 0; k < order.size(); ++k) view.strides[order[k]] = buf.layout.strides[k];
+  std::string name = push_buffer(std::move(buf), origins);
+  return from_storage(ir::TensorRef{name, view});
+}
+
 TensorBox Context::realize(const TensorBox& b) {
   if (b.storage) return b;
   ir::Buffer buf;

@@ -53,6 +53,9 @@ class Context {
   std::string add_buffer(ir::Buffer b);
   // Writes a pointwise box into a new contiguous buffer (no-op for a box that has storage).
   TensorBox realize(const TensorBox& b);
+  // The same, dense in the dim order `order` (outermost first; {0, 2, 3, 1}: channels-last): the
+  // buffer's loops run in that order, and the box is the buffer seen in b's own dim order.
+  TensorBox realize(const TensorBox& b, const std::vector<size_t>& order);
   // A box whose loader memoizes per index, so sharing the box shares the IR it builds.
   static TensorBox memoized(DType dtype, SymShape sizes, Loader load);
 

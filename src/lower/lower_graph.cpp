@@ -48,12 +48,20 @@ TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t ind
   return cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout});
 }
 
+// `value`, the value of `n`, written to memory in the layout eager gives `n`: contiguous, or
+// channels-last (a convolution's input or output kept NHWC, read so by the next one).
+TensorBox realize_as(Context& cx, const Node* n, const TensorBox& value) {
+  if (n->meta().size() == 1 && n->tensor_meta().is_channels_last() && value.sizes.size() == 4)
+    return cx.realize(value, {0, 2, 3, 1});
+  return cx.realize(value);
+}
+
 // `n`'s value in memory: written once, however many library calls read it (a product's
 // operand read by the two products of its gradients).
 ir::TensorRef storage_of(Context& cx, const Node* n) {
   const TensorBox& value = cx.box(n);
   if (value.storage) return *value.storage;
-  TensorBox written = cx.realize(value);
+  TensorBox written = realize_as(cx, n, value);
   if (n->meta().size() == 1) cx.set(n, {written});
   return *written.storage;
 }
@@ -165,7 +173,7 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
       if (n.users().size() > 1)
         for (TensorBox& b : *boxes)
           if (!b.storage && realize_on_reuse(b.load(Context::vars(b.sizes, "i"))))
-            b = cx.realize(b);
+            b = realize_as(cx, &n, b);
       return *boxes;
     }
   } else {

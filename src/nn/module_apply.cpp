@@ -49,6 +49,16 @@ Module& Module::to(Device device) {
   return *this;
 }
 
+Module& Module::to(MemoryFormat format) {
+  for (const Tensor& t : all_tensors(*this)) {
+    if (t.dim() != 4 || t.is_contiguous(format)) continue;
+    rebind(t, t.detach().contiguous(format));
+    Tensor g = t.grad();
+    if (g.defined() && !g.is_contiguous(format)) t.set_grad(g.contiguous(format));
+  }
+  return *this;
+}
+
 void Module::zero_grad(bool set_to_none) { autograd::zero_grad(parameters(), set_to_none); }
 
 }  // namespace coil::nn

@@ -233,13 +233,27 @@ Tensor contiguous_as(const Tensor& t, DType dtype) {
   return t.is_contiguous() ? t : contiguous_copy(t);
 }
 
+// A channels-last copy of the 4-D t in `dtype`, or t itself when it already is one.
+Tensor channels_last_as(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype && t.impl()->meta.is_channels_last()) return t;
+  Tensor r = empty_from_meta({dtype, t.sizes(), channels_last_strides(t.sizes()), 0, t.device()});
+  copy_into(r, t);
+  return r;
+}
+
 }  // namespace
 
 std::vector<TensorMeta> meta_conv2d(const Args& a) {
   ConvGeometry g = conv_geometry(a, 0, "conv2d");
   Shape sizes{g.o, g.oh, g.ow};
   if (g.batched) sizes.insert(sizes.begin(), g.n);
-  return one(contiguous_meta(a.tensor(0).dtype(), sizes, common_device(a, {0, 1, 2}, "conv2d")));
+  // Channels-last when the input or the weight is, as torch's convolutions decide (on the CPU:
+  // the GPU's convolutions write NCHW).
+  TensorMeta m = contiguous_meta(a.tensor(0).dtype(), sizes, common_device(a, {0, 1, 2}, "conv2d"));
+  if (m.device.is_cpu() && sizes.size() == 4 &&
+      (a.tensor(0).impl()->meta.is_channels_last() || a.tensor(1).impl()->meta.is_channels_last()))
+    m.strides = channels_last_strides(sizes);
+  return one(m);
 }
 
 std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& out) {
@@ -249,16 +263,28 @@ std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& o
   if (r.numel() == 0) return one(r);
   // float16/bfloat16 compute in float32, as PyTorch's CPU convolution does.
   DType compute = out[0].dtype == kFloat64 ? kFloat64 : kFloat32;
-  Tensor x = contiguous_as(a.tensor(0), compute), w = contiguous_as(a.tensor(1), compute);
-  Tensor acc = compute == r.dtype() ? r : empty_contiguous(r.sizes(), compute);
   if (compute == kFloat32) {  // oneDNN's convolution where it has one
     Tensor b = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
-    if (onednn_conv2d(shape_of(g), x.data_ptr<float>(), w.data_ptr<float>(),
-                      b.defined() ? b.data_ptr<float>() : nullptr, acc.data_ptr<float>())) {
-      if (!acc.is_same(r)) copy_into(r, acc);
+    // A channels-last result (conv2d_meta: the input or the weight is) from NHWC activations,
+    // and a channels-last weight read as it is (a model converted to channels-last).
+    ConvShape s = shape_of(g);
+    s.channels_last = r.impl()->meta.is_channels_last();
+    s.weights_channels_last = g.groups == 1 && a.tensor(1).dtype() == compute &&
+                              a.tensor(1).impl()->meta.is_channels_last();
+    Tensor x = s.channels_last ? channels_last_as(a.tensor(0), compute)
+                               : contiguous_as(a.tensor(0), compute);
+    Tensor w = s.weights_channels_last ? a.tensor(1) : contiguous_as(a.tensor(1), compute);
+    Tensor y = r.dtype() == compute
+                   ? r
+                   : empty_from_meta({compute, r.sizes(), r.strides(), 0, r.device()});
+    if (onednn_conv2d(s, x.data_ptr<float>(), w.data_ptr<float>(),
+                      b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>())) {
+      if (!y.is_same(r)) copy_into(r, y);
       return one(r);
     }
   }
+  Tensor x = contiguous_as(a.tensor(0), compute), w = contiguous_as(a.tensor(1), compute);
+  Tensor acc = compute == r.dtype() && r.is_contiguous() ? r : empty_contiguous(r.sizes(), compute);
   if (bias.defined()) {
     // Each output plane starts at its channel's bias.
     Tensor planes =

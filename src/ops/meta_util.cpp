@@ -17,6 +17,20 @@ TensorMeta contiguous_meta(DType dtype, const Shape& sizes, Device device) {
   return TensorMeta{dtype, sizes, contiguous_strides(sizes), 0, device};
 }
 
+TensorMeta layout_like(TensorMeta m, const Tensor& like) {
+  if (m.device.is_cpu() && like.sizes() == m.sizes && like.impl()->meta.is_channels_last())
+    m.strides = channels_last_strides(m.sizes);
+  return m;
+}
+
+TensorMeta elementwise_meta(const Args& a, std::initializer_list<size_t> idx, DType dtype,
+                            const Shape& sizes, Device device) {
+  TensorMeta m = contiguous_meta(dtype, sizes, device);
+  for (size_t i : idx)
+    if (a.is_tensor(i) && a.tensor(i).sizes() == sizes) return layout_like(m, a.tensor(i));
+  return m;
+}
+
 Shape broadcast_args(const Args& a, std::initializer_list<size_t> idx, const char* op) {
   Shape out;
   for (size_t i : idx)

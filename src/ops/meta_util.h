@@ -20,6 +20,13 @@ std::string describe(const Tensor& t);
 std::string describe_arg(const Args& a, size_t i);
 
 TensorMeta contiguous_meta(DType dtype, const Shape& sizes, Device device = kCPU);
+// The meta of a result shaped `sizes` computed element by element from the tensors at `idx`:
+// on the CPU, channels-last when the first of them of that shape is (as torch keeps its inputs'
+// layout); contiguous otherwise (the GPU's kernels write contiguous results).
+TensorMeta elementwise_meta(const Args& a, std::initializer_list<size_t> idx, DType dtype,
+                            const Shape& sizes, Device device);
+// `m` laid out channels-last when `like` is (on the CPU, as elementwise_meta).
+TensorMeta layout_like(TensorMeta m, const Tensor& like);
 inline std::vector<TensorMeta> one(TensorMeta m) { return {std::move(m)}; }
 inline std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 

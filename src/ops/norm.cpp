@@ -270,13 +270,15 @@ std::vector<TensorMeta> meta_batch_norm(const Args& a) {
                ": running_mean and running_var are required in eval mode (training=false); pass ",
                "them, or set training=true to normalise by the batch statistics");
   }
-  return one(contiguous_meta(x.dtype(), x.sizes(), x.device()));
+  return one(layout_like(contiguous_meta(x.dtype(), x.sizes(), x.device()), x));
 }
 
 std::vector<Tensor> eager_batch_norm(const Args& a, const std::vector<TensorMeta>& out_meta) {
   Tensor x = contiguous_of(a.tensor(0));
-  Tensor out = empty_from_meta(out_meta[0]);
-  if (x.numel() == 0) return one(out);  // nothing to normalise; running stats stay as they are
+  // A channels-last result is normalised in NCHW order and copied into its layout.
+  const Tensor result = empty_from_meta(out_meta[0]);
+  Tensor out = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
+  if (x.numel() == 0) return one(result);  // nothing to normalise; running stats stay as they are
   const int64_t n = x.size(0), c = x.size(1), s = x.numel() / (n * c);
   const bool training = a.b(5);
   const double momentum = a.f64(6), eps = a.f64(7);
@@ -313,7 +315,8 @@ std::vector<Tensor> eager_batch_norm(const Args& a, const std::vector<TensorMeta
   dispatch_floating(x.dtype(), [&]<typename T>() {
     affine_channels(x.data_ptr<T>(), out.data_ptr<T>(), n, c, s, scale, shift);
   });
-  return one(out);
+  if (!out.is_same(result)) copy_into(result, out);
+  return one(result);
 }
 
 // group_norm(input, num_groups, weight?, bias?, eps)

@@ -18,7 +18,7 @@ TensorMeta unary_meta(const Args& a, const char* op, UnaryOut rule) {
   DType t = rule == UnaryOut::Float  ? float_result(x.dtype())
             : rule == UnaryOut::Bool ? kBool
                                      : x.dtype();
-  return contiguous_meta(t, x.sizes(), x.device());
+  return elementwise_meta(a, {0}, t, x.sizes(), x.device());
 }
 
 // out = f(x) with x first converted to `compute`: the output dtype, or for a predicate
@@ -236,7 +236,7 @@ BinaryPlan binary_plan(const Args& a, const char* op, BinaryOut rule) {
   DType common = result_type(a, {0, 1});
   DType compute = rule == BinaryOut::Float ? float_result(common) : common;
   DType out = rule == BinaryOut::Bool ? kBool : compute;
-  return {compute, contiguous_meta(out, shape, dev)};
+  return {compute, elementwise_meta(a, {0, 1}, out, shape, dev)};
 }
 
 // As unary_apply: kPredicate for the comparisons (bool results).
@@ -419,7 +419,7 @@ std::vector<TensorMeta> meta_where(const Args& a) {
   COIL_CHECK(a.is_tensor(1) || a.is_tensor(2) || a.is_tensor(0), "where: needs a tensor");
   Shape shape = broadcast_args(a, {0, 1, 2}, "where");
   Device dev = common_device(a, {0, 1, 2}, "where");
-  return one(contiguous_meta(result_type(a, {1, 2}), shape, dev));
+  return one(elementwise_meta(a, {1, 2, 0}, result_type(a, {1, 2}), shape, dev));
 }
 std::vector<Tensor> eager_where(const Args& a, const std::vector<TensorMeta>& out) {
   DType t = out[0].dtype;
@@ -447,7 +447,7 @@ std::vector<TensorMeta> meta_clamp(const Args& a) {
   COIL_CHECK(!a.is_none(1) || !a.is_none(2), "clamp: at least one of min and max must be given");
   const Tensor& x = a.tensor(0);
   COIL_CHECK(x.dtype() != kBool, "clamp: not supported on bool tensors (got ", describe(x), ")");
-  return one(contiguous_meta(result_type(a, {0, 1, 2}), x.sizes(), x.device()));
+  return one(elementwise_meta(a, {0}, result_type(a, {0, 1, 2}), x.sizes(), x.device()));
 }
 std::vector<Tensor> eager_clamp(const Args& a, const std::vector<TensorMeta>& out) {
   DType t = out[0].dtype;

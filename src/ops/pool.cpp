@@ -192,14 +192,19 @@ std::vector<TensorMeta> meta_max_pool2d(const Args& a) {
              "); convert to a number dtype first");
   PoolGeometry g =
       pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
-  return one(pooled_meta(x, g.p, g.y.out, g.x.out));
+  TensorMeta m = pooled_meta(x, g.p, g.y.out, g.x.out);
+  if (m.device.is_cpu() && x.impl()->meta.is_channels_last())
+    m.strides = channels_last_strides(m.sizes);  // the layout stays channels-last
+  return one(m);
 }
 
 std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta>& out) {
   Tensor x = contiguous_input(a.tensor(0));
   PoolGeometry g =
       pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
-  Tensor r = empty_from_meta(out[0]);
+  // A channels-last result is pooled plane by plane and copied into its layout.
+  const Tensor result = empty_from_meta(out[0]);
+  Tensor r = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     using C = acc_type<T>;
     for_each_plane<T>(x, r, g.p, [&](const T* src, T* dst) {
@@ -225,7 +230,8 @@ std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta
       });
     });
   });
-  return one(r);
+  if (!r.is_same(result)) copy_into(result, r);
+  return one(result);
 }
 
 // ---- avg_pool2d --------------------------------------------------------------------------------

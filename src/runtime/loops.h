@@ -2,6 +2,7 @@
 // own strides (0 where broadcast), coalescing dims and running rows in parallel with OpenMP.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -20,11 +21,17 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // offset at the row start, steps[k] its stride along the row, n the row length.
 template <size_t N, typename Row>
 void for_each_row(const Shape& sizes, std::array<Shape, N> strides, Row&& row) {
-  // Coalesce: drop size-1 dims and merge dims that are contiguous for every operand.
+  // Walk the dims in the order of the first operand's (the output's) memory, outermost first:
+  // a channels-last result is written along its channels, not a channel-count stride apart.
+  std::vector<size_t> order;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return strides[0][a] > strides[0][b]; });
+  // Coalesce: merge dims that are contiguous for every operand (size-1 dims are left out).
   Shape sz;
   std::array<Shape, N> st;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
+  for (size_t d : order) {
     if (sizes[d] == 0) return;
     bool merge = !sz.empty();
     for (size_t k = 0; k < N && merge; ++k) merge = st[k].back() == strides[k][d] * sizes[d];

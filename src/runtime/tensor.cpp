@@ -29,7 +29,26 @@ Shape contiguous_strides(const Shape& sizes) {
   return strides;
 }
 
+Shape channels_last_strides(const Shape& sizes) {
+  COIL_ASSERT(sizes.size() == 4, "channels_last_strides of a ", sizes.size(), "-D shape");
+  Shape strides(4);
+  int64_t acc = 1;
+  for (size_t d : {1, 3, 2, 0}) {
+    strides[d] = acc;
+    acc *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
 int64_t TensorMeta::numel() const { return numel_of(sizes); }
+
+bool TensorMeta::is_channels_last() const {
+  if (sizes.size() != 4 || is_contiguous()) return false;
+  const Shape want = channels_last_strides(sizes);
+  for (size_t d = 0; d < 4; ++d)
+    if (sizes[d] != 1 && strides[d] != want[d]) return false;
+  return true;
+}
 
 bool TensorMeta::is_contiguous() const {
   int64_t expected = 1;
@@ -178,6 +197,19 @@ int64_t Tensor::storage_offset() const { return impl_of(*this).meta.offset; }
 DType Tensor::dtype() const { return impl_of(*this).meta.dtype; }
 Device Tensor::device() const { return impl_of(*this).meta.device; }
 bool Tensor::is_contiguous() const { return impl_of(*this).meta.is_contiguous(); }
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  const TensorMeta& m = read(*this, GeometryRead::Strides).meta;
+  if (format != MemoryFormat::ChannelsLast) return m.is_contiguous();
+  if (m.sizes.size() != 4) return false;
+  const Shape want = channels_last_strides(m.sizes);
+  for (size_t d = 0; d < 4; ++d)
+    if (m.sizes[d] != 1 && m.strides[d] != want[d]) return false;
+  return true;
+}
+MemoryFormat Tensor::suggest_memory_format() const {
+  return read(*this, GeometryRead::Strides).meta.is_channels_last() ? MemoryFormat::ChannelsLast
+                                                                    : MemoryFormat::Contiguous;
+}
 bool Tensor::has_storage() const { return impl_of(*this).storage != nullptr; }
 bool Tensor::is_pinned() const {
   const TensorImpl& impl = impl_of(*this);

@@ -41,6 +41,9 @@ struct TensorMeta {
 
   int64_t numel() const;
   bool is_contiguous() const;
+  // 4-D and dense with the channels innermost ([N, C, H, W] stored as N, H, W, C; dims of size
+  // 1 aside), and not also contiguous: the layout a channels-last tensor keeps.
+  bool is_channels_last() const;
   bool operator==(const TensorMeta& o) const {
     return dtype == o.dtype && sizes == o.sizes && strides == o.strides && offset == o.offset &&
            device == o.device;
@@ -105,6 +108,8 @@ class TensorImpl {
 };
 
 Shape contiguous_strides(const Shape& sizes);
+// The strides of a 4-D [N, C, H, W] stored as N, H, W, C.
+Shape channels_last_strides(const Shape& sizes);
 int64_t numel_of(const Shape& sizes);
 // Allocates a tensor with exactly these sizes/strides (storage large enough for them).
 Tensor empty_from_meta(const TensorMeta& meta);

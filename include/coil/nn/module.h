@@ -114,6 +114,10 @@ class Module {
   Module& to(DType dtype);
   // Moves every parameter and buffer (and gradient) to `device`, in place.
   Module& to(Device device);
+  // Lays every 4-D parameter and buffer (a convolution's weights) out in `format`, in place, as
+  // torch's module.to(memory_format=...): with channels-last weights, a convolution's output is
+  // channels-last too.
+  Module& to(MemoryFormat format);
 
   // Clears every parameter's gradient (set_to_none, the default as in PyTorch 2) or fills it
   // with zeros.

@@ -18,12 +18,29 @@ using Dims = dnnl::memory::dims;
 using Tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 enum class Pass : int64_t { forward, backward_data, backward_weights };
-using Key = std::array<int64_t, 18>;
+using Key = std::array<int64_t, 20>;
 
 Key key_of(const ConvShape& s, Pass pass, bool bias) {
-  return {s.n,      s.c,      s.h,      s.w,      s.o,         s.kh,
-          s.kw,     s.oh,     s.ow,     s.groups, s.stride[0], s.stride[1],
-          s.pad[0], s.pad[1], s.dil[0], s.dil[1], bias,        static_cast<int64_t>(pass)};
+  return {s.n,
+          s.c,
+          s.h,
+          s.w,
+          s.o,
+          s.kh,
+          s.kw,
+          s.oh,
+          s.ow,
+          s.groups,
+          s.stride[0],
+          s.stride[1],
+          s.pad[0],
+          s.pad[1],
+          s.dil[0],
+          s.dil[1],
+          bias,
+          static_cast<int64_t>(pass),
+          s.channels_last,
+          s.weights_channels_last};
 }
 
 // One argument of a primitive: the tensor's own plain layout and the one the kernel wants
@@ -75,19 +92,20 @@ dnnl::memory::desc any(const dnnl::memory::desc& d) {
 // The tensors' own layout, or any the primitive prefers.
 dnnl::memory::desc layout(const dnnl::memory::desc& d, bool plain) { return plain ? d : any(d); }
 
-// The three passes' descriptions: the tensors' plain layouts (NCHW, (g)oihw), and the layouts
-// a primitive is made over (those, or any it prefers).
+// The three passes' descriptions: the tensors' plain layouts (NCHW or NHWC, (g)oihw), and the
+// layouts a primitive is made over (those, or any it prefers).
 struct Descs {
   dnnl::memory::desc x, w, y, bias;
   Dims stride, dil, pad_l, pad_r;
   bool plain;
 
   Descs(const ConvShape& s, bool with_bias, bool plain_layouts)
-      : x({s.n, s.c, s.h, s.w}, dt::f32, Tag::nchw),
-        w(s.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32, Tag::oihw)
+      : x({s.n, s.c, s.h, s.w}, dt::f32, s.channels_last ? Tag::nhwc : Tag::nchw),
+        w(s.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32,
+                                             s.weights_channels_last ? Tag::ohwi : Tag::oihw)
                         : dnnl::memory::desc({s.groups, s.o / s.groups, s.c / s.groups, s.kh, s.kw},
                                              dt::f32, Tag::goihw)),
-        y({s.n, s.o, s.oh, s.ow}, dt::f32, Tag::nchw),
+        y({s.n, s.o, s.oh, s.ow}, dt::f32, s.channels_last ? Tag::nhwc : Tag::nchw),
         stride{s.stride[0], s.stride[1]},
         dil{s.dil[0] - 1, s.dil[1] - 1},  // oneDNN counts dilation from 0
         pad_l{s.pad[0], s.pad[1]},

@@ -19,6 +19,9 @@ struct ConvShape {
   int64_t oh, ow;
   int64_t groups;
   std::array<int64_t, 2> stride, pad, dil;
+  // The activations (x and y, or their gradients) are NHWC (channels-last) rather than NCHW,
+  // and the weight is OHWI rather than OIHW (channels-last too; one group only).
+  bool channels_last = false, weights_channels_last = false;
 };
 
 // y = conv2d(x, w) (+ bias, o elements, when given), every tensor contiguous. Returns false,

@@ -1,0 +1,116 @@
+// Channels-last (NHWC) tensors: the layout checks and copies, the ops that keep it (pointwise
+// ops, batch norm, convolutions and their bias, max pooling), a model converted with
+// nn::Module::to(MemoryFormat::ChannelsLast), eager and compiled, forward and backward — each
+// against the same computation on NCHW tensors.
+#include <map>
+
+#include <coil/coil.h>
+#include <coil/nn/resnet.h>
+
+#include "testing.h"
+
+using namespace coil;
+using coil::testing::random;
+
+namespace {
+
+void expect_channels_last(const Tensor& t, const std::string& what) {
+  EXPECT_TRUE(t.is_contiguous(MemoryFormat::ChannelsLast))
+      << what << ": strides " << shape_str(t.strides());
+  EXPECT_EQ(t.suggest_memory_format(), MemoryFormat::ChannelsLast) << what;
+}
+
+// The largest difference against the largest value of `want`: the two layouts sum in different
+// orders (oneDNN's NHWC and NCHW kernels), and training batch norm magnifies float32 rounding
+// in gradients near zero, which elementwise tolerances would read as errors.
+double relative_difference(const Tensor& got, const Tensor& want) {
+  return (got - want).abs().amax().item<double>() / want.abs().amax().item<double>();
+}
+
+}  // namespace
+
+TEST(MemoryFormat, ChannelsLastCopiesAndChecks) {
+  Tensor x = random({2, 3, 4, 5});
+  EXPECT_TRUE(x.is_contiguous(MemoryFormat::Contiguous));
+  EXPECT_FALSE(x.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(x.suggest_memory_format(), MemoryFormat::Contiguous);
+  Tensor y = x.contiguous(MemoryFormat::ChannelsLast);
+  EXPECT_EQ(y.strides(), (Shape{60, 1, 15, 3}));
+  EXPECT_FALSE(y.is_contiguous());
+  expect_channels_last(y, "copy");
+  EXPECT_TRUE(equal(y, x));
+  EXPECT_TRUE(y.contiguous(MemoryFormat::ChannelsLast).is_same(y));  // already so: itself
+  EXPECT_TRUE(y.contiguous().is_contiguous());
+  // One channel, or one pixel: both layouts at once, and contiguous is the one suggested.
+  Tensor one_channel = random({2, 1, 4, 5}).contiguous(MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(one_channel.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(one_channel.suggest_memory_format(), MemoryFormat::Contiguous);
+  EXPECT_COIL_ERROR(random({3, 4, 5}).contiguous(MemoryFormat::ChannelsLast), "needs a 4-D");
+}
+
+// The ops around a convolution keep its layout, and compute what they compute on NCHW.
+TEST(MemoryFormat, OpsKeepChannelsLast) {
+  Tensor x = random({2, 8, 9, 7}), w = random({6, 8, 3, 3}), b = random({6});
+  Tensor xc = x.contiguous(MemoryFormat::ChannelsLast);
+  Tensor y = conv2d(x, w, b, {1, 1}, {1, 1}), yc = conv2d(xc, w, b, {1, 1}, {1, 1});
+  expect_channels_last(yc, "conv2d of a channels-last input");
+  EXPECT_TRUE(allclose(yc, y, 1e-4, 1e-5));
+  expect_channels_last(conv2d(x, w.contiguous(MemoryFormat::ChannelsLast), b, {2, 2}),
+                       "conv2d with a channels-last weight");
+  Tensor mean = random({6}), var = rand({6}) + 0.5, g = random({6}), beta = random({6});
+  for (bool training : {false, true}) {
+    Tensor want = batch_norm(y, g, beta, mean.clone(), var.clone(), training);
+    Tensor got = batch_norm(yc, g, beta, mean.clone(), var.clone(), training);
+    expect_channels_last(got, training ? "batch_norm, training" : "batch_norm");
+    EXPECT_TRUE(allclose(got, want, 1e-4, 1e-5));
+  }
+  expect_channels_last(relu(yc), "relu");
+  expect_channels_last(yc + yc * 2, "add, mul");
+  expect_channels_last(yc + b.reshape({1, 6, 1, 1}), "add of a broadcast per-channel value");
+  expect_channels_last(where(yc > 0, yc, 0.5), "where");
+  Tensor p = max_pool2d(yc, {3, 3}, {2, 2}, {1, 1});
+  expect_channels_last(p, "max_pool2d");
+  EXPECT_TRUE(equal(p, max_pool2d(yc.contiguous(), {3, 3}, {2, 2}, {1, 1})));
+  // An NCHW operand beside a channels-last one: the first tensor's layout, as torch.
+  EXPECT_TRUE((y + yc).is_contiguous());
+}
+
+// A ResNet converted to channels-last, fed channels-last images: every convolution's output is
+// channels-last, and the logits and the gradients are the NCHW model's, eager and compiled.
+TEST(MemoryFormat, ResNetRunsChannelsLastEagerAndCompiled) {
+  manual_seed(0);
+  auto nchw = nn::resnet18({.num_classes = 10, .width = 8});
+  auto nhwc = nn::resnet18({.num_classes = 10, .width = 8});
+  nhwc->load_state_dict(nchw->state_dict());
+  nhwc->to(MemoryFormat::ChannelsLast);
+  for (const auto& [name, t] : nhwc->named_parameters())
+    EXPECT_TRUE(t.dim() != 4 || t.is_contiguous(MemoryFormat::ChannelsLast)) << name;
+  Tensor x = random({8, 3, 32, 32}), xc = x.contiguous(MemoryFormat::ChannelsLast);
+  nchw->eval();
+  nhwc->eval();
+  {
+    NoGradGuard no_grad;
+    Tensor want = nchw->forward(x);
+    EXPECT_TRUE(allclose(nhwc->forward(xc), want, 1e-4, 1e-4));
+    auto compiled = compile(nhwc);
+    for (int call = 0; call < 2; ++call)
+      EXPECT_TRUE(allclose(compiled(xc), want, 1e-4, 1e-4)) << "call " << call;
+    // The first stage's output, as eager and compiled give it: channels-last.
+    auto stem = [&](const Tensor& t) { return relu(nhwc->conv1->forward(t)); };
+    expect_channels_last(stem(xc), "eager stem");
+    expect_channels_last(compile(stem)(xc), "compiled stem");
+  }
+  nchw->train();
+  nhwc->train();
+  Tensor labels = randint(0, 10, {8});
+  cross_entropy(nchw->forward(x), labels).backward();
+  auto loss =
+      compile([&](const Tensor& a, const Tensor& l) { return cross_entropy(nhwc->forward(a), l); });
+  loss(xc, labels).backward();
+  std::map<std::string, Tensor> want;
+  for (const auto& [name, t] : nchw->named_parameters()) want[name] = t;
+  for (const auto& [name, t] : nhwc->named_parameters()) {
+    ASSERT_TRUE(t.grad().defined()) << name;
+    EXPECT_LT(relative_difference(t.grad(), want.at(name).grad()), 1e-3) << name;
+  }
+}
