@@ -5,7 +5,10 @@
 // JSON for bench/compare_models.py, which runs the same models in PyTorch beside it.
 //
 //   coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] [--json FILE] [--mode MODE]
-//                     [--quick]
+//                     [--quick] [--channels-last]
+//
+// --channels-last runs ResNet-50 converted with Module::to(MemoryFormat::ChannelsLast) on
+// channels-last images (docs/memory_format.md).
 //
 // Times are medians of 3 calls after warm-up (2 with --quick); a GPU call
 // is timed to the end of its work. The first compiled call is timed with an empty compile cache.
@@ -38,6 +41,7 @@ struct Options {
   std::string model, json;
   std::string mode = "default";  // CompileOptions::mode of every compiled function
   bool quick = false;
+  bool channels_last = false;  // ResNet-50 in MemoryFormat::ChannelsLast
 };
 
 Device g_device = kCPU;
@@ -135,6 +139,10 @@ std::vector<Row> resnet50_rows(const Options& o) {
     auto model = nn::resnet50();
     model->to(g_device).eval();
     Tensor x = randn({batch, 3, 224, 224}).to(g_device);
+    if (o.channels_last) {
+      model->to(MemoryFormat::ChannelsLast);
+      x = x.contiguous(MemoryFormat::ChannelsLast);
+    }
     NoGradGuard no_grad;
     auto compiled = coil::compile(model, {.mode = o.mode});
     rows.push_back(inference_row(
@@ -148,6 +156,11 @@ std::vector<Row> resnet50_rows(const Options& o) {
     eager_model->to(g_device);
     compiled_model->to(g_device);
     Tensor x = randn({train_batch, 3, 224, 224}).to(g_device);
+    if (o.channels_last) {
+      eager_model->to(MemoryFormat::ChannelsLast);
+      compiled_model->to(MemoryFormat::ChannelsLast);
+      x = x.contiguous(MemoryFormat::ChannelsLast);
+    }
     Tensor y = randint(0, 1000, {train_batch}).to(g_device);
     optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.01, .momentum = 0.9});
     optim::SGD compiled_opt(compiled_model->parameters(),
@@ -231,9 +244,11 @@ int main(int argc, char** argv) {
       o.mode = argv[++i];
     else if (a == "--quick")
       o.quick = true;
+    else if (a == "--channels-last")
+      o.channels_last = true;
     else {
       std::cerr << "usage: coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] "
-                   "[--json FILE] [--mode MODE] [--quick]\n";
+                   "[--json FILE] [--mode MODE] [--quick] [--channels-last]\n";
       return 2;
     }
   }
@@ -255,8 +270,10 @@ int main(int argc, char** argv) {
       rows.insert(rows.end(), r.begin(), r.end());
     }
     bool ok = true;
-    nlohmann::json report = {
-        {"device", o.device.str()}, {"mode", o.mode}, {"rows", nlohmann::json::array()}};
+    nlohmann::json report = {{"device", o.device.str()},
+                             {"mode", o.mode},
+                             {"channels_last", o.channels_last},
+                             {"rows", nlohmann::json::array()}};
     for (const Row& r : rows) {
       ok = ok && r.diff < 1e-2;
       report["rows"].push_back({{"name", r.name},

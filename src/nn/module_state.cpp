@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "runtime/copy.h"
+#include "runtime/tensor_impl.h"
 
 namespace coil::nn {
 
@@ -74,11 +75,14 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
                 name() + ":" + errors.str() + hint);
   }
   // The copies bypass autograd (as PyTorch's load_state_dict does under no_grad), converting
-  // the dtype where the checkpoint's differs.
+  // the dtype where the checkpoint's differs; each counts as an in-place write (what was
+  // computed from the old values, such as a convolution's reordered weight, is stale).
   for (const auto& [dst, src] : copies) {
     bool same_memory = dst.dtype() == src.dtype() && dst.strides() == src.strides() &&
                        dst.data_ptr() == src.data_ptr();  // its own state_dict loaded back
-    if (!same_memory) copy_into(dst, src);
+    if (same_memory) continue;
+    copy_into(dst, src);
+    ++dst.impl()->storage->version;
   }
   return result;
 }

@@ -277,8 +277,12 @@ std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& o
     Tensor y = r.dtype() == compute
                    ? r
                    : empty_from_meta({compute, r.sizes(), r.strides(), 0, r.device()});
+    // The weight's own memory (not a copy made here): oneDNN may keep its reordered form.
+    const Storage& ws = *a.tensor(1).impl()->storage;
+    const WeightVersion wv =
+        w.impl()->storage.get() == &ws ? WeightVersion{ws.id, ws.version} : WeightVersion{};
     if (onednn_conv2d(s, x.data_ptr<float>(), w.data_ptr<float>(),
-                      b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>())) {
+                      b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(), wv)) {
       if (!y.is_same(r)) copy_into(r, y);
       return one(r);
     }

@@ -22,11 +22,20 @@ struct Storage {
   bool static_address = false;
   // Bumped by every in-place write, so autograd can tell that a tensor it saved has changed.
   uint64_t version = 0;
+  // Unique for the process's life (an address may be reused): with `version`, which contents a
+  // cache of something computed from them (a convolution's reordered weight) holds.
+  const uint64_t id = next_id();
   Storage() = default;
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   ~Storage() {
     if (deleter) deleter(data);
+  }
+
+ private:
+  static uint64_t next_id() {
+    static std::atomic<uint64_t> next{1};
+    return next++;
   }
 };
 

@@ -7,6 +7,7 @@
 #include <coil/coil.h>
 #include <coil/nn/resnet.h>
 
+#include "runtime/kernels/onednn_conv.h"
 #include "testing.h"
 
 using namespace coil;
@@ -76,8 +77,9 @@ TEST(MemoryFormat, OpsKeepChannelsLast) {
 }
 
 // A ResNet converted to channels-last, fed channels-last images: every convolution's output is
-// channels-last, and the logits and the gradients are the NCHW model's, eager and compiled.
-TEST(MemoryFormat, ResNetRunsChannelsLastEagerAndCompiled) {
+// channels-last, and the logits and the gradients are the NCHW model's, eager and compiled. (In
+// the ResNet suite: a whole model's numerics, which the sanitizer build leaves out.)
+TEST(ResNet, ChannelsLastRunsAsNchwEagerAndCompiled) {
   manual_seed(0);
   auto nchw = nn::resnet18({.num_classes = 10, .width = 8});
   auto nhwc = nn::resnet18({.num_classes = 10, .width = 8});
@@ -113,4 +115,27 @@ TEST(MemoryFormat, ResNetRunsChannelsLastEagerAndCompiled) {
     ASSERT_TRUE(t.grad().defined()) << name;
     EXPECT_LT(relative_difference(t.grad(), want.at(name).grad()), 1e-3) << name;
   }
+}
+
+// oneDNN's preferred form keeps a weight's reordered copy while the weight is unchanged; every
+// write to the weight (an in-place op, load_state_dict) makes the next call reorder it again.
+TEST(MemoryFormat, AKeptReorderedWeightFollowsWritesToIt) {
+  struct Restore {
+    ~Restore() { set_onednn_conv_form(ConvForm::fastest); }
+  } restore;
+  set_onednn_conv_form(ConvForm::preferred);
+  Tensor x = random({2, 16, 9, 9}).contiguous(MemoryFormat::ChannelsLast);
+  Tensor w = random({24, 16, 3, 3});
+  Tensor y = conv2d(x, w, {}, {1, 1}, {1, 1});
+  EXPECT_TRUE(equal(conv2d(x, w, {}, {1, 1}, {1, 1}), y));  // the kept weight
+  w.mul_(2);
+  EXPECT_TRUE(allclose(conv2d(x, w, {}, {1, 1}, {1, 1}), y * 2, 1e-5, 1e-5));
+  auto conv = std::make_shared<nn::Conv2d>(16, 24, 3, nn::Conv2dOptions{.padding = {1, 1}});
+  Tensor before = conv->forward(x);
+  const nn::StateDict other = {{"weight", random({24, 16, 3, 3})}, {"bias", random({24})}};
+  conv->load_state_dict(other);
+  Tensor after = conv->forward(x);
+  EXPECT_FALSE(allclose(after, before));
+  EXPECT_TRUE(
+      allclose(after, conv2d(x, other["weight"], other["bias"], {1, 1}, {1, 1}), 1e-5, 1e-5));
 }

@@ -164,8 +164,35 @@ Prepared make(const ConvShape& s, Pass pass, bool bias, bool plain, const dnnl::
           plain};
 }
 
+// Weights reordered into a primitive's layout, by (primitive, weight storage): reused while the
+// storage's version and address stay. A new version replaces the entry (training rewrites the
+// weights every step); the cache forgets everything past kMaxKeptWeights entries (storages
+// freed long ago).
+struct KeptWeight {
+  uint64_t version;
+  const float* data;
+  dnnl::memory reordered;
+};
+constexpr size_t kMaxKeptWeights = 512;
+
+dnnl::memory kept_weight(const Prepared& p, const Arg& a, dnnl::memory mine, const float* data,
+                         WeightVersion wv, dnnl::stream& stream, const dnnl::engine& e) {
+  static std::mutex mu;
+  static std::map<std::pair<const Prepared*, uint64_t>, KeptWeight> kept;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = kept.find({&p, wv.storage});
+  if (it != kept.end() && it->second.version == wv.version && it->second.data == data)
+    return it->second.reordered;
+  if (kept.size() >= kMaxKeptWeights) kept.clear();
+  dnnl::memory blocked(a.wanted, e);  // a new one: a call still running may hold the old
+  dnnl::reorder(mine, blocked).execute(stream, mine, blocked);
+  kept[{&p, wv.storage}] = {wv.version, data, blocked};
+  return blocked;
+}
+
 // Runs `p` on `data` (its arguments' memory, in Prepared::args' order).
-void execute(const Prepared& p, const std::vector<const float*>& data, const dnnl::engine& e) {
+void execute(const Prepared& p, const std::vector<const float*>& data, const dnnl::engine& e,
+             WeightVersion wv) {
   dnnl::stream stream(e);
   std::unordered_map<int, dnnl::memory> args;
   std::vector<std::pair<dnnl::memory, dnnl::memory>> results;  // (the kernel's, the tensor's)
@@ -174,6 +201,8 @@ void execute(const Prepared& p, const std::vector<const float*>& data, const dnn
     dnnl::memory mine(a.plain, e, const_cast<float*>(data[i]));
     if (a.wanted == a.plain) {
       args.emplace(a.id, mine);
+    } else if (a.id == DNNL_ARG_WEIGHTS && wv.storage != 0) {
+      args.emplace(a.id, kept_weight(p, a, mine, data[i], wv, stream, e));
     } else if (!a.output) {
       dnnl::memory blocked(a.wanted, e);
       dnnl::reorder(mine, blocked).execute(stream, mine, blocked);
@@ -193,7 +222,7 @@ void execute(const Prepared& p, const std::vector<const float*>& data, const dnn
 // `data` (each run writes the whole output). Returns nullptr when oneDNN has none; sets `ran`
 // when the timing runs already computed the output.
 const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
-                       const std::vector<const float*>& data, bool& ran) {
+                       const std::vector<const float*>& data, WeightVersion wv, bool& ran) {
   Cache& cc = cache();
   std::lock_guard<std::mutex> lock(cc.mu);
   Forms& f = cc.primitives[key_of(s, pass, bias)];
@@ -224,7 +253,7 @@ const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
     double fastest = 0;
     for (int rep = 0; rep < 2; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      execute(f.forms[i], data, cc.engine);
+      execute(f.forms[i], data, cc.engine, wv);
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fastest = rep == 0 ? t : std::min(fastest, t);
     }
@@ -241,16 +270,16 @@ const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
 
 // Runs the chosen primitive for `s` and `pass` on `data` (its arguments' memory, in
 // Prepared::args' order); false when oneDNN has none.
-bool run(const ConvShape& s, Pass pass, std::vector<const float*> data) {
+bool run(const ConvShape& s, Pass pass, std::vector<const float*> data, WeightVersion wv = {}) {
   // Inside a parallel region oneDNN's kernels would split work for a team they do not have
   // (see onednn_matmul.cpp): the caller's own kernel takes it.
   if (omp_in_parallel()) return false;
   const bool bias = data.size() > 3 && data[3];
   if (!bias) data.resize(3);
   bool ran = false;
-  const Prepared* p = choose(s, pass, bias, data, ran);
+  const Prepared* p = choose(s, pass, bias, data, wv, ran);
   if (!p) return false;
-  if (!ran) execute(*p, data, cache().engine);
+  if (!ran) execute(*p, data, cache().engine, wv);
   return true;
 }
 
@@ -258,13 +287,14 @@ bool run(const ConvShape& s, Pass pass, std::vector<const float*> data) {
 
 void set_onednn_conv_form(ConvForm form) { forced = form; }
 
-bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias,
-                   float* y) {
-  return run(s, Pass::forward, {x, w, y, bias});
+bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,
+                   WeightVersion wv) {
+  return run(s, Pass::forward, {x, w, y, bias}, wv);
 }
 
-bool onednn_conv2d_backward_data(const ConvShape& s, const float* gy, const float* w, float* dx) {
-  return run(s, Pass::backward_data, {gy, w, dx});
+bool onednn_conv2d_backward_data(const ConvShape& s, const float* gy, const float* w, float* dx,
+                                 WeightVersion wv) {
+  return run(s, Pass::backward_data, {gy, w, dx}, wv);
 }
 
 bool onednn_conv2d_backward_weights(const ConvShape& s, const float* gy, const float* x,

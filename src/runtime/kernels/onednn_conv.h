@@ -24,11 +24,20 @@ struct ConvShape {
   bool channels_last = false, weights_channels_last = false;
 };
 
+// Which weight a call reads, and which write of it (Storage::id and ::version; 0: unknown). A
+// primitive that wants the weight in another layout (channels blocked) keeps the reordered copy
+// while the version stays: a model's inference reorders each weight once, not on every call.
+struct WeightVersion {
+  uint64_t storage = 0, version = 0;
+};
+
 // y = conv2d(x, w) (+ bias, o elements, when given), every tensor contiguous. Returns false,
 // touching nothing, when oneDNN has no kernel for it; the caller then uses its own.
-bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias, float* y);
+bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,
+                   WeightVersion wv = {});
 // Its gradients: dx from the output's gradient gy and the weight, dw from gy and the input.
-bool onednn_conv2d_backward_data(const ConvShape& s, const float* gy, const float* w, float* dx);
+bool onednn_conv2d_backward_data(const ConvShape& s, const float* gy, const float* w, float* dx,
+                                 WeightVersion wv = {});
 bool onednn_conv2d_backward_weights(const ConvShape& s, const float* gy, const float* x, float* dw);
 
 // Which form the calls run: the faster by timing (the default), or one forced, for tests and for
