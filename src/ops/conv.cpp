@@ -233,6 +233,15 @@ Tensor contiguous_as(const Tensor& t, DType dtype) {
   return t.is_contiguous() ? t : contiguous_copy(t);
 }
 
+// `m` (4-D) laid out channels-last when `a` or `b` is, on the CPU (the GPU's convolutions write
+// NCHW): a convolution's result and its input's gradient.
+TensorMeta channels_last_if(TensorMeta m, const Tensor& a, const Tensor& b) {
+  if (m.device.is_cpu() && m.sizes.size() == 4 &&
+      (a.impl()->meta.is_channels_last() || b.impl()->meta.is_channels_last()))
+    m.strides = channels_last_strides(m.sizes);
+  return m;
+}
+
 // A channels-last copy of the 4-D t in `dtype`, or t itself when it already is one.
 Tensor channels_last_as(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype && t.impl()->meta.is_channels_last()) return t;
@@ -247,13 +256,10 @@ std::vector<TensorMeta> meta_conv2d(const Args& a) {
   ConvGeometry g = conv_geometry(a, 0, "conv2d");
   Shape sizes{g.o, g.oh, g.ow};
   if (g.batched) sizes.insert(sizes.begin(), g.n);
-  // Channels-last when the input or the weight is, as torch's convolutions decide (on the CPU:
-  // the GPU's convolutions write NCHW).
-  TensorMeta m = contiguous_meta(a.tensor(0).dtype(), sizes, common_device(a, {0, 1, 2}, "conv2d"));
-  if (m.device.is_cpu() && sizes.size() == 4 &&
-      (a.tensor(0).impl()->meta.is_channels_last() || a.tensor(1).impl()->meta.is_channels_last()))
-    m.strides = channels_last_strides(sizes);
-  return one(m);
+  // Channels-last when the input or the weight is, as torch's convolutions decide.
+  return one(channels_last_if(
+      contiguous_meta(a.tensor(0).dtype(), sizes, common_device(a, {0, 1, 2}, "conv2d")),
+      a.tensor(0), a.tensor(1)));
 }
 
 std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& out) {
@@ -318,59 +324,95 @@ ConvGeometry backward_geometry(const Args& a, const char* op) {
   return g;
 }
 
-// A backward op's result, the shape of argument `like` (self or weight), computed by `kernel`
-// in float32 or float64 into zeros.
-template <typename Kernel>
+// A backward op's result, computed into zeros in float32 or float64. `onednn(s, gy, x, w, out)`
+// runs oneDNN's pass where it has one (float32; true when it did), `own(...)` coil's kernel over
+// NCHW tensors otherwise. With a channels-last gradient or input (a channels-last model's
+// training), oneDNN reads and writes the activations NHWC and the weight OHWI as they are.
+template <typename OneDnn, typename Own>
 std::vector<Tensor> conv_backward(const Args& a, const TensorMeta& out, const char* op,
-                                  Kernel kernel) {
+                                  bool weight_grad, OneDnn onednn, Own own) {
   ConvGeometry g = backward_geometry(a, op);
   Tensor r = empty_from_meta(out);
   DType compute = out.dtype == kFloat64 ? kFloat64 : kFloat32;
-  Tensor acc = compute == r.dtype() ? r : empty_contiguous(r.sizes(), compute);
-  fill(acc, 0);
-  if (r.numel() > 0 && g.n > 0) {
-    Tensor gy = contiguous_as(a.tensor(0), compute), x = contiguous_as(a.tensor(1), compute),
-           w = contiguous_as(a.tensor(2), compute);
-    dispatch_floating(compute, [&]<typename T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-        kernel(gy.data_ptr<T>(), x.data_ptr<T>(), w.data_ptr<T>(), acc.data_ptr<T>(), g);
-    });
+  if (r.numel() == 0 || g.n == 0) {
+    fill(r, 0);
+    return one(r);
   }
+  if (compute == kFloat32) {
+    ConvShape s = shape_of(g);
+    s.channels_last =
+        a.tensor(0).impl()->meta.is_channels_last() || a.tensor(1).impl()->meta.is_channels_last();
+    s.weights_channels_last = g.groups == 1 && a.tensor(2).dtype() == compute &&
+                              a.tensor(2).impl()->meta.is_channels_last();
+    auto activation = [&](const Tensor& t) {
+      return s.channels_last ? channels_last_as(t, compute) : contiguous_as(t, compute);
+    };
+    Tensor gy = activation(a.tensor(0)), x = activation(a.tensor(1));
+    Tensor w = s.weights_channels_last ? a.tensor(2) : contiguous_as(a.tensor(2), compute);
+    // The result in the layout oneDNN writes: the activations' for dx, the weight's for dw.
+    const bool nhwc = weight_grad ? s.weights_channels_last : s.channels_last;
+    const Shape& sizes = r.sizes();
+    Tensor acc =
+        r.impl()->meta.is_channels_last() == nhwc && r.dtype() == compute
+            ? r
+            : empty_from_meta({compute, sizes,
+                               nhwc ? channels_last_strides(sizes) : contiguous_strides(sizes), 0,
+                               r.device()});
+    if (onednn(s, gy.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(),
+               acc.data_ptr<float>())) {
+      if (!acc.is_same(r)) copy_into(r, acc);
+      return one(r);
+    }
+  }
+  Tensor acc = compute == r.dtype() && r.is_contiguous() ? r : empty_contiguous(r.sizes(), compute);
+  fill(acc, 0);
+  Tensor gy = contiguous_as(a.tensor(0), compute), x = contiguous_as(a.tensor(1), compute),
+         w = contiguous_as(a.tensor(2), compute);
+  dispatch_floating(compute, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+      own(gy.data_ptr<T>(), x.data_ptr<T>(), w.data_ptr<T>(), acc.data_ptr<T>(), g);
+  });
   if (!acc.is_same(r)) copy_into(r, acc);
   return one(r);
 }
 
 }  // namespace
 
+// dx is channels-last when the gradient or the input is (on the CPU), as conv2d's result.
 std::vector<TensorMeta> meta_conv2d_input_backward(const Args& a) {
   backward_geometry(a, "conv2d_input_backward");
-  return one(contiguous_meta(a.tensor(1).dtype(), a.tensor(1).sizes(),
-                             common_device(a, {0, 1, 2}, "conv2d_input_backward")));
+  return one(channels_last_if(contiguous_meta(a.tensor(1).dtype(), a.tensor(1).sizes(),
+                                              common_device(a, {0, 1, 2}, "conv2d_input_backward")),
+                              a.tensor(0), a.tensor(1)));
 }
 
 std::vector<Tensor> eager_conv2d_input_backward(const Args& a, const std::vector<TensorMeta>& out) {
   return conv_backward(
-      a, out[0], "conv2d_input_backward",
+      a, out[0], "conv2d_input_backward", /*weight_grad=*/false,
+      [](const ConvShape& s, const float* gy, const float*, const float* w, float* dx) {
+        return onednn_conv2d_backward_data(s, gy, w, dx);
+      },
       []<typename T>(const T* gy, const T*, const T* w, T* dx, const ConvGeometry& g) {
-        if constexpr (std::is_same_v<T, float>)
-          if (onednn_conv2d_backward_data(shape_of(g), gy, w, dx)) return;
         conv_input_grad(gy, w, dx, g);
       });
 }
 
+// dw is laid out as the weight is (channels-last for a channels-last model).
 std::vector<TensorMeta> meta_conv2d_weight_backward(const Args& a) {
   backward_geometry(a, "conv2d_weight_backward");
-  return one(contiguous_meta(a.tensor(2).dtype(), a.tensor(2).sizes(),
-                             common_device(a, {0, 1, 2}, "conv2d_weight_backward")));
+  return one(layout_like(contiguous_meta(a.tensor(2).dtype(), a.tensor(2).sizes(),
+                                         common_device(a, {0, 1, 2}, "conv2d_weight_backward")),
+                         a.tensor(2)));
 }
 
 std::vector<Tensor> eager_conv2d_weight_backward(const Args& a,
                                                  const std::vector<TensorMeta>& out) {
   return conv_backward(
-      a, out[0], "conv2d_weight_backward",
+      a, out[0], "conv2d_weight_backward", /*weight_grad=*/true,
+      [](const ConvShape& s, const float* gy, const float* x, const float*, float* dw) {
+        return onednn_conv2d_backward_weights(s, gy, x, dw);
+      },
       []<typename T>(const T* gy, const T* x, const T*, T* dw, const ConvGeometry& g) {
-        if constexpr (std::is_same_v<T, float>)
-          if (onednn_conv2d_backward_weights(shape_of(g), gy, x, dw)) return;
         conv_weight_grad(gy, x, dw, g);
       });
 }

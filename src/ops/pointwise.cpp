@@ -170,12 +170,17 @@ std::vector<Tensor> eager_to_dtype(const Args& a, const std::vector<TensorMeta>&
   return one(to_dtype_copy(a.tensor(0), out[0].dtype));
 }
 
+// A channels-last tensor's clone is channels-last (torch's memory_format=preserve); any other
+// layout's is contiguous.
 std::vector<TensorMeta> meta_clone(const Args& a) {
   const Tensor& x = a.tensor(0);
-  return one(contiguous_meta(x.dtype(), x.sizes(), x.device()));
+  return one(elementwise_meta(a, {0}, x.dtype(), x.sizes(), x.device()));
 }
-std::vector<Tensor> eager_clone(const Args& a, const std::vector<TensorMeta>&) {
-  return one(contiguous_copy(a.tensor(0)));
+std::vector<Tensor> eager_clone(const Args& a, const std::vector<TensorMeta>& out) {
+  if (out[0].strides == contiguous_strides(out[0].sizes)) return one(contiguous_copy(a.tensor(0)));
+  Tensor r = empty_from_meta(out[0]);
+  copy_into(r, a.tensor(0));
+  return one(r);
 }
 
 // contiguous returns its input itself when it is already contiguous, as in PyTorch.

@@ -74,6 +74,19 @@ TEST(MemoryFormat, OpsKeepChannelsLast) {
   EXPECT_TRUE(equal(p, max_pool2d(yc.contiguous(), {3, 3}, {2, 2}, {1, 1})));
   // An NCHW operand beside a channels-last one: the first tensor's layout, as torch.
   EXPECT_TRUE((y + yc).is_contiguous());
+  // Gradients: the input's channels-last as the input, the weight's laid out as the weight.
+  auto grads = [&](MemoryFormat f) {
+    Tensor xg = x.contiguous(f).detach().requires_grad_();
+    Tensor wg = w.contiguous(f).detach().requires_grad_();
+    (conv2d(xg, wg, b, {1, 1}, {1, 1}) * y).sum().backward();
+    return std::pair{xg.grad(), wg.grad()};
+  };
+  auto [dx, dw] = grads(MemoryFormat::Contiguous);
+  auto [dxc, dwc] = grads(MemoryFormat::ChannelsLast);
+  expect_channels_last(dxc, "conv2d's input gradient");
+  expect_channels_last(dwc, "conv2d's weight gradient");
+  EXPECT_TRUE(allclose(dxc, dx, 1e-4, 1e-4));
+  EXPECT_TRUE(allclose(dwc, dw, 1e-4, 1e-3));
 }
 
 // A ResNet converted to channels-last, fed channels-last images: every convolution's output is

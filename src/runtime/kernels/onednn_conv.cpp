@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 namespace coil {
@@ -57,7 +58,15 @@ struct Prepared {
   dnnl::primitive prim;
   std::vector<Arg> args;
   bool plain;  // over the tensors' own layouts
+  // oneDNN's reference implementation (its answer for layouts no fast kernel takes, such as
+  // NHWC activations with an OIHW weight): a hundred times slower, never worth timing.
+  bool reference = false;
 };
+
+template <typename PrimitiveDesc>
+bool is_reference(const PrimitiveDesc& pd) {
+  return std::string_view(pd.impl_info_str()).starts_with("ref");
+}
 
 // A geometry and pass's primitives: one over the tensors' own layouts (NCHW, oihw: no reorders)
 // and one over the layouts oneDNN prefers (blocked or channels-last, reordered in and out).
@@ -139,7 +148,8 @@ Prepared make(const ConvShape& s, Pass pass, bool bias, bool plain, const dnnl::
                {{DNNL_ARG_SRC, d.x, pd.src_desc(), false},
                 {DNNL_ARG_WEIGHTS, d.w, pd.weights_desc(), false},
                 {DNNL_ARG_DST, d.y, pd.dst_desc(), true}},
-               plain};
+               plain,
+               is_reference(pd)};
     if (bias) p.args.push_back({DNNL_ARG_BIAS, d.bias, pd.bias_desc(), false});
     return p;
   }
@@ -152,7 +162,8 @@ Prepared make(const ConvShape& s, Pass pass, bool bias, bool plain, const dnnl::
             {{DNNL_ARG_DIFF_DST, d.y, pd.diff_dst_desc(), false},
              {DNNL_ARG_WEIGHTS, d.w, pd.weights_desc(), false},
              {DNNL_ARG_DIFF_SRC, d.x, pd.diff_src_desc(), true}},
-            plain};
+            plain,
+            is_reference(pd)};
   }
   dnnl::convolution_backward_weights::desc bw(algo, d.at(d.x), d.at(d.w), d.at(d.y), d.stride,
                                               d.dil, d.pad_l, d.pad_r);
@@ -161,7 +172,8 @@ Prepared make(const ConvShape& s, Pass pass, bool bias, bool plain, const dnnl::
           {{DNNL_ARG_DIFF_DST, d.y, pd.diff_dst_desc(), false},
            {DNNL_ARG_SRC, d.x, pd.src_desc(), false},
            {DNNL_ARG_DIFF_WEIGHTS, d.w, pd.diff_weights_desc(), true}},
-          plain};
+          plain,
+          is_reference(pd)};
 }
 
 // Weights reordered into a primitive's layout, by (primitive, weight storage): reused while the
@@ -239,6 +251,8 @@ const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
       } catch (const dnnl::error&) {
       }
     }
+    if (std::any_of(f.forms.begin(), f.forms.end(), [](const Prepared& p) { return !p.reference; }))
+      std::erase_if(f.forms, [](const Prepared& p) { return p.reference; });
     if (f.forms.size() == 1) f.chosen = 0;
   }
   if (f.forms.empty()) return nullptr;
