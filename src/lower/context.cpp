@@ -1,6 +1,7 @@
 #include "lower/context.h"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 #include <coil/error.h>
@@ -89,22 +90,9 @@ TensorBox Context::realize(const TensorBox& b, const std::vector<size_t>& order)
 }
 
 TensorBox Context::realize(const TensorBox& b) {
-  if (b.storage) return b;
-  ir::Buffer buf;
-  buf.kind = ir::BufferKind::Computed;
-  buf.layout = ir::Layout::contiguous(b.dtype, b.sizes);
-  ir::Computation c;
-  c.ranges = b.sizes;
-  c.vars = vars(b.sizes, "i");
-  frames_.emplace_back();
-  c.body = b.load(c.vars);
-  Origins origins = std::move(frames_.back());
-  frames_.pop_back();
-  c.dtype = b.dtype;
-  buf.compute = std::move(c);
-  ir::Layout layout = buf.layout;
-  std::string name = push_buffer(std::move(buf), origins);
-  return from_storage(ir::TensorRef{name, layout});
+  std::vector<size_t> order(b.sizes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  return realize(b, order);
 }
 
 void Context::begin_node(const Node* n) {
