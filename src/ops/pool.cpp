@@ -326,7 +326,10 @@ Tensor pool_input_grad(const Tensor& grad_output, const Tensor& self, const Plan
                  std::equal(p.lead.begin(), p.lead.end(), grad_output.sizes().begin()),
              op, ": grad_output ", describe(grad_output), " does not match the input ",
              describe(self));
-  Tensor g = contiguous_input(grad_output), r = empty_from_meta(out);
+  // A channels-last result (the input is) is computed plane by plane and copied into its layout.
+  const Tensor result = empty_from_meta(out);
+  Tensor g = contiguous_input(grad_output),
+         r = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
   const int64_t out_plane = g.size(-1) * g.size(-2), in_plane = p.h * p.w;
   dispatch_floating(self.dtype(), [&]<typename T>() {
     using C = acc_type<T>;
@@ -341,7 +344,8 @@ Tensor pool_input_grad(const Tensor& grad_output, const Tensor& self, const Plan
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t i = 0; i < p.planes; ++i) plane(i);
   });
-  return r;
+  if (!r.is_same(result)) copy_into(result, r);
+  return result;
 }
 
 TensorMeta input_grad_meta(const Args& a, const char* op) {
@@ -349,7 +353,7 @@ TensorMeta input_grad_meta(const Args& a, const char* op) {
   COIL_CHECK(is_floating(x.dtype()) && g.dtype() == x.dtype(), op,
              ": expects floating grad_output and input of one dtype, got ", describe(g), " and ",
              describe(x));
-  return contiguous_meta(x.dtype(), x.sizes(), x.device());
+  return layout_like(contiguous_meta(x.dtype(), x.sizes(), x.device()), x);  // x's layout
 }
 
 }  // namespace

@@ -71,6 +71,10 @@ TEST(MemoryFormat, OpsKeepChannelsLast) {
   expect_channels_last(where(yc > 0, yc, 0.5), "where");
   Tensor p = max_pool2d(yc, {3, 3}, {2, 2}, {1, 1});
   expect_channels_last(p, "max_pool2d");
+  Tensor pooled_from = yc.detach().requires_grad_();
+  expect_channels_last(autograd::grad({(max_pool2d(pooled_from, {3, 3}, {2, 2}, {1, 1}) * 3).sum()},
+                                      {pooled_from})[0],
+                       "max_pool2d's input gradient");
   EXPECT_TRUE(equal(p, max_pool2d(yc.contiguous(), {3, 3}, {2, 2}, {1, 1})));
   // An NCHW operand beside a channels-last one: the first tensor's layout, as torch.
   EXPECT_TRUE((y + yc).is_contiguous());
