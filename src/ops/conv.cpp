@@ -233,15 +233,6 @@ Tensor contiguous_as(const Tensor& t, DType dtype) {
   return t.is_contiguous() ? t : contiguous_copy(t);
 }
 
-// `m` (4-D) laid out channels-last when `a` or `b` is, on the CPU (the GPU's convolutions write
-// NCHW): a convolution's result and its input's gradient.
-TensorMeta channels_last_if(TensorMeta m, const Tensor& a, const Tensor& b) {
-  if (m.device.is_cpu() && m.sizes.size() == 4 &&
-      (a.impl()->meta.is_channels_last() || b.impl()->meta.is_channels_last()))
-    m.strides = channels_last_strides(m.sizes);
-  return m;
-}
-
 // A channels-last copy of the 4-D t in `dtype`, or t itself when it already is one.
 Tensor channels_last_as(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype && t.impl()->meta.is_channels_last()) return t;

@@ -17,10 +17,15 @@ TensorMeta contiguous_meta(DType dtype, const Shape& sizes, Device device) {
   return TensorMeta{dtype, sizes, contiguous_strides(sizes), 0, device};
 }
 
-TensorMeta layout_like(TensorMeta m, const Tensor& like) {
-  if (m.device.is_cpu() && like.sizes() == m.sizes && like.impl()->meta.is_channels_last())
+TensorMeta channels_last_if(TensorMeta m, const Tensor& a, const Tensor& b) {
+  if (m.device.is_cpu() && m.sizes.size() == 4 &&
+      (a.impl()->meta.is_channels_last() || b.impl()->meta.is_channels_last()))
     m.strides = channels_last_strides(m.sizes);
   return m;
+}
+
+TensorMeta layout_like(TensorMeta m, const Tensor& like) {
+  return like.sizes() == m.sizes ? channels_last_if(std::move(m), like, like) : m;
 }
 
 TensorMeta elementwise_meta(const Args& a, std::initializer_list<size_t> idx, DType dtype,

@@ -27,6 +27,9 @@ TensorMeta elementwise_meta(const Args& a, std::initializer_list<size_t> idx, DT
                             const Shape& sizes, Device device);
 // `m` laid out channels-last when `like` is (on the CPU, as elementwise_meta).
 TensorMeta layout_like(TensorMeta m, const Tensor& like);
+// `m` (4-D) laid out channels-last when `a` or `b` is, on the CPU (the GPU's kernels write
+// NCHW): a convolution's result and its input's gradient, a pool's result.
+TensorMeta channels_last_if(TensorMeta m, const Tensor& a, const Tensor& b);
 inline std::vector<TensorMeta> one(TensorMeta m) { return {std::move(m)}; }
 inline std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 

@@ -192,10 +192,7 @@ std::vector<TensorMeta> meta_max_pool2d(const Args& a) {
              "); convert to a number dtype first");
   PoolGeometry g =
       pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
-  TensorMeta m = pooled_meta(x, g.p, g.y.out, g.x.out);
-  if (m.device.is_cpu() && x.impl()->meta.is_channels_last())
-    m.strides = channels_last_strides(m.sizes);  // the layout stays channels-last
-  return one(m);
+  return one(channels_last_if(pooled_meta(x, g.p, g.y.out, g.x.out), x, x));
 }
 
 std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta>& out) {

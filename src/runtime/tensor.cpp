@@ -42,13 +42,20 @@ Shape channels_last_strides(const Shape& sizes) {
 
 int64_t TensorMeta::numel() const { return numel_of(sizes); }
 
-bool TensorMeta::is_channels_last() const {
-  if (sizes.size() != 4 || is_contiguous()) return false;
-  const Shape want = channels_last_strides(sizes);
+namespace {
+
+// 4-D and dense in N, H, W, C order (dims of size 1 may have any stride).
+bool dense_channels_last(const TensorMeta& m) {
+  if (m.sizes.size() != 4) return false;
+  const Shape want = channels_last_strides(m.sizes);
   for (size_t d = 0; d < 4; ++d)
-    if (sizes[d] != 1 && strides[d] != want[d]) return false;
+    if (m.sizes[d] != 1 && m.strides[d] != want[d]) return false;
   return true;
 }
+
+}  // namespace
+
+bool TensorMeta::is_channels_last() const { return !is_contiguous() && dense_channels_last(*this); }
 
 bool TensorMeta::is_contiguous() const {
   int64_t expected = 1;
@@ -199,12 +206,7 @@ Device Tensor::device() const { return impl_of(*this).meta.device; }
 bool Tensor::is_contiguous() const { return impl_of(*this).meta.is_contiguous(); }
 bool Tensor::is_contiguous(MemoryFormat format) const {
   const TensorMeta& m = read(*this, GeometryRead::Strides).meta;
-  if (format != MemoryFormat::ChannelsLast) return m.is_contiguous();
-  if (m.sizes.size() != 4) return false;
-  const Shape want = channels_last_strides(m.sizes);
-  for (size_t d = 0; d < 4; ++d)
-    if (m.sizes[d] != 1 && m.strides[d] != want[d]) return false;
-  return true;
+  return format == MemoryFormat::ChannelsLast ? dense_channels_last(m) : m.is_contiguous();
 }
 MemoryFormat Tensor::suggest_memory_format() const {
   return read(*this, GeometryRead::Strides).meta.is_channels_last() ? MemoryFormat::ChannelsLast
