@@ -1,6 +1,7 @@
 // Printing: readable text (Python's operators) and C. Both print a sum as its terms with
 // signs folded in ("x - 8*y + 3"), a product as coefficient*factors ("8*x", "-x*y"), and
 // parenthesise an operand of *, // and % unless it is a leaf or a call.
+#include <functional>
 #include <string>
 
 #include "sym/int_math.h"
@@ -11,7 +12,7 @@ namespace {
 
 class Printer {
  public:
-  explicit Printer(bool c) : c_(c) {}
+  explicit Printer(bool c, const Divider* divider = nullptr) : c_(c), divider_(divider) {}
 
   std::string print(Expr e) {
     const std::vector<Expr>& a = e->args();
@@ -84,6 +85,8 @@ class Printer {
     Expr n = e->args()[0];
     Expr d = e->args()[1];
     if (!c_) return operand(n) + (is_div ? " // " : " % ") + operand(d);
+    if (n->range().lo >= 0 && divider_ && !d->is_const())
+      return (is_div ? "coil_udiv(" : "coil_umod(") + print(n) + ", " + (*divider_)(d) + ")";
     if (n->range().lo >= 0) return operand(n) + (is_div ? " / " : " % ") + operand(d);
     return (is_div ? "coil_floordiv(" : "coil_mod(") + print(n) + ", " + print(d) + ")";
   }
@@ -103,11 +106,13 @@ class Printer {
   }
 
   bool c_;
+  const Divider* divider_;
 };
 
 }  // namespace
 
 std::string to_string(Expr e) { return Printer(false).print(e); }
 std::string to_c(Expr e) { return Printer(true).print(e); }
+std::string to_c(Expr e, const Divider& divider) { return Printer(true, &divider).print(e); }
 
 }  // namespace coil::sym

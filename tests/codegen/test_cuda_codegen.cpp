@@ -35,6 +35,34 @@ TEST(CudaCodegen, DynamicKernelsCompileWithNvrtc) {
   EXPECT_EQ(cuda_compile_errors(g), "");
 }
 
+// An index that divides by sizes known only at run time (a channel's parameter read from a flat
+// index over [n, c, h, w]) divides through dividers each block computes once (a multiply and a
+// shift per element, not a 64-bit division); a static graph's constant divisors need none.
+TEST(CudaCodegen, RunTimeDivisorsUseDividers) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  g.set_shape_env(std::make_shared<ShapeEnv>());
+  ShapeEnv& env = *g.shape_env();
+  SymShape s;
+  for (int64_t d : {2, 3, 5, 7})
+    s.push_back(env.create_symbol(d, "x.size(" + std::to_string(d) + ")"));
+  Node* x =
+      g.placeholder("x", ops::contiguous_meta(kFloat32, {2, 3, 5, 7}), SymLayout::contiguous(s));
+  Node* m = g.placeholder("m", ops::contiguous_meta(kFloat32, {3, 1, 1}),
+                          SymLayout::contiguous({s[1], sym::constant(1), sym::constant(1)}));
+  g.output({g.call(OpId::relu, {g.call(OpId::sub, {x, m})})});
+  const std::string source = cuda_module_source(g);
+  EXPECT_NE(source.find("coil_make_divider("), std::string::npos) << source;
+  EXPECT_NE(source.find("coil_udiv("), std::string::npos) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
+
+  Graph fixed;
+  Node* fx = fixed.placeholder("x", ops::contiguous_meta(kFloat32, {2, 3, 5, 7}));
+  Node* fm = fixed.placeholder("m", ops::contiguous_meta(kFloat32, {3, 1, 1}));
+  fixed.output({fixed.call(OpId::relu, {fixed.call(OpId::sub, {fx, fm})})});
+  EXPECT_EQ(cuda_module_source(fixed).find("coil_dv"), std::string::npos);
+}
+
 // Pointwise kernels whose stores (and some loads) are consecutive in the flat index take four
 // elements per thread with vector accesses (a broadcast operand is still read one by one), in
 // every dtype, and compile.

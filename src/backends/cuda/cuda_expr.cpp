@@ -63,7 +63,7 @@ std::string CudaEmitter::emit_load(const ir::ValueNode& v, const std::vector<std
       if (std::optional<std::string> value = load_override(v))
         return temp(compute_type(v.dtype()), *value);
   }
-  sym::Expr index = v.index();
+  sym::Expr where = v.index();
   if (v.is_indirect()) {
     // Each index value's symbol replaced by a checked copy of the value: out of range, the
     // copy is 0 (a valid address) and the error record is set.
@@ -78,9 +78,9 @@ std::string CudaEmitter::emit_load(const ir::ValueNode& v, const std::vector<std
                           ", " + std::to_string(it - checks->begin()) + ", index_error)");
       at.emplace(ir::ValueNode::indirect_var(k, check.bound), sym::index_var(i, check.bound));
     }
-    index = sym::substitute(index, at);
+    where = sym::substitute(where, at);
   }
-  const std::string at = v.buffer() + "[" + sym::to_c(index) + "]";
+  const std::string at = v.buffer() + "[" + index(where) + "]";
   const DType t = v.dtype();
   if (t == kFloat16) return temp("float", "coil_h2f(" + at + ")");
   if (t == kBFloat16) return temp("float", "coil_bf2f(" + at + ")");
@@ -95,7 +95,7 @@ std::string CudaEmitter::emit_node(const ir::ValueNode& v, const std::vector<std
     case Op::Constant:
       return cuda_literal(v.constant(), v.dtype());
     case Op::Index:
-      return temp("i64", sym::to_c(v.index()));
+      return temp("i64", index(v.index()));
     case Op::Cast:
       if (v.dtype() == kBool) return temp(ct, "(" + x[0] + " != 0)");
       if (v.dtype() == kFloat16) return temp(ct, "coil_h2f(coil_f2h((float)(" + x[0] + ")))");

@@ -131,7 +131,26 @@ class Printer {
       return it->second->body;
     };
     em.checks = &src_.index_checks;
+    em.divider = divider_fn();
     return em;
+  }
+
+  // The statements that make the kernel's dividers (sym::to_c): one thread of each block computes
+  // them into shared memory, every thread copies them to registers. Before anything else, so
+  // that every thread reaches the barrier; empty where no index divides by a run-time size.
+  std::string dividers() const {
+    if (divisors_.empty()) return "";
+    const std::string n = std::to_string(divisors_.size());
+    std::string s =
+        "  __shared__ coil_divider coil_dividers[" + n + "];\n  if (threadIdx.x == 0) {\n";
+    for (size_t k = 0; k < divisors_.size(); ++k)
+      s += "    coil_dividers[" + std::to_string(k) + "] = coil_make_divider(" +
+           sym::to_c(divisors_[k]) + ");\n";
+    s += "  }\n  __syncthreads();\n";
+    for (size_t k = 0; k < divisors_.size(); ++k)
+      s += "  const coil_divider " + divider_name(k) + " = coil_dividers[" + std::to_string(k) +
+           "];\n";
+    return s;
   }
 
   // A pointwise kernel bound to its flat index i (< numel), ready to print: its vector
@@ -157,7 +176,7 @@ class Printer {
       em.forward(n->buffer, v);
       if (!n->store) continue;
       const VectorAccess* vec = lanes ? find(*lanes, n->buffer, n->store_index) : nullptr;
-      em.line((vec ? vec->name + ".v[coil_j]" : n->buffer + "[" + sym::to_c(n->store_index) + "]") +
+      em.line((vec ? vec->name + ".v[coil_j]" : n->buffer + "[" + em.index(n->store_index) + "]") +
               " = " + to_memory(n->dtype, v) + ";");
     }
   }
@@ -315,7 +334,7 @@ class Printer {
         std::string v = em.emit(n.body);
         outer_[n.buffer] = v;
         if (n.store)
-          em.line(first_thread + n.buffer + "[" + sym::to_c(n.store_index) +
+          em.line(first_thread + n.buffer + "[" + em.index(n.store_index) +
                   "] = " + to_memory(n.dtype, v) + ";");
         continue;
       }
@@ -387,7 +406,7 @@ class Printer {
         }
         outer_[n->buffer] = red;
         if (n->store)
-          w_.line(first_thread + n->buffer + "[" + sym::to_c(n->store_index) +
+          w_.line(first_thread + n->buffer + "[" + sym::to_c(n->store_index, divider_fn()) +
                   "] = " + to_memory(n->dtype, red) + ";");
       }
     }
@@ -428,9 +447,21 @@ class Printer {
     return out;
   }
 
+  // A run-time divisor's divider, named by its place in the kernel's list.
+  std::string divider(sym::Expr d) {
+    auto it = std::find(divisors_.begin(), divisors_.end(), d);
+    if (it == divisors_.end()) it = divisors_.insert(divisors_.end(), d);
+    return divider_name(static_cast<size_t>(it - divisors_.begin()));
+  }
+  sym::Divider divider_fn() {
+    return [this](sym::Expr d) { return divider(d); };
+  }
+  static std::string divider_name(size_t k) { return "coil_dv" + std::to_string(k); }
+
   const Kernel& k_;
   const ir::Program& p_;
   KernelSource& src_;
+  std::vector<sym::Expr> divisors_;  // the run-time divisors of its indices, in first-use order
   CodeWriter w_{1};
   int counter_ = 0;
   std::map<std::string, const KernelNode*> nodes_;
@@ -489,7 +520,7 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   src.symbols = codegen::kernel_symbols(k);
   src.code = head(k.name, src.args, written, program, aliased, !src.index_checks.empty(),
                   src.symbols, block) +
-             " {\n" + pr.writer().text() + "}\n";
+             " {\n" + pr.dividers() + pr.writer().text() + "}\n";
   return src;
 }
 
