@@ -53,6 +53,9 @@ struct KernelSource {
   std::vector<IndexCheck> index_checks;
   // The size symbols its code reads (a dynamic graph's s0, s1, ...), in order.
   std::vector<sym::Expr> symbols;
+  // Run-time divisors of its indices (a GPU kernel's): it takes a divider for each after its
+  // sizes, computed by the launch from the call's sizes (sym::to_c's coil_udiv).
+  std::vector<sym::Expr> divisors;
   Launch launch;
 
   // The module function the wrapper calls for it.
@@ -65,7 +68,7 @@ struct KernelSource {
 // launch on a GPU. It takes one pointer per argument buffer, then the index error record when
 // the kernel has checks, then, when it reads size symbols, the call's symbol values (an int64
 // array, s<k> at [k]). `sizes` is that array too (null in a static graph): a GPU launch passes
-// the values and computes its grid from them.
+// the values, its dividers and its grid computed from them.
 using KernelCall = std::function<void(void* const* args, const int64_t* sizes)>;
 
 }  // namespace coil::codegen

@@ -66,6 +66,8 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
   };
   for (const KernelSource& k : kernels)
     for (sym::Expr s : k.symbols) check_source(s);
+  for (const KernelSource& k : kernels)
+    for (sym::Expr d : k.divisors) check_source(d);
   for (const ir::Buffer& b : program.buffers) {
     for (sym::Expr e : b.layout.sizes) check_source(e);
     for (sym::Expr e : b.layout.strides) check_source(e);
@@ -135,6 +137,7 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       step.kernel = k.function_name();
       step.index_checks = k.index_checks;
       for (sym::Expr s : k.symbols) step.symbols.push_back(size_symbol_index(s));
+      step.divisors = k.divisors;
       step.launch = k.launch;
       for (const std::string& a : k.args) step.args.push_back(slot_of.at(a));
     } else {

@@ -36,6 +36,7 @@ struct WrapperPlan {
     std::vector<int> args;                 // slots, for a kernel
     std::vector<IndexCheck> index_checks;  // when any, the kernel takes an error record
     std::vector<int> symbols;              // the size symbols it reads, by number: it takes them
+    std::vector<sym::Expr> divisors;       // its run-time divisors: it takes their dividers
     Launch launch;                         // a GPU kernel's grid and block
     int extern_slot = -1;                  // the extern call's result
     std::vector<Alloc> allocs;             // before the step

@@ -34,7 +34,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the entries' layout or the meaning of a key changes.
-constexpr const char* kFormat = "coil-graph-6";
+constexpr const char* kFormat = "coil-graph-7";
 constexpr const char* kArea = "graphs";
 
 // Thrown while writing an entry down: what the cache cannot keep.
@@ -214,6 +214,7 @@ json plan_json(const codegen::WrapperPlan& plan, const Graph& graph) {
          {"releases", st.releases},
          {"dead", st.dead},
          {"symbols", st.symbols},
+         {"divisors", exprs_json(st.divisors)},
          {"launch", json::array({expr_json(st.launch.grid), st.launch.block, st.launch.shared})}});
   }
   json outputs = json::array();
@@ -381,6 +382,7 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
       if (st.symbols.back() < 0 || st.symbols.back() >= plan.num_sizes)
         throw std::runtime_error("a kernel reads an unknown size");
     }
+    st.divisors = exprs_of(s.at("divisors"));
     plan.steps.push_back(std::move(st));
   }
   for (const json& o : j.at("outputs"))

@@ -1,14 +1,17 @@
 // The CUDA backend's hand-written kernels (the runtime's copies, fills and random draws, the
 // fused attention, max pooling, cumsum and scatter_add) compile with NVRTC, with no GPU needed: CI
-// checks them as it checks the generated kernels.
+// checks them as it checks the generated kernels. And the dividers a launch hands a dynamic
+// kernel divide exactly.
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <coil/cuda.h>
 
+#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
@@ -102,4 +105,43 @@ TEST(CudaRuntimeKernels, MaxPoolCompilesWithNvrtc) {
     SCOPED_TRACE(dtype_name(t));
     EXPECT_EQ(nvrtc_errors(cuda::max_pool_kernel_source(t)), "");
   }
+}
+
+// The launch's dividers (cuda::make_divider), used as the prelude's coil_udiv uses them, give
+// n / d for every numerator below 2^31: divisors 1 to 5000, around every power of two and at
+// random, numerators at the edges and at random. A divisor past 31 bits has none (m == 0).
+TEST(CudaRuntimeKernels, DividersDivideExactly) {
+  auto udiv = [](int64_t n, const cuda::Divider& v) {
+    const uint32_t u = static_cast<uint32_t>(n);
+    const uint32_t hi = static_cast<uint32_t>((uint64_t{u} * v.m) >> 32);
+    return static_cast<int64_t>((hi + u) >> v.s);
+  };
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= 5000; ++d) divisors.push_back(d);
+  for (int s = 1; s <= 31; ++s)
+    for (int64_t d : {(int64_t{1} << s) - 1, int64_t{1} << s, (int64_t{1} << s) + 1})
+      if (d <= INT32_MAX) divisors.push_back(d);
+  std::mt19937_64 rng(7);
+  for (int k = 0; k < 2000; ++k) divisors.push_back(1 + static_cast<int64_t>(rng() % INT32_MAX));
+  int64_t wrong = 0;
+  for (int64_t d : divisors) {
+    const cuda::Divider v = cuda::make_divider(d);
+    ASSERT_NE(v.m, 0u) << d;
+    std::vector<int64_t> ns = {0,
+                               1,
+                               d - 1,
+                               d,
+                               d + 1,
+                               2 * d - 1,
+                               INT32_MAX,
+                               INT32_MAX - 1,
+                               INT32_MAX / d * d,
+                               INT32_MAX / d * d - 1};
+    for (int k = 0; k < 50; ++k) ns.push_back(static_cast<int64_t>(rng() % (int64_t{1} << 31)));
+    for (int64_t n : ns)
+      if (n >= 0 && n <= INT32_MAX && udiv(n, v) != n / d && wrong++ < 5)
+        ADD_FAILURE() << n << " / " << d << ": " << udiv(n, v);
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(cuda::make_divider(int64_t{1} << 32).m, 0u);
 }

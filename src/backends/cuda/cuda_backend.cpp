@@ -201,6 +201,15 @@ std::unique_ptr<jit::Compiler> CudaBackend::compiler() const {
   return std::make_unique<NvrtcCompiler>(device_);
 }
 
+Divider make_divider(int64_t d) {
+  Divider v{d};
+  if (d <= 0 || d > INT32_MAX) return v;
+  while ((int64_t{1} << v.s) < d) ++v.s;
+  const uint64_t u = static_cast<uint64_t>(d);
+  v.m = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << v.s) - u)) / u + 1);
+  return v;
+}
+
 // The launch with the step's grid and block on coil's stream. The wrapper passes one pointer
 // per buffer; a kernel with index checks gets a device-side error record after them, copied
 // back to the wrapper's host record when the kernel is done (the host waits for it).
@@ -212,9 +221,9 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
   const codegen::Launch l = step.launch;
   const size_t nargs = step.args.size();
   const bool checks = !step.index_checks.empty();
-  return [f, device, l, nargs, checks, symbols = step.symbols, name = step.kernel](
-             void* const* args, const int64_t* sizes) {
-    std::vector<void*> params(nargs + 1 + symbols.size());
+  return [f, device, l, nargs, checks, symbols = step.symbols, divisors = step.divisors,
+          name = step.kernel](void* const* args, const int64_t* sizes) {
+    std::vector<void*> params(nargs + 1 + symbols.size() + divisors.size());
     for (size_t i = 0; i < nargs; ++i) params[i] = const_cast<void**>(args) + i;
     void* record = nullptr;
     size_t at = nargs;
@@ -225,6 +234,12 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
     }
     // Sizes by value: the launch copies each from the call's array.
     for (int s : symbols) params[at++] = const_cast<int64_t*>(sizes + s);
+    std::vector<Divider> dividers;
+    dividers.reserve(divisors.size());
+    for (sym::Expr d : divisors) {
+      dividers.push_back(make_divider(evaluate_sizes(d, sizes)));
+      params[at++] = &dividers.back();
+    }
     launch(f, name, device, static_cast<unsigned>(evaluate_sizes(l.grid, sizes)),
            static_cast<unsigned>(l.block), static_cast<unsigned>(l.shared), params.data());
     if (checks) {

@@ -47,10 +47,14 @@ struct VectorAccess {
   }
 };
 
+// The kernel parameter holding the divider of its k-th run-time divisor.
+std::string divider_name(size_t k) { return "coil_dv" + std::to_string(k); }
+
 std::string head(const std::string& name, const std::vector<std::string>& args,
                  const std::set<std::string>& written, const ir::Program& p,
                  const std::set<std::string>& aliased, bool checks,
-                 const std::vector<sym::Expr>& symbols, int64_t block) {
+                 const std::vector<sym::Expr>& symbols, const std::vector<sym::Expr>& divisors,
+                 int64_t block) {
   std::string h =
       "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") " + name + "(";
   for (size_t i = 0; i < args.size(); ++i) {
@@ -63,6 +67,9 @@ std::string head(const std::string& name, const std::vector<std::string>& args,
   // A dynamic graph's sizes, by value.
   for (sym::Expr s : symbols)
     h += std::string(args.empty() && !checks && s == symbols[0] ? "" : ", ") + "i64 " + s->name();
+  // Their dividers, each named after its divisor (kernels that divide differently differ).
+  for (size_t k = 0; k < divisors.size(); ++k)
+    h += ", coil_divider " + divider_name(k) + " /* " + sym::to_c(divisors[k]) + " */";
   return h + ")";
 }
 
@@ -133,24 +140,6 @@ class Printer {
     em.checks = &src_.index_checks;
     em.divider = divider_fn();
     return em;
-  }
-
-  // The statements that make the kernel's dividers (sym::to_c): one thread of each block computes
-  // them into shared memory, every thread copies them to registers. Before anything else, so
-  // that every thread reaches the barrier; empty where no index divides by a run-time size.
-  std::string dividers() const {
-    if (divisors_.empty()) return "";
-    const std::string n = std::to_string(divisors_.size());
-    std::string s =
-        "  __shared__ coil_divider coil_dividers[" + n + "];\n  if (threadIdx.x == 0) {\n";
-    for (size_t k = 0; k < divisors_.size(); ++k)
-      s += "    coil_dividers[" + std::to_string(k) + "] = coil_make_divider(" +
-           sym::to_c(divisors_[k]) + ");\n";
-    s += "  }\n  __syncthreads();\n";
-    for (size_t k = 0; k < divisors_.size(); ++k)
-      s += "  const coil_divider " + divider_name(k) + " = coil_dividers[" + std::to_string(k) +
-           "];\n";
-    return s;
   }
 
   // A pointwise kernel bound to its flat index i (< numel), ready to print: its vector
@@ -413,6 +402,7 @@ class Printer {
   }
 
   CodeWriter& writer() { return w_; }
+  const std::vector<sym::Expr>& divisors() const { return divisors_; }
 
  private:
   static const VectorAccess* find(const Lanes& lanes, const std::string& buffer, sym::Expr index) {
@@ -456,7 +446,6 @@ class Printer {
   sym::Divider divider_fn() {
     return [this](sym::Expr d) { return divider(d); };
   }
-  static std::string divider_name(size_t k) { return "coil_dv" + std::to_string(k); }
 
   const Kernel& k_;
   const ir::Program& p_;
@@ -518,9 +507,10 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   std::set<std::string> aliased;
   for (const auto& [w, r] : src.inplace) aliased.insert({w, r});
   src.symbols = codegen::kernel_symbols(k);
+  src.divisors = pr.divisors();
   src.code = head(k.name, src.args, written, program, aliased, !src.index_checks.empty(),
-                  src.symbols, block) +
-             " {\n" + pr.dividers() + pr.writer().text() + "}\n";
+                  src.symbols, src.divisors, block) +
+             " {\n" + pr.writer().text() + "}\n";
   return src;
 }
 

@@ -31,16 +31,10 @@ template <typename T> __device__ __forceinline__ T coil_mod_int(T a, T b) {
 __device__ __forceinline__ i64 coil_floordiv(i64 a, i64 b) { return coil_floordiv_int(a, b); }
 __device__ __forceinline__ i64 coil_mod(i64 a, i64 b) { return coil_mod_int(a, b); }
 // A division by a size known only when the kernel runs, as a multiply-high, an add and a shift
-// (Granlund and Montgomery's method for unsigned 32-bit operands): its constants are computed
-// once per block. Operands past 31 bits divide as they are (m == 0: a divisor that large).
+// (Granlund and Montgomery's method for unsigned 31-bit operands), with the constants the launch
+// computed (cuda_backend.cpp). Operands past 31 bits divide as they are (m == 0: a divisor that
+// large).
 struct coil_divider { i64 d; unsigned int m; unsigned int s; };
-__device__ __forceinline__ coil_divider coil_make_divider(i64 d) {
-  coil_divider v; v.d = d; v.m = 0; v.s = 0;
-  if (d <= 0 || d > 0x7fffffffLL) return v;
-  while ((1LL << v.s) < d) ++v.s;
-  v.m = (unsigned int)(((1ULL << 32) * ((1ULL << v.s) - (u64)d)) / (u64)d + 1);
-  return v;
-}
 __device__ __forceinline__ i64 coil_udiv(i64 n, const coil_divider& v) {
   if (v.m != 0 && (u64)n < 0x80000000ULL) {
     const unsigned int u = (unsigned int)n;
