@@ -83,14 +83,15 @@ bool merge_lower_half(Sum& s, size_t i) {
   return false;
 }
 
-// The same split scaled by sizes: c*e*(t % d) + c*e*d*(t // d) -> c*e*t for a size divisor d and
-// a product of sizes e (a flat row index split into batch and channel, times the row length).
-// Term i is the mod's.
+// The same split scaled by sizes: c*e*(t % d) + c*e*d*(t // d) -> c*e*t for a divisor d (a size
+// or a constant) and a product of sizes e (a flat row index split into batch and channel, times
+// the row length; a flat index over [n, 64, h, w] unravelled by run-time sizes). Term i is the
+// mod's.
 bool merge_scaled_split(Sum& s, size_t i) {
   const std::vector<Expr>& factors = s.terms[i].core->args();
   Expr split = nullptr, scale = constant(1);
   for (Expr f : factors) {
-    if (f->kind() == Kind::Mod && !has_const_divisor(f) && !split)
+    if (f->kind() == Kind::Mod && !split)
       split = f;
     else
       scale = mul(scale, f);

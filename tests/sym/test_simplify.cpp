@@ -168,7 +168,16 @@ TEST(SymSimplify, OffsetsOverLoopsOfSizes) {
       {floordiv(inner, s2 * s3), "x1"},  // not below: the multiples leave, the rest vanishes
       {floordiv(inner + s1 * s2 * s3, s1 * s2 * s3), "1"},
       {s1 * s2 * s3 * floordiv(z, s1) + s2 * s3 * mod(z, s1), "s2*s3*z"},
+      // A constant extent among them: split by 64, scaled by sizes.
+      {64 * s2 * s3 * floordiv(z, constant(64)) + s2 * s3 * mod(z, constant(64)), "s2*s3*z"},
   });
+  // A flat index over [s1, 64, s2, s3] unravelled (a GPU pointwise kernel's) and raveled again
+  // is the index itself.
+  const Expr flat = index_var("i", s1 * 64 * s2 * s3);
+  const Expr hw = s2 * s3;
+  const Expr n = floordiv(flat, 64 * hw), ch = mod(floordiv(flat, hw), constant(64));
+  const Expr h = mod(floordiv(flat, s3), s2), w = mod(flat, s3);
+  EXPECT_EQ(n * 64 * hw + ch * hw + h * s3 + w, flat);
   EXPECT_EQ(floordiv(x3 + s3, s3 * 2), constant(0));  // x3 + s3 <= 2*s3 - 1
   // Not provable, left alone: a sum that may reach the divisor, a term that may be negative.
   EXPECT_EQ(floordiv(x3 + x2, s3)->kind(), Kind::FloorDiv);
