@@ -54,7 +54,7 @@ struct KernelSource {
   // The size symbols its code reads (a dynamic graph's s0, s1, ...), in order.
   std::vector<sym::Expr> symbols;
   // Run-time divisors of its indices (a GPU kernel's): it takes a divider for each after its
-  // sizes, computed by the launch from the call's sizes (sym::to_c's coil_udiv).
+  // sizes, computed by the launch from the call's sizes (the prelude's coil_udiv).
   std::vector<sym::Expr> divisors;
   Launch launch;
 

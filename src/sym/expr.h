@@ -186,10 +186,10 @@ Expr parse(const std::string& text, const std::function<Expr(const std::string&)
 // coil_mod(a, b), which the generated code defines. min/max print as parenthesised
 // conditionals; constants beyond int32 carry an LL suffix.
 std::string to_c(Expr e);
-// The same, but a non-negative numerator over a divisor known only at run time prints as
-// coil_udiv(a, D) / coil_umod(a, D), D the name `divider` gives that divisor: code that
+// The same, but a non-negative numerator over a divisor known only at run time prints as the
+// text `divider` gives for it (floordiv when `is_div`, else mod; the numerator as C): code that
 // precomputes a division's constants once (a GPU kernel's run-time sizes) instead of dividing.
-using Divider = std::function<std::string(Expr divisor)>;
+using Divider = std::function<std::string(bool is_div, const std::string& numerator, Expr divisor)>;
 std::string to_c(Expr e, const Divider& divider);
 
 }  // namespace coil::sym

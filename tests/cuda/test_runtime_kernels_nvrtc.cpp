@@ -108,40 +108,39 @@ TEST(CudaRuntimeKernels, MaxPoolCompilesWithNvrtc) {
 }
 
 // The launch's dividers (cuda::make_divider), used as the prelude's coil_udiv uses them, give
-// n / d for every numerator below 2^31: divisors 1 to 5000, around every power of two and at
-// random, numerators at the edges and at random. A divisor past 31 bits has none (m == 0).
+// n / d for every numerator below 2^63: divisors 1 to 5000, around every power of two and at
+// random, numerators at the edges and at random.
 TEST(CudaRuntimeKernels, DividersDivideExactly) {
   auto udiv = [](int64_t n, const cuda::Divider& v) {
-    const uint32_t u = static_cast<uint32_t>(n);
-    const uint32_t hi = static_cast<uint32_t>((uint64_t{u} * v.m) >> 32);
+    const auto u = static_cast<uint64_t>(n);
+    const auto hi = static_cast<uint64_t>((static_cast<unsigned __int128>(u) * v.m) >> 64);
     return static_cast<int64_t>((hi + u) >> v.s);
   };
+  constexpr int64_t kMax = INT64_MAX;
   std::vector<int64_t> divisors;
   for (int64_t d = 1; d <= 5000; ++d) divisors.push_back(d);
-  for (int s = 1; s <= 31; ++s)
+  for (int s = 1; s <= 62; ++s)
     for (int64_t d : {(int64_t{1} << s) - 1, int64_t{1} << s, (int64_t{1} << s) + 1})
-      if (d <= INT32_MAX) divisors.push_back(d);
+      divisors.push_back(d);
+  divisors.push_back(kMax);
   std::mt19937_64 rng(7);
-  for (int k = 0; k < 2000; ++k) divisors.push_back(1 + static_cast<int64_t>(rng() % INT32_MAX));
+  for (int k = 0; k < 2000; ++k) {
+    const int bits = 1 + static_cast<int>(rng() % 62);
+    divisors.push_back(1 + static_cast<int64_t>(rng() % (uint64_t{1} << bits)));
+  }
   int64_t wrong = 0;
   for (int64_t d : divisors) {
     const cuda::Divider v = cuda::make_divider(d);
-    ASSERT_NE(v.m, 0u) << d;
-    std::vector<int64_t> ns = {0,
-                               1,
-                               d - 1,
-                               d,
-                               d + 1,
-                               2 * d - 1,
-                               INT32_MAX,
-                               INT32_MAX - 1,
-                               INT32_MAX / d * d,
-                               INT32_MAX / d * d - 1};
-    for (int k = 0; k < 50; ++k) ns.push_back(static_cast<int64_t>(rng() % (int64_t{1} << 31)));
+    std::vector<int64_t> ns = {0, 1, d - 1, d, kMax, kMax - 1, kMax / d * d, kMax / d * d - 1};
+    if (d <= kMax / 2) ns.insert(ns.end(), {d + 1, 2 * d - 1, 2 * d});
+    for (int k = 0; k < 50; ++k) {
+      const int bits = 1 + static_cast<int>(rng() % 63);
+      ns.push_back(static_cast<int64_t>(rng() % (uint64_t{1} << bits)));
+    }
     for (int64_t n : ns)
-      if (n >= 0 && n <= INT32_MAX && udiv(n, v) != n / d && wrong++ < 5)
+      if (n >= 0 && udiv(n, v) != n / d && wrong++ < 5)
         ADD_FAILURE() << n << " / " << d << ": " << udiv(n, v);
   }
   EXPECT_EQ(wrong, 0);
-  EXPECT_EQ(cuda::make_divider(int64_t{1} << 32).m, 0u);
+  EXPECT_THROW(cuda::make_divider(0), InternalError);
 }

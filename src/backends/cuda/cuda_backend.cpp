@@ -202,11 +202,15 @@ std::unique_ptr<jit::Compiler> CudaBackend::compiler() const {
 }
 
 Divider make_divider(int64_t d) {
+  COIL_ASSERT(d >= 1, "cuda: a kernel divides by ", d, ", a size that must be positive");
   Divider v{d};
-  if (d <= 0 || d > INT32_MAX) return v;
-  while ((int64_t{1} << v.s) < d) ++v.s;
-  const uint64_t u = static_cast<uint64_t>(d);
-  v.m = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << v.s) - u)) / u + 1);
+  while (v.s < 63 && (int64_t{1} << v.s) < d) ++v.s;
+  const auto u = static_cast<unsigned __int128>(d);
+  // 2^s - d < d, so m = 2^64 (2^s - d) / d + 1 fits in 64 bits.
+  v.m = static_cast<uint64_t>(((static_cast<unsigned __int128>(1) << 64) *
+                               ((static_cast<unsigned __int128>(1) << v.s) - u)) /
+                                  u +
+                              1);
   return v;
 }
 

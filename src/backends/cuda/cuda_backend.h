@@ -10,16 +10,16 @@
 
 namespace coil::cuda {
 
-// A kernel's divider of a run-time divisor (the prelude's coil_divider, same layout): the magic
-// number and shift that turn the division of a numerator below 2^31 into a multiply-high, an add
-// and a shift, (umulhi(n, m) + n) >> s. m == 0 (a divisor past 31 bits) leaves the kernel
-// dividing. The launch makes one per divisor from the call's sizes.
+// A kernel's divider of a run-time divisor d >= 1 (the prelude's coil_divider, same layout): the
+// magic number and shift that turn the division of a numerator n < 2^63 into a multiply-high,
+// an add and a shift, (umulhi64(n, m) + n) >> s. The launch makes one per divisor from the
+// call's sizes.
 struct Divider {
   int64_t d;
-  uint32_t m = 0;
+  uint64_t m = 0;
   uint32_t s = 0;
 };
-static_assert(sizeof(Divider) == 16, "the prelude's coil_divider is 16 bytes");
+static_assert(sizeof(Divider) == 24, "the prelude's coil_divider is 24 bytes");
 Divider make_divider(int64_t d);
 
 class CudaBackend : public backends::DeviceBackend {

@@ -44,6 +44,15 @@ std::string CudaEmitter::temp(const std::string& type, const std::string& expr) 
   return name;
 }
 
+std::string CudaEmitter::index(sym::Expr e) {
+  if (!divider) return sym::to_c(e);
+  return sym::to_c(e, [this](bool is_div, const std::string& n, sym::Expr d) {
+    const std::string v = divider(d);
+    const std::string q = temp("i64", "coil_udiv(" + n + ", " + v + ")");
+    return is_div ? q : temp("i64", "(" + n + ") - " + q + " * " + v + ".d");
+  });
+}
+
 std::string CudaEmitter::emit(const ir::Value& v) {
   if (auto it = memo_.find(v.get()); it != memo_.end()) return it->second;
   std::vector<std::string> args;

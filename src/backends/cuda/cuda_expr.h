@@ -44,11 +44,12 @@ class CudaEmitter {
   std::function<std::optional<std::string>(const ir::ValueNode&)> load_override;
   // Where indirect loads register their checks (a kernel's list).
   std::vector<codegen::IndexCheck>* checks = nullptr;
-  // Names the precomputed divider of a run-time divisor in an index (sym::to_c); unset, such
-  // divisions print as C's.
-  sym::Divider divider;
-  // An index as C, through `divider` when set.
-  std::string index(sym::Expr e) const { return divider ? sym::to_c(e, divider) : sym::to_c(e); }
+  // Names the kernel's divider of a run-time divisor (a kernel parameter); unset, indices
+  // divide as C does.
+  std::function<std::string(sym::Expr divisor)> divider;
+  // An index as C: each division by a run-time divisor through its divider, once per body
+  // (a temporary, CSE'd as any other), a remainder from its quotient.
+  std::string index(sym::Expr e);
   void line(const std::string& s) { w_.line(s); }
 
  private:

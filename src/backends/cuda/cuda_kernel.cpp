@@ -138,7 +138,7 @@ class Printer {
       return it->second->body;
     };
     em.checks = &src_.index_checks;
-    em.divider = divider_fn();
+    em.divider = [this](sym::Expr d) { return divider(d); };
     return em;
   }
 
@@ -394,9 +394,11 @@ class Printer {
                   ";");
         }
         outer_[n->buffer] = red;
-        if (n->store)
-          w_.line(first_thread + n->buffer + "[" + sym::to_c(n->store_index, divider_fn()) +
+        if (n->store) {
+          CudaEmitter em = emitter();
+          em.line(first_thread + n->buffer + "[" + em.index(n->store_index) +
                   "] = " + to_memory(n->dtype, red) + ";");
+        }
       }
     }
   }
@@ -442,9 +444,6 @@ class Printer {
     auto it = std::find(divisors_.begin(), divisors_.end(), d);
     if (it == divisors_.end()) it = divisors_.insert(divisors_.end(), d);
     return divider_name(static_cast<size_t>(it - divisors_.begin()));
-  }
-  sym::Divider divider_fn() {
-    return [this](sym::Expr d) { return divider(d); };
   }
 
   const Kernel& k_;

@@ -31,18 +31,12 @@ template <typename T> __device__ __forceinline__ T coil_mod_int(T a, T b) {
 __device__ __forceinline__ i64 coil_floordiv(i64 a, i64 b) { return coil_floordiv_int(a, b); }
 __device__ __forceinline__ i64 coil_mod(i64 a, i64 b) { return coil_mod_int(a, b); }
 // A division by a size known only when the kernel runs, as a multiply-high, an add and a shift
-// (Granlund and Montgomery's method for unsigned 31-bit operands), with the constants the launch
-// computed (cuda_backend.cpp). Operands past 31 bits divide as they are (m == 0: a divisor that
-// large).
-struct coil_divider { i64 d; unsigned int m; unsigned int s; };
+// (Granlund and Montgomery's method, for any numerator below 2^63), with the constants the
+// launch computed (cuda_backend.cpp): what a division by a constant compiles to.
+struct coil_divider { i64 d; u64 m; unsigned int s; };
 __device__ __forceinline__ i64 coil_udiv(i64 n, const coil_divider& v) {
-  if (v.m != 0 && (u64)n < 0x80000000ULL) {
-    const unsigned int u = (unsigned int)n;
-    return (i64)((__umulhi(u, v.m) + u) >> v.s);
-  }
-  return n / v.d;
+  return (i64)((__umul64hi((u64)n, v.m) + (u64)n) >> v.s);
 }
-__device__ __forceinline__ i64 coil_umod(i64 n, const coil_divider& v) { return n - coil_udiv(n, v) * v.d; }
 template <typename T> __device__ __forceinline__ T coil_floordiv_float(T x, T y) {
   if (y == T(0)) return x / y;
   T m = fmod(x, y);
