@@ -143,6 +143,13 @@ void split_reduction(Context& cx, ir::Computation& c) {
 // elements per value is split too, so that its blocks fill the GPU: GPT-2's 768 bias gradients
 // over 4096 tokens were 768 blocks each reading one element per sector.
 constexpr int64_t kColumnSplitMin = 1024;
+// On the CPU, the column kernel shares such a reduction among threads by chunks of 256 values
+// (backends/cpu/column_kernel.cpp): a batch norm's statistics over 64 channels of channels-last
+// memory (8 x 56 x 56 rows) were one chunk, one thread. Below this many chunks, and with at
+// least kColumnSplitMinCpu elements in all (less is not worth a second parallel kernel: a
+// small MLP's bias gradients), its rows are split into pieces of at least kColumnPieceMinCpu.
+constexpr int64_t kColumnChunkCpu = 256, kColumnChunksCpu = 32, kColumnPieceMinCpu = 256;
+constexpr int64_t kColumnSplitMinCpu = int64_t{1} << 18;
 
 // Whether more of `c`'s loads step by one element with its last value var (mostly: a cat's
 // parts, heads laid out apart) than with its last reduction var: consecutive values side by
@@ -165,18 +172,32 @@ bool reads_down_columns(Context& cx, const ir::Computation& c) {
   return across > along;
 }
 
-// Rewrites `c`, a GPU reduction down many long columns, as a reduction over partials laid out
-// piece-major, [pieces, values...]: the partials' kernel then reads consecutive elements for
-// consecutive outputs (the CUDA backend gives it 32 columns a block), and so does the final
+// How many pieces `c`'s rows are split into when it reduces down columns (0: none): on the GPU
+// long columns, on the CPU columns too few for the threads. Whatever its kind: a variance asks
+// before choosing two passes of sums (lower_var).
+int64_t column_pieces(Context& cx, const ir::Computation& c) {
+  const sym::Expr numel = sym_numel(c.reduction_ranges);
+  if (!numel->is_const() || !reads_down_columns(cx, c)) return 0;
+  const int64_t n = numel->value();
+  if (cx.program().device.is_cuda())
+    return n < kColumnSplitMin ? 0 : split_pieces(n, {32, 16, 8}, 128);
+  const int64_t values = cx.program().hint(sym_numel(c.ranges));
+  if ((values + kColumnChunkCpu - 1) / kColumnChunkCpu >= kColumnChunksCpu ||
+      values * n < kColumnSplitMinCpu)
+    return 0;
+  return split_pieces(n, {32, 16, 8, 4, 2}, kColumnPieceMinCpu);
+}
+
+// Rewrites `c`, a reduction down columns that column_pieces splits, as a reduction over
+// partials laid out piece-major, [pieces, values...]: the partials' kernel then reads
+// consecutive elements for consecutive outputs (the CUDA backend gives it 32 columns a block;
+// the CPU's column kernel shares pieces and chunks among threads), and so does the final
 // reduction of each value's pieces.
 void split_columns(Context& cx, ir::Computation& c) {
-  const sym::Expr numel = sym_numel(c.reduction_ranges);
-  if (!cx.program().device.is_cuda() || !combines_partials(*c.reduce) || !numel->is_const() ||
-      numel->value() < kColumnSplitMin || !reads_down_columns(cx, c))
-    return;
-  const int64_t n = numel->value();
-  const int64_t pieces = split_pieces(n, {32, 16, 8}, 128);
+  if (!combines_partials(*c.reduce)) return;
+  const int64_t pieces = column_pieces(cx, c);
   if (pieces == 0) return;
+  const int64_t n = sym_numel(c.reduction_ranges)->value();
   const sym::Expr len = sym::constant(n / pieces);
   SymShape ranges = {sym::constant(pieces)};
   ranges.insert(ranges.end(), c.ranges.begin(), c.ranges.end());
@@ -197,11 +218,12 @@ void split_columns(Context& cx, ir::Computation& c) {
       V::load(partials, c.dtype, ir::Layout::contiguous(c.dtype, ranges).address(partial_index));
 }
 
-// Reduces `x` over `dims` (all dims when empty) into a new buffer shaped like the node's
-// output; body(v, value) turns the loaded element into what is accumulated for the output
+// The reduction of `x` over `dims` (all dims when empty) to the node's output shape, not yet
+// split; body(v, value) turns the loaded element into what is accumulated for the output
 // element at index `value`.
-TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, ReduceKind kind,
-                 DType dtype, const std::function<ir::Value(ir::Value, const Index&)>& body) {
+ir::Computation reduction(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim,
+                          ReduceKind kind, DType dtype,
+                          const std::function<ir::Value(ir::Value, const Index&)>& body) {
   const SymShape in = cx.box(x).sizes;
   int64_t ndim = static_cast<int64_t>(in.size());
   if (dims.empty())
@@ -232,6 +254,13 @@ TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, 
   c.body = body(cx.box(x).load(idx), c.vars);
   c.reduce = kind;
   c.dtype = dtype;
+  return c;
+}
+
+// That reduction, split where it pays, in a new buffer.
+TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, ReduceKind kind,
+                 DType dtype, const std::function<ir::Value(ir::Value, const Index&)>& body) {
+  ir::Computation c = reduction(cx, n, x, std::move(dims), keepdim, kind, dtype, body);
   split_reduction(cx, c);
   split_columns(cx, c);  // after a split of few values, too short for it
   ir::Buffer b;
@@ -277,9 +306,10 @@ Result lower_arg_reduce(Context& cx, const Node& n, std::string*) {
 }
 
 // var: the sum of squared deviations, divided by (count - correction) afterwards. Welford's
-// one pass, but where the GPU splits a reduction of this size (few long rows: a batch norm's
-// statistics): Welford's state does not combine as partials, so two passes, each a sum that
-// splits, the mean's and then the squared deviations' from it (as exact as Welford's).
+// one pass, but where the reduction would be split (few long rows on the GPU, columns too few
+// for the CPU's threads: a batch norm's statistics, channels-first or channels-last): Welford's
+// state does not combine as partials, so two passes, each a sum that splits, the mean's and
+// then the squared deviations' from it (as exact as Welford's).
 Result lower_var(Context& cx, const Node& n, std::string*) {
   Node* x = self_arg(n);
   DType out = n.tensor_meta().dtype;
@@ -296,9 +326,13 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   }
   auto cast = [acc](ir::Value v, const Index&) { return V::cast(v, acc); };
   TensorBox m2;
-  if (cx.program().device.is_cuda() &&
-      worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
-                      cx.program().hint(count))) {
+  const bool splits =
+      (cx.program().device.is_cuda() &&
+       worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
+                       cx.program().hint(count))) ||
+      (!cx.program().device.is_cuda() &&
+       column_pieces(cx, reduction(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc, cast)) > 0);
+  if (splits) {
     const TensorBox sum = reduce(cx, n, x, dims, keepdim, ReduceKind::Sum, acc, cast);
     const ir::Value c = size_value(count, acc);
     m2 =

@@ -68,6 +68,50 @@ TEST(SplitReduction, FewLongRowsRunAsPartials) {
   EXPECT_EQ(testing_stages::lowered_and_scheduled(many).schedule.kernels.size(), 1u);
 }
 
+// Columns too few for the CPU's threads (a batch norm's statistics over 64 channels of
+// channels-last memory): their rows in pieces, each piece's partials a row of [pieces, 64], so
+// that pieces and chunks of columns share the threads; a variance of that shape becomes two
+// passes of sums, each split so. Columns enough for the threads are not split.
+TEST(SplitReduction, FewColumnsOnTheCpuRunAsPartials) {
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {25088, 64}, kCPU));
+  g.output({g.call(OpId::sum, {x, Shape{0}})});
+  schedule::Schedule s = testing_stages::lowered_and_scheduled(g).schedule;
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(s.kernels[0].outer, sym_constants({32, 64}));  // 32 pieces of 784 rows
+  EXPECT_EQ(s.kernels[0].inner, sym_constants({784}));
+  EXPECT_EQ(s.kernels[1].inner, sym_constants({32}));
+
+  Graph v;
+  Node* y = v.placeholder("y", ops::contiguous_meta(kFloat32, {25088, 64}, kCPU));
+  v.output({v.call(OpId::var, {y, Shape{0}, 1.0, false})});
+  schedule::Schedule vs = testing_stages::lowered_and_scheduled(v).schedule;
+  size_t partial_kernels = 0;
+  for (const schedule::Kernel& k : vs.kernels) {
+    for (const schedule::KernelNode& n : k.nodes) EXPECT_NE(n.reduce, ir::ReduceKind::WelfordM2);
+    partial_kernels += k.outer == sym_constants({32, 64});
+  }
+  EXPECT_EQ(partial_kernels, 2u);  // the mean's sum and the squared deviations'
+
+  Graph wide;
+  Node* z = wide.placeholder("z", ops::contiguous_meta(kFloat32, {4096, 8192}, kCPU));
+  wide.output({wide.call(OpId::sum, {z, Shape{0}})});
+  EXPECT_EQ(testing_stages::lowered_and_scheduled(wide).schedule.kernels.size(), 1u);
+}
+
+TEST(SplitReduction, FewColumnsMatchFloat64) {
+  manual_seed(7);
+  Tensor x = random({8, 28, 28, 64}).permute({0, 3, 1, 2});  // channels-last [8, 64, 28, 28]
+  auto f = compile([](const Tensor& a) {
+    return std::make_tuple(sum(a, {0, 2, 3}), var(a, {0, 2, 3}, 0.0), amax(a, {0, 2, 3}, true));
+  });
+  auto [sums, vars, maxes] = f(x);
+  Tensor x64 = x.to(kFloat64);
+  expect_close(sums, values(sum(x64, {0, 2, 3})), {64}, 1e-5, 1e-3);
+  expect_close(vars, values(var(x64, {0, 2, 3}, 0.0)), {64}, 1e-5, 1e-6);
+  expect_close(maxes, values(amax(x64, {0, 2, 3}, true)), {1, 64, 1, 1}, 0, 0);
+}
+
 TEST(SplitReduction, FewLongRowsMatchFloat64) {
   manual_seed(6);
   Tensor x = random({3, 40000}), c = random({50000, 2});
