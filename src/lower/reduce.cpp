@@ -326,12 +326,11 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   }
   auto cast = [acc](ir::Value v, const Index&) { return V::cast(v, acc); };
   TensorBox m2;
-  const bool splits =
-      (cx.program().device.is_cuda() &&
-       worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
-                       cx.program().hint(count))) ||
-      (!cx.program().device.is_cuda() &&
-       column_pieces(cx, reduction(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc, cast)) > 0);
+  const bool splits = cx.program().device.is_cuda()
+                          ? worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
+                                            cx.program().hint(count))
+                          : column_pieces(cx, reduction(cx, n, x, dims, keepdim,
+                                                        ReduceKind::WelfordM2, acc, cast)) > 0;
   if (splits) {
     const TensorBox sum = reduce(cx, n, x, dims, keepdim, ReduceKind::Sum, acc, cast);
     const ir::Value c = size_value(count, acc);
