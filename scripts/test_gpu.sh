@@ -4,8 +4,10 @@
 # bench/device_setup.sh). Builds coil with its tests, then runs the CUDA tests (every registry
 # op eager and compiled on the GPU against the CPU, the random-program fuzzer, compiled training)
 # and, unless COIL_GPU_QUICK=1, the whole suite and (unless COIL_GPU_SANITIZER=0) the CUDA tests
-# once more under compute-sanitizer. COIL_GPU_FILTER picks the tests of a quick run. Logs go to
-# $OUT when it is set; it fails when any step did.
+# once more under compute-sanitizer. COIL_GPU_FILTER picks the tests of a quick run;
+# COIL_GPU_STEPS (default "cuda suite sanitizer") names the steps to run, so that a run too long
+# for one call can be split over two on a warm machine. Logs go to $OUT when it is set; it fails
+# when any step did.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp}
@@ -36,14 +38,20 @@ grep "coil:" "$out/cmake.log"
 ninja -C build-gpu ${COIL_GPU_TARGET:-} > "$out/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$out/build.log" | head -60; exit 1; }
 status=0
-echo "== CUDA tests"
-build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" 2>&1 |
-  tee "$out/cuda_tests.txt" || status=1
-[ "${COIL_GPU_QUICK:-0}" = 1 ] && exit $status
-echo "== the whole suite, on the GPU machine"
-(cd build-gpu && ctest -j 16 --output-on-failure) > "$out/ctest.txt" 2>&1 || status=1
-tail -40 "$out/ctest.txt"
-[ "${COIL_GPU_SANITIZER:-1}" = 0 ] && exit $status
+steps=" ${COIL_GPU_STEPS:-cuda suite sanitizer} "
+[ "${COIL_GPU_QUICK:-0}" = 1 ] && steps=" cuda "
+[ "${COIL_GPU_SANITIZER:-1}" = 0 ] && steps=${steps/ sanitizer / }
+if [[ $steps == *" cuda "* ]]; then
+  echo "== CUDA tests"
+  build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" 2>&1 |
+    tee "$out/cuda_tests.txt" || status=1
+fi
+if [[ $steps == *" suite "* ]]; then
+  echo "== the whole suite, on the GPU machine"
+  (cd build-gpu && ctest -j 16 --output-on-failure) > "$out/ctest.txt" 2>&1 || status=1
+  tail -40 "$out/ctest.txt"
+fi
+[[ $steps == *" sanitizer "* ]] || exit $status
 echo "== the CUDA tests under compute-sanitizer (memcheck; racecheck for the block reductions)"
 # Without the caching allocator every tensor is a cudaMalloc of its own, so an access past its
 # end is caught; CUDA graphs need the allocator (a capture cannot free), so they run apart,
