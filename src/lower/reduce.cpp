@@ -77,10 +77,12 @@ bool combines_partials(ReduceKind kind) {
 // when each value has enough elements and its kind combines partials with itself. A static
 // count is cut into pieces that divide it. A count known only at run time (large at the hints)
 // is cut into 256 pieces of n / 256 (rounded down) and a tail of the n % 256 elements after
-// them, a partial of its own: no loop masks its reads (a masked, clamped read in every
-// iteration kept the loop from vectorising: 9x slower than the static split on 2 cores), and
-// sizes below 256 leave the pieces empty and the tail whole. The partials are laid out as the
-// values with one more, innermost dim: the piece.
+// them, which the final reduction reads itself after the partials: no loop of the partials'
+// kernel masks its reads (a masked, clamped read in every iteration kept the loop from
+// vectorising: 9x slower than the static split on 2 cores), there are as many kernels as in the
+// static split (a kernel of its own for the tail, empty at most sizes, cost a parallel region
+// per call), and sizes below 256 leave the pieces empty and the tail whole. The partials are
+// laid out as the values with one more, innermost dim: the piece.
 void split_reduction(Context& cx, ir::Computation& c) {
   const sym::Expr numel = sym_numel(c.reduction_ranges);
   if (!combines_partials(*c.reduce) ||
@@ -120,22 +122,28 @@ void split_reduction(Context& cx, ir::Computation& c) {
       partial_reduction(cx, c, piece_ranges, len, values,
                         [&](const std::vector<sym::Expr>& v) { return v.back() * len; });
   const bool ragged = !numel->is_const();
-  const std::string tail =
-      ragged ? partial_reduction(cx, c, kept_ranges, sym::mod(numel, pieces), values,
-                                 [&](const std::vector<sym::Expr>&) { return len * pieces; })
-             : "";
-  // Value v's partial p: the partials' row of v, element p; the tail's is element `pieces`.
-  c.reduction_ranges = {sym::constant(ragged ? pieces + 1 : pieces)};
+  // Element j of value v's final reduction: the partials' row of v, element j, and after the
+  // `pieces` partials the tail's elements, read by c's own body. Both sides of the select are
+  // evaluated: each index is clamped into its buffer.
+  const sym::Expr pieces_c = sym::constant(pieces);
+  const ir::Value tail = c.body;
+  const SymShape original_ranges = c.reduction_ranges;
+  const std::vector<sym::Expr> original_rvars = c.rvars;
+  c.reduction_ranges = {ragged ? pieces_c + sym::mod(numel, pieces) : pieces_c};
   c.rvars = Context::vars(c.reduction_ranges, "j");
   const sym::Expr j = c.rvars[0];
   std::vector<sym::Expr> partial_index = kept;
-  partial_index.push_back(ragged ? sym::min(j, sym::constant(pieces - 1)) : j);
+  partial_index.push_back(ragged ? sym::min(j, pieces_c - 1) : j);
   c.body = V::load(partials, c.dtype,
                    ir::Layout::contiguous(c.dtype, piece_ranges).address(partial_index));
-  if (ragged)
-    c.body = V::where(
-        V::binary(Op::Lt, V::index_value(j), size_value(sym::constant(pieces), kInt64)), c.body,
-        V::load(tail, c.dtype, ir::Layout::contiguous(c.dtype, kept_ranges).address(kept)));
+  if (!ragged) return;
+  const sym::Expr element =
+      sym::min(len * pieces_c + sym::max(j - pieces_c, sym::constant(0)), numel - 1);
+  const std::vector<sym::Expr> tail_rvars = ir::unravel(element, original_ranges);
+  sym::Bindings bind;
+  for (size_t k = 0; k < original_rvars.size(); ++k) bind[original_rvars[k]] = tail_rvars[k];
+  c.body = V::where(V::binary(Op::Lt, V::index_value(j), size_value(pieces_c, kInt64)), c.body,
+                    ir::substitute(tail, bind));
 }
 
 // On the GPU, a reduction down columns (consecutive values read consecutive elements, each

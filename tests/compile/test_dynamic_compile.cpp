@@ -4,6 +4,7 @@
 #include "graph/interpreter.h"
 #include "ops/meta_util.h"
 #include "testing.h"
+#include "testing_stages.h"
 
 using namespace coil;
 using namespace coil::testing;
@@ -103,9 +104,9 @@ TEST(DynamicCompile, NormsAndBroadcastsOverSymbols) {
     expect_matches_interpreter(*g, cg, free);
 }
 
-// A full reduction over run-time sizes, large at the hints: split into partials of
-// ceil(n / 256) elements, the last piece's excess masked to the identity (sizes that leave every
-// piece ragged, and ones smaller than the pieces).
+// A full reduction over run-time sizes, large at the hints: split into 256 partials of n / 256
+// elements, the n % 256 left over read by the final reduction after the partials (sizes that
+// leave a tail, and ones smaller than the pieces).
 TEST(DynamicCompile, FullReductionsSplitOverRunTimeSizes) {
   std::shared_ptr<Graph> g = dynamic_graph();
   Node* x = dynamic_input(*g, "x", {300, 200});
@@ -118,9 +119,14 @@ TEST(DynamicCompile, FullReductionsSplitOverRunTimeSizes) {
     expect_matches_interpreter(*g, cg, free);
 }
 
-// A few long rows at the hints: each row in 256 ragged pieces; any sizes later (many short rows
+// A few long rows at the hints: each row in 256 pieces and a tail, in two kernels as the static
+// split (the partials, then each row's partials and tail); any sizes later (many short rows
 // too) still reduce right.
 TEST(DynamicCompile, FewLongRowsSplitOverRunTimeSizes) {
+  std::shared_ptr<Graph> sums = dynamic_graph();
+  Node* s = dynamic_input(*sums, "x", {4, 40000});
+  sums->output({sums->call(OpId::sum, {s, Shape{1}})});
+  EXPECT_EQ(testing_stages::lowered_and_scheduled(*sums).schedule.kernels.size(), 2u);
   std::shared_ptr<Graph> g = dynamic_graph();
   Node* x = dynamic_input(*g, "x", {4, 40000});
   g->output({g->call(OpId::sum, {x, Shape{1}}), g->call(OpId::amax, {x, Shape{1}})});
