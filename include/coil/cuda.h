@@ -39,6 +39,36 @@ bool matmul_allow_tf32();
 void set_cudnn_allow_tf32(bool on);
 bool cudnn_allow_tf32();
 
+// A CUDA event on coil's stream of a device (as torch.cuda.Event): a mark in the stream's queue
+// of work, passed when the GPU has done everything queued before it. Timing events measure
+// device time between two marks, without the host waiting in between (benchmarks: a call's
+// kernels, not its launches). Move-only.
+class Event {
+ public:
+  explicit Event(bool enable_timing = false, int device = 0);
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  // Marks the work queued on coil's stream so far.
+  void record();
+  // Whether the GPU has passed the mark (true for an event never recorded).
+  bool query() const;
+  // Waits for the GPU to pass the mark.
+  void synchronize() const;
+  // Milliseconds from this event's mark to `end`'s, both recorded and passed (call
+  // synchronize() on `end` first) and made with enable_timing; otherwise a coil::Error.
+  double elapsed_time(const Event& end) const;
+
+ private:
+  void* event_ = nullptr;  // cudaEvent_t
+  int device_ = 0;
+  bool timing_ = false;
+  bool recorded_ = false;
+};
+
 }  // namespace coil::cuda
 
 namespace coil {

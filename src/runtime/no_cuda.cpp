@@ -54,4 +54,13 @@ int64_t memory_reserved(int) { return 0; }
 void reset_peak_memory_stats(int) {}
 void empty_cache() {}
 
+Event::Event(bool, int) { unavailable("coil::cuda::Event"); }
+Event::~Event() = default;
+Event::Event(Event&&) noexcept = default;
+Event& Event::operator=(Event&&) noexcept = default;
+void Event::record() { unavailable("coil::cuda::Event::record"); }
+bool Event::query() const { return true; }
+void Event::synchronize() const {}
+double Event::elapsed_time(const Event&) const { unavailable("coil::cuda::Event::elapsed_time"); }
+
 }  // namespace coil::cuda
