@@ -75,8 +75,9 @@ bool combines_partials(ReduceKind kind) {
 
 // Rewrites `c`, a reduction to a few values, as a reduction over a new buffer of partials,
 // when each value has enough elements and its kind combines partials with itself. A static
-// count is cut into pieces that divide it. A count known only at run time (large at the hints)
-// is cut into 256 pieces of n / 256 (rounded down) and a tail of the n % 256 elements after
+// count is cut into pieces that divide it, and so is a count known only at run time that the
+// pieces divide at any size. Another count known only at run time (large at the hints) is cut
+// into 256 pieces of n / 256 (rounded down) and a tail of the n % 256 elements after
 // them, which the final reduction reads itself after the partials: no loop of the partials'
 // kernel masks its reads (a masked, clamped read in every iteration kept the loop from
 // vectorising: 9x slower than the static split on 2 cores), there are as many kernels as in the
@@ -88,15 +89,19 @@ void split_reduction(Context& cx, ir::Computation& c) {
   if (!combines_partials(*c.reduce) ||
       !worth_splitting(cx, cx.program().hint(sym_numel(c.ranges)), cx.program().hint(numel)))
     return;
-  int64_t pieces = 256;
-  sym::Expr len;
-  if (numel->is_const()) {
-    pieces = split_pieces(numel->value(), {256, 128, 64, 32, 16}, 512);
-    if (pieces == 0) return;
-    len = sym::constant(numel->value() / pieces);
-  } else {
-    len = sym::floordiv(numel, pieces);
-  }
+  // A count known only at run time may still be a multiple of the pieces whatever the sizes
+  // (256 * s0: a full reduction over rows of 256): then no tail.
+  const int64_t at_hint = cx.program().hint(numel);
+  int64_t pieces = 0;
+  for (int64_t p : {256, 128, 64, 32, 16})
+    if (sym::mod(numel, p)->is_const(0) && at_hint / p >= 512) {
+      pieces = p;
+      break;
+    }
+  const bool ragged = pieces == 0 && !numel->is_const();
+  if (ragged) pieces = 256;
+  if (pieces == 0) return;
+  const sym::Expr len = sym::floordiv(numel, pieces);
   // Piece p of a value reduces elements [p * len, (p + 1) * len) of its flattened reduction
   // (the tail [pieces * len, n)). The values' dims of size 1 are left out (a full reduction's
   // partials are a row).
@@ -121,7 +126,6 @@ void split_reduction(Context& cx, ir::Computation& c) {
   const std::string partials =
       partial_reduction(cx, c, piece_ranges, len, values,
                         [&](const std::vector<sym::Expr>& v) { return v.back() * len; });
-  const bool ragged = !numel->is_const();
   // Element j of value v's final reduction: the partials' row of v, element j, and after the
   // `pieces` partials the tail's elements, read by c's own body. Both sides of the select are
   // evaluated: each index is clamped into its buffer.

@@ -119,6 +119,27 @@ TEST(DynamicCompile, FullReductionsSplitOverRunTimeSizes) {
     expect_matches_interpreter(*g, cg, free);
 }
 
+// A full reduction over rows of a static length that the pieces divide (a loss over a batch of
+// run-time size): each piece s0 elements long, no tail to read.
+TEST(DynamicCompile, FullReductionsThePiecesDivideHaveNoTail) {
+  std::shared_ptr<Graph> g = dynamic_graph();
+  const sym::Expr rows = g->shape_env()->create_symbol(512, "x.size(0)");
+  Node* x = g->placeholder("x", ops::contiguous_meta(kFloat32, {512, 256}),
+                           SymLayout::contiguous({rows, sym::constant(256)}));
+  g->output({g->call(OpId::sum, {g->call(OpId::mul, {x, x})})});
+  schedule::Schedule s = testing_stages::lowered_and_scheduled(*g).schedule;
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(s.kernels[0].inner, SymShape{rows});  // 256 pieces of s0
+  EXPECT_EQ(s.kernels[1].inner, sym_constants({256}));
+  int loads = 0;  // the partials alone: x is not read again
+  for (const schedule::KernelNode& n : s.kernels[1].nodes)
+    ir::for_each_load(n.body, [&](const ir::ValueNode&) { ++loads; });
+  EXPECT_EQ(loads, 1);
+  capture::CompiledGraph cg = compile_fx(g, CompileOptions{}, "dynamic");
+  for (std::vector<int64_t> free : {std::vector<int64_t>{512}, {3}, {1001}})
+    expect_matches_interpreter(*g, cg, free);
+}
+
 // A few long rows at the hints: each row in 256 pieces and a tail, in two kernels as the static
 // split (the partials, then each row's partials and tail); any sizes later (many short rows
 // too) still reduce right.
