@@ -28,17 +28,6 @@ capture::CompiledGraph interpreted(std::shared_ptr<const Graph> g) {
   return cg;
 }
 
-// The device a graph's tensors live on: its inputs', or its first result's for a graph without
-// any (a factory's).
-Device device_of(const Graph& g) {
-  for (const Node* n : g.nodes())
-    if (n->kind() == NodeKind::Placeholder || n->kind() == NodeKind::Parameter)
-      return n->tensor_meta().device;
-  for (const Node* n : g.nodes())
-    if (n->kind() == NodeKind::Call && !n->meta().empty()) return n->meta()[0].device;
-  return kCPU;
-}
-
 // The generated source as compiled, then the wrapper's plan (which kernel or extern call runs
 // when, which buffer reuses which), as comments: output_code.cpp still compiles.
 std::string output_code(const std::string& source, const codegen::Wrapper& wrapper) {
@@ -212,6 +201,15 @@ bool captured(const Graph& graph, const CompileOptions& options, debug::CompileT
 }
 
 }  // namespace
+
+Device device_of(const Graph& g) {
+  for (const Node* n : g.nodes())
+    if (n->kind() == NodeKind::Placeholder || n->kind() == NodeKind::Parameter)
+      return n->tensor_meta().device;
+  for (const Node* n : g.nodes())
+    if (n->kind() == NodeKind::Call && !n->meta().empty()) return n->meta()[0].device;
+  return kCPU;
+}
 
 // The whole backend for inference, in order: pre-grad passes, decompositions, post-grad
 // passes, lowering, scheduling, code generation, the JIT and the wrapper. "eager" stops after

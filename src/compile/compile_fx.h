@@ -21,6 +21,10 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> graph, const Comp
 capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> graph, const CompileOptions& options,
                                   const std::string& log_prefix);
 
+// The device a graph's tensors live on, whose backend compiles it: its inputs', or its first
+// result's for a graph without any (a factory's).
+Device device_of(const Graph& g);
+
 // A training step (AOTAutograd): `inputs` are the real inputs of this first call (their
 // requires_grad decides which gradients the backward returns); the first `num_results` outputs
 // of `graph` are the function's results, the rest in-place updates of inputs. The pre-grad

@@ -2,6 +2,8 @@
 // errors for malformed files, unknown passes and bad command lines (exit status 1, never a
 // crash). Two commands compile generated code (codegen, run), both for sin_cos.graph: the
 // second finds the first's library in the code cache.
+#include <coil/cuda.h>
+
 #include <fstream>
 
 #include "tool_testing.h"
@@ -154,6 +156,25 @@ TEST(CoilTool, CodegenAndRunCompileOnce) {
   EXPECT_CONTAINS(run.out, "(1 kernel, 0 extern calls; code cache hit");
   EXPECT_CONTAINS(run.out, "ok\n");
   EXPECT_CONTAINS(run.out, "time per call (median of 2): eager ");
+}
+
+// A graph on a GPU gets CUDA kernels, also where there is no GPU (NVRTC compiles them).
+TEST(CoilTool, CodegenOfAGraphOnTheGpuIsCuda) {
+  const std::string file = scratch_file("gpu.graph", R"(def forward(self, x: "f32[1024][1]cuda:0"):
+    sin: "f32[1024][1]cuda:0" = coil.sin(x)
+    relu: "f32[1024][1]cuda:0" = coil.relu(sin)
+    return (relu,)
+)");
+  ShellResult code = run_shell("coil codegen " + file);
+  if (!coil::cuda::is_built()) {
+    EXPECT_EQ(code.exit_code, 1);
+    EXPECT_CONTAINS(code.err, "coil was built without CUDA");
+    return;
+  }
+  expect_ok(code);
+  EXPECT_CONTAINS(code.out, "== CUDA source (src/backends/cuda/): 1 kernel");
+  EXPECT_CONTAINS(code.out, "__global__ void");
+  EXPECT_CONTAINS(code.out, "poi_fused_sin_relu_0(in0, buf0)");
 }
 
 TEST(CoilTool, MalformedFilesNameLineAndColumn) {

@@ -100,7 +100,7 @@ class Explainer {
 int run_explain(const Args& args) {
   std::string name = graph_name(args.file);
   Graph g = load_graph(args.file);
-  Pipeline pipeline(name);
+  Pipeline pipeline(name, g);
   pipeline.graph_stages(g);
   Pipeline::Scheduled s = pipeline.lower_and_schedule(g);
   if (args.has("--dot")) {  // the graph, each node coloured by the kernel it fused into

@@ -14,7 +14,7 @@ namespace {
 
 int run_lower(const Args& args) {
   Graph g = load_graph(args.file);
-  Pipeline pipeline(graph_name(args.file));
+  Pipeline pipeline(graph_name(args.file), g);
   pipeline.graph_stages(g);
   if (!args.has("--no-graph"))
     std::cout << "== graph after pre_grad passes, decompositions, post_grad passes\n"

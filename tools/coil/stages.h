@@ -18,10 +18,12 @@
 namespace coil::tool {
 
 // One graph's way through the stages: its trace (logs with the graph's name as prefix, the
-// debug folder when COIL_COMPILE_DEBUG is set) and the device backend of its tensors.
+// debug folder when COIL_COMPILE_DEBUG is set) and the backend of its tensors' device (a graph
+// on cuda:N gets the CUDA backend, also where there is no GPU: its source then compiles with
+// NVRTC, and is not loaded).
 class Pipeline {
  public:
-  explicit Pipeline(const std::string& name);
+  Pipeline(const std::string& name, const Graph& g);
 
   // The graph stages: pre-grad passes, decompositions, post-grad passes.
   void graph_stages(Graph& g);
@@ -33,12 +35,12 @@ class Pipeline {
   };
   Scheduled lower_and_schedule(const Graph& g);
 
-  // Code generation, the JIT and the wrapper. The wrapper binds the kernels, so showing it
-  // needs the source compiled (or found in the code cache).
+  // Code generation, the JIT (the source compiled, or found in the code cache, so that what is
+  // shown is code that compiles) and the wrapper's plan.
   struct Generated {
     std::vector<codegen::KernelSource> kernels;
-    std::string source;  // the compile unit: prelude, then the kernels
-    std::shared_ptr<const codegen::Wrapper> wrapper;
+    std::string source;   // the compile unit: prelude, then the kernels
+    std::string wrapper;  // the plan, as the output_code log prints it
   };
   Generated generate_code(const Graph& g, const Scheduled& s);
 
