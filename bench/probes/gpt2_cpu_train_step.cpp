@@ -1,6 +1,7 @@
 // GPT-2 small (2 x 128 tokens) training steps on the CPU, the loss and AdamW compiled: the first
 // step (the compiles) and the median of steps 3..9, with the loss (equal across builds that
-// change only speed). Build against a build folder and run with OMP_NUM_THREADS set:
+// change only speed); with PROFILE=1, the profiler's table of the last step. Build against a
+// build folder and run with OMP_NUM_THREADS set:
 //   g++ -std=c++20 -O2 -Iinclude bench/probes/gpt2_cpu_train_step.cpp -Lbuild -lcoil \
 //     -Wl,-rpath,$PWD/build -o /tmp/gpt2_cpu_train_step
 #include <coil/coil.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 using namespace coil;
 int main() {
@@ -22,7 +25,9 @@ int main() {
   });
   std::vector<double> ms;
   double loss = 0;
+  std::unique_ptr<Profiler> profile;
   for (int i = 0; i < 10; ++i) {
+    if (i == 9 && std::getenv("PROFILE")) profile = std::make_unique<Profiler>();
     auto t0 = std::chrono::steady_clock::now();
     opt.zero_grad();
     Tensor l = f(ids, labels);
@@ -32,6 +37,7 @@ int main() {
     ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  if (profile) std::printf("%s", profile->table(40).c_str());
   std::vector<double> tail(ms.begin() + 3, ms.end());
   std::sort(tail.begin(), tail.end());
   std::printf("first %.0f ms, median of steps 3-9 %.1f ms (min %.1f), loss %.4f\n", ms[0], tail[3],

@@ -8,5 +8,6 @@
 #include <coil/error.h>
 #include <coil/nn/all.h>
 #include <coil/ops.h>
+#include <coil/profiler.h>
 #include <coil/scalar.h>
 #include <coil/tensor.h>

@@ -4,6 +4,7 @@
 
 #include <coil/error.h>
 
+#include "runtime/profiler.h"
 #include "runtime/tensor_impl.h"
 
 namespace coil::codegen {
@@ -113,7 +114,10 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
       int64_t index_error[2] = {0, 0};
       if (!st.index_checks.empty()) ptrs.push_back(index_error);
       if (!st.symbols.empty()) ptrs.push_back(size_values.data());
-      fns_[i](ptrs.data(), sizes);
+      {
+        ProfileScope profiled("kernel", st.kernel, plan_.device);
+        fns_[i](ptrs.data(), sizes);
+      }
       if (index_error[0] != 0) {
         const IndexCheck& c = st.index_checks.at(static_cast<size_t>(index_error[0] - 1));
         const int64_t bound = evaluate_sizes(c.bound, sizes);
@@ -138,7 +142,11 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
           args.push_back(literal_at(std::get<Arg>(call_args[k]), sizes));
         }
       }
-      Tensor out = run_eager(result.call->op, args).at(0);
+      Tensor out;
+      {
+        ProfileScope profiled("library", op_name(result.call->op), plan_.device);
+        out = run_eager(result.call->op, args).at(0);
+      }
       const TensorMeta want = meta_at(result.layout, sizes, plan_.device);
       COIL_ASSERT(
           out.sizes() == want.sizes && out.strides() == want.strides && out.dtype() == want.dtype,

@@ -1,5 +1,7 @@
 #include "graph/registry.h"
 
+#include "runtime/profiler.h"
+
 #include <unordered_map>
 
 #include "graph/op_impl.h"
@@ -103,6 +105,7 @@ std::vector<Tensor> run_eager(OpId op, const std::vector<Arg>& args) {
   const OpInfo& info = op_info(op);
   Args a(args);
   std::vector<TensorMeta> out = info.meta(a);
+  ProfileScope profiled("eager", info.name, out.empty() ? kCPU : out[0].device);
   if (!out.empty() && out[0].device.is_cuda() && !device_neutral(info)) {
     COIL_CHECK(cuda_eager, info.name, ": no kernels for ", out[0].device.str(),
                " (coil was built without CUDA)");
