@@ -135,3 +135,28 @@ TEST(Golden, FewLongVariancesOnTheGpuAreTwoSplitSums) {
   Compiled cpu = lowered_and_scheduled(graph("cpu"));
   EXPECT_NE(ir::to_string(cpu.program).find("welford"), std::string::npos);
 }
+
+// Unrelated updates of one size (an optimizer's, parameter by parameter) share a loop on the CPU
+// only while it walks at most 16 arrays, which the cores' prefetchers follow; on the GPU they
+// share one up to the kernel's bound.
+TEST(Golden, UnrelatedLoopsOnTheCpuWalkFewArrays) {
+  auto graph = [](const std::string& device) {
+    std::string sig = "def forward(self", body, ret = "    return (";
+    const std::string t = "\"f32[64][1]" + device + "\"";
+    for (int i = 0; i < 6; ++i) {
+      const std::string n = std::to_string(i);
+      sig += ", a" + n + ": " + t + ", b" + n + ": " + t + ", c" + n + ": " + t;
+      body += "    mul_" + n + ": " + t + " = coil.mul(a" + n + ", b" + n + ")\n";
+      body += "    add_" + n + ": " + t + " = coil.add(mul_" + n + ", c" + n + ")\n";
+      ret += "add_" + n + ", ";
+    }
+    return sig + "):\n" + body + ret + ")\n";
+  };
+  Compiled cpu = lowered_and_scheduled(graph("cpu"));
+  ASSERT_EQ(cpu.schedule.kernels.size(), 1u);           // one parallel region (a combo kernel) of
+  EXPECT_EQ(cpu.schedule.kernels[0].parts.size(), 2u);  // four updates (16 arrays), then two
+  EXPECT_TRUE(decided(cpu, "arrays at once"));
+  Compiled gpu = lowered_and_scheduled(graph("cuda"));
+  ASSERT_EQ(gpu.schedule.kernels.size(), 1u);
+  EXPECT_TRUE(gpu.schedule.kernels[0].parts.empty());  // one loop
+}
