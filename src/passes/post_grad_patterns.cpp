@@ -1,6 +1,7 @@
 // The post-grad pattern rewrites: matrix products that absorb the pointwise op after them
 // into the library call (a bias add into addmm, relu into addmm_relu's epilogue), saving a
-// pass over the product in memory; and a one-hot scattered into zeros as a comparison with
+// pass over the product in memory, or the transpose after them (written in its own order); and
+// a one-hot scattered into zeros as a comparison with
 // the positions (Inductor's scatter_upon_const_tensor), which fuses into its readers (also a
 // joint-graph pattern).
 //
@@ -48,6 +49,33 @@ Pattern addmm_relu_from_relu() {
   p.predicate = [](const Match& m) { return single_user(m["addmm"]); };
   p.replacement = [](Graph& g, const Match& m) {
     return g.call(OpId::addmm_relu, {m["bias"], m["a"], m["b"]}, m.root);
+  };
+  return p;
+}
+
+// permute(mm(a, b), [1, 0]) -> mm(b^T, a^T), when nothing else reads the product and the
+// transpose is not a graph result (whose strides eager gives): (a b)^T written in its own order,
+// the operands' transposes free views for the library. A weight tied to a linear layer's
+// transposed use (GPT-2's embedding and its output layer) gets its gradient as mm(x^T, g)^T;
+// adding it to the embedding's gradient read it a row of the product apart for each element.
+Pattern mm_transposed_from_permute() {
+  Pattern p;
+  p.name = "permute(mm(a, b), [1, 0]) -> mm(permute(b), permute(a))";
+  p.expr = op(OpId::permute, {op(OpId::mm, {any("a"), any("b")}, "mm")});
+  p.predicate = [](const Match& m) {
+    const Shape& dims = std::get<Shape>(m.root->args()[1]);
+    if (!single_user(m["mm"]) || dims.size() != 2 || dims[0] == 0) return false;
+    for (const Node* user : m.root->users())
+      if (user->kind() == NodeKind::Output) return false;
+    return true;
+  };
+  p.replacement = [](Graph& g, const Match& m) {
+    Node* root = m.root;
+    const Shape swap = {1, 0};
+    return g.call(
+        OpId::mm,
+        {g.call(OpId::permute, {m["b"], swap}, root), g.call(OpId::permute, {m["a"], swap}, root)},
+        root);
   };
   return p;
 }
@@ -107,6 +135,7 @@ Pattern one_hot_from_scatter_into_zeros() {
 
 const std::vector<Pattern>& post_grad_patterns() {
   static const std::vector<Pattern> patterns = {addmm_from_add(), addmm_relu_from_relu(),
+                                                mm_transposed_from_permute(),
                                                 one_hot_from_scatter_into_zeros()};
   return patterns;
 }

@@ -278,9 +278,10 @@ TEST_F(Inductor, MemoryPlanReusesDeadBuffers) {
       plan_of([](const Tensor& x, const Tensor& w) { return mm(sin(mm(exp(x), w)), w); }, x, w);
   EXPECT_NE(text.find("buf2 = in_place(buf1)"), std::string::npos) << text;
   EXPECT_NE(text.find("const float* buf1"), std::string::npos) << text;  // no __restrict
-  // Read transposed, buf1 cannot be overwritten as it is read: buf2 takes buf0's memory.
-  text =
-      plan_of([](const Tensor& x, const Tensor& w) { return mm(sin(mm(exp(x), w).t()), w); }, x, w);
+  // Read transposed, buf1 cannot be overwritten as it is read: buf2 takes buf0's memory. (An
+  // addmm: a plain product read transposed is computed transposed instead.)
+  text = plan_of(
+      [](const Tensor& x, const Tensor& w) { return mm(sin(addmm(w, exp(x), w).t()), w); }, x, w);
   EXPECT_EQ(text.find("in_place"), std::string::npos) << text;
   EXPECT_NE(text.find("buf2 = reuse(buf0)"), std::string::npos) << text;
 }

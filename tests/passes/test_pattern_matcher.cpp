@@ -211,6 +211,36 @@ TEST(PostGradPatterns, KeepReluOfAnAddmmUsedElsewhere) {
                                                "    return (r, m)\n");
 }
 
+// A product read only transposed is computed transposed, from its operands' transposes (a tied
+// weight's gradient): written in the order its reader reads it.
+TEST(PostGradPatterns, TransposedProductIsAProductOfTransposes) {
+  expect_pass(run_post_grad_patterns,
+              std::string(kMatmul) +
+                  "    m = coil.mm(a, b)\n"
+                  "    t = coil.permute(m, [1, 0])\n"
+                  "    s = coil.sin(t)\n"
+                  "    return (s,)\n",
+              std::string(kMatmul) +
+                  "    permute = coil.permute(b, [1, 0])\n"
+                  "    permute_1 = coil.permute(a, [1, 0])\n"
+                  "    mm = coil.mm(permute, permute_1)\n"
+                  "    s = coil.sin(mm)\n"
+                  "    return (s,)\n");
+}
+
+// Not when the transpose is a result (its strides are eager's) or the product is read as it is.
+TEST(PostGradPatterns, KeepTransposesOfProductsReadOtherwise) {
+  expect_no_change(run_post_grad_patterns, std::string(kMatmul) +
+                                               "    m = coil.mm(a, b)\n"
+                                               "    t = coil.permute(m, [1, 0])\n"
+                                               "    return (t,)\n");
+  expect_no_change(run_post_grad_patterns, std::string(kMatmul) +
+                                               "    m = coil.mm(a, b)\n"
+                                               "    t = coil.permute(m, [1, 0])\n"
+                                               "    s = coil.sin(t)\n"
+                                               "    return (s, m)\n");
+}
+
 // ---- addmm_relu, the kernel ------------------------------------------------------------------
 
 // addmm_relu equals relu(addmm(...)) bit for bit: the same product, then relu in place.
