@@ -46,13 +46,66 @@ bool vector_op(Op op) {
   }
 }
 
+// An integer value made of index values and integer constants (arange's x1 * 1 + 0): the
+// expression it computes, or null.
+sym::Expr index_expr(const ir::Value& v) {
+  if (!is_integral(v->dtype())) return nullptr;
+  if (v->op() == Op::Index) return v->index();
+  if (v->op() == Op::Constant) return sym::constant(v->constant().to_int());
+  if (v->op() != Op::Add && v->op() != Op::Sub && v->op() != Op::Mul) return nullptr;
+  sym::Expr a = index_expr(v->args()[0]), b = index_expr(v->args()[1]);
+  if (!a || !b) return nullptr;
+  if (v->op() == Op::Add) return a + b;
+  if (v->op() == Op::Sub) return a - b;
+  return a->is_const() || b->is_const() ? a * b : nullptr;
+}
+
+// The comparison ops, and each one's mirror (a < b as b > a).
+std::optional<Op> mirrored_comparison(Op op) {
+  switch (op) {
+    case Op::Eq:
+    case Op::Ne:
+      return op;
+    case Op::Lt:
+      return Op::Gt;
+    case Op::Le:
+      return Op::Ge;
+    case Op::Gt:
+      return Op::Lt;
+    case Op::Ge:
+      return Op::Le;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace
+
+std::optional<LaneComparison> lane_comparison(const ir::ValueNode& v, sym::Expr lane) {
+  if (!mirrored_comparison(v.op()) || v.args().size() != 2) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const ir::Value& other = v.args()[1 - side];
+    sym::Expr index = index_expr(v.args()[side]);
+    int64_t stride = 0;
+    if (!index || !sym::constant_stride(index, lane, &stride) || stride != 1 ||
+        !is_integral(other->dtype()))
+      continue;
+    return LaneComparison{side == 0 ? v.op() : *mirrored_comparison(v.op()), index, 1 - side};
+  }
+  return std::nullopt;
+}
 
 bool vectorizable(const ir::Value& v, sym::Expr lane) {
   bool ok = true;
   std::unordered_map<const ir::ValueNode*, bool> varying;
   std::function<bool(const ir::Value&)> visit = [&](const ir::Value& n) -> bool {
     if (auto it = varying.find(n.get()); it != varying.end()) return it->second;
+    // A lane's index against a value the same for every lane: a mask of lanes, without the
+    // index as a vector of integers.
+    if (auto c = lane_comparison(*n, lane); c && !visit(n->args()[c->other])) {
+      varying[n.get()] = true;
+      return true;
+    }
     bool var = depends_on_lane(*n, lane);
     for (const ir::Value& a : n->args()) var = visit(a) || var;
     if (var) {
@@ -226,6 +279,18 @@ Emitted BodyEmitter::emit_node(const ir::ValueNode& v, const std::vector<Emitted
       return temp("i64", sym::to_c(v.index()), false);
     default:
       break;
+  }
+  if (lane_) {
+    if (auto c = lane_comparison(v, lane_); c && !a[c->other].varying) {
+      // Lane k holds index + k: it compares as k against other - index, clamped to the lanes'
+      // range and one past it on each side (which keeps every comparison's answer).
+      static const std::map<Op, const char*> ops = {{Op::Eq, "=="}, {Op::Ne, "!="}, {Op::Lt, "<"},
+                                                    {Op::Le, "<="}, {Op::Gt, ">"},  {Op::Ge, ">="}};
+      return temp("vi32",
+                  std::string("(vlanes() ") + ops.at(c->op) + " vlane_offset(" + a[c->other].text +
+                      " - (" + sym::to_c(c->index) + ")))",
+                  true);
+    }
   }
   bool var = false;
   for (const Emitted& e : a) var |= e.varying;

@@ -36,6 +36,16 @@ struct Emitted {
 // float32 or bool (as masks), varying loads must read float32 buffers.
 bool vectorizable(const ir::Value& v, sym::Expr lane);
 
+// A comparison of an index that steps by one with the lane (a one-hot's arange) against an
+// integer the same for every lane: vector mode compares the lanes' offsets, as a mask. `op`
+// reads index op other; `other` is the operand's position.
+struct LaneComparison {
+  ir::Op op;
+  sym::Expr index;
+  int other;
+};
+std::optional<LaneComparison> lane_comparison(const ir::ValueNode& v, sym::Expr lane);
+
 class BodyEmitter {
  public:
   // `lane` is the vectorised loop variable, nullptr for scalar code. Statements go to `w`.

@@ -37,10 +37,13 @@ static inline void vstore(float* p, vf32 v) { __builtin_memcpy(p, &v, sizeof v);
 static inline vf32 vsplat(float x) { return (vf32){} + x; }
 static inline vi32 vmask(bool b) { return (vi32){} - (b ? 1 : 0); }
 static inline vf32 vselect(vi32 m, vf32 a, vf32 b) { return m ? a : b; }
+static inline vi32 vselect(vi32 m, vi32 a, vi32 b) { return m ? a : b; }
 static inline vf32 vmax(vf32 a, vf32 b) { return ((a > b) | (a != a)) ? a : b; }
 static inline vf32 vmin(vf32 a, vf32 b) { return ((a < b) | (a != a)) ? a : b; }
 static inline vf32 vabs(vf32 a) { return (vf32)((vi32)a & 0x7fffffff); }
 static inline vf32 vfrommask(vi32 m) { return m ? vsplat(1.0f) : vsplat(0.0f); }
+static inline vi32 vlanes(void) { vi32 v; for (int k = 0; k < COIL_VEC; ++k) v[k] = k; return v; }
+static inline int vlane_offset(i64 d) { return d < -1 ? -1 : d > COIL_VEC ? COIL_VEC : (int)d; }
 static inline float hsum(vf32 v) { float s = 0; for (int k = 0; k < COIL_VEC; ++k) s += v[k]; return s; }
 static inline float hprod(vf32 v) { float s = 1; for (int k = 0; k < COIL_VEC; ++k) s *= v[k]; return s; }
 template <typename T> static inline T smax(T a, T b) { return (a > b || a != a) ? a : b; }
