@@ -33,14 +33,6 @@ bool worth_splitting(Context& cx, int64_t values, int64_t numel) {
          numel >= (gpu ? kSplitMinGpu : kSplitMinCpu);
 }
 
-// The number of pieces for a reduction of n elements per value: the first of `counts` that
-// divides n and leaves each piece at least `min_len` long, or 0 when none does.
-int64_t split_pieces(int64_t n, std::initializer_list<int64_t> counts, int64_t min_len) {
-  for (int64_t p : counts)
-    if (n % p == 0 && n / p >= min_len) return p;
-  return 0;
-}
-
 // A reduction of `c`'s body over `count` of each value's elements, from `first` on, into a new
 // buffer over `ranges`; `values` gives c's value vars in terms of the new vars, and `first` the
 // piece's first element (both given the new vars). Its name.
@@ -73,6 +65,48 @@ bool combines_partials(ReduceKind kind) {
          kind == ReduceKind::Min || kind == ReduceKind::Any || kind == ReduceKind::All;
 }
 
+// How a split cuts each value's elements: `count` pieces, and with `ragged` a tail after them
+// (the count's remainder, when it is known only at run time).
+struct Pieces {
+  int64_t count = 0;
+  bool ragged = false;
+};
+
+// The first of `counts` that divides `numel` at any size and leaves pieces of at least `min_len`
+// at the hints (0: none).
+int64_t exact_pieces(Context& cx, const sym::Expr& numel, const std::vector<int64_t>& counts,
+                     int64_t min_len) {
+  const int64_t at_hint = cx.program().hint(numel);
+  for (int64_t p : counts)
+    if (sym::mod(numel, p)->is_const(0) && at_hint / p >= min_len) return p;
+  return 0;
+}
+
+// Makes `c` the final reduction of a split of its elements into `pieces` of `len` each: element
+// j of a value is its partial j (read by `partial`, given j clamped to the pieces) and, when the
+// split is ragged, the elements after the pieces follow, read by c's own body. Both sides of
+// the select are evaluated: each index is clamped into its buffer.
+void reduce_partials(ir::Computation& c, Pieces pieces, const sym::Expr& len,
+                     const std::function<ir::Value(const sym::Expr&)>& partial) {
+  const sym::Expr numel = sym_numel(c.reduction_ranges);
+  const sym::Expr count = sym::constant(pieces.count);
+  const ir::Value tail = c.body;
+  const SymShape original_ranges = c.reduction_ranges;
+  const std::vector<sym::Expr> original_rvars = c.rvars;
+  c.reduction_ranges = {pieces.ragged ? count + sym::mod(numel, pieces.count) : count};
+  c.rvars = Context::vars(c.reduction_ranges, "j");
+  const sym::Expr j = c.rvars[0];
+  c.body = partial(pieces.ragged ? sym::min(j, count - 1) : j);
+  if (!pieces.ragged) return;
+  const sym::Expr element =
+      sym::min(len * count + sym::max(j - count, sym::constant(0)), numel - 1);
+  const std::vector<sym::Expr> tail_rvars = ir::unravel(element, original_ranges);
+  sym::Bindings bind;
+  for (size_t k = 0; k < original_rvars.size(); ++k) bind[original_rvars[k]] = tail_rvars[k];
+  c.body = V::where(V::binary(Op::Lt, V::index_value(j), size_value(count, kInt64)), c.body,
+                    ir::substitute(tail, bind));
+}
+
 // Rewrites `c`, a reduction to a few values, as a reduction over a new buffer of partials,
 // when each value has enough elements and its kind combines partials with itself. A static
 // count is cut into pieces that divide it, and so is a count known only at run time that the
@@ -91,17 +125,10 @@ void split_reduction(Context& cx, ir::Computation& c) {
     return;
   // A count known only at run time may still be a multiple of the pieces whatever the sizes
   // (256 * s0: a full reduction over rows of 256): then no tail.
-  const int64_t at_hint = cx.program().hint(numel);
-  int64_t pieces = 0;
-  for (int64_t p : {256, 128, 64, 32, 16})
-    if (sym::mod(numel, p)->is_const(0) && at_hint / p >= 512) {
-      pieces = p;
-      break;
-    }
-  const bool ragged = pieces == 0 && !numel->is_const();
-  if (ragged) pieces = 256;
-  if (pieces == 0) return;
-  const sym::Expr len = sym::floordiv(numel, pieces);
+  Pieces pieces{exact_pieces(cx, numel, {256, 128, 64, 32, 16}, 512), false};
+  if (pieces.count == 0 && !numel->is_const()) pieces = {256, true};
+  if (pieces.count == 0) return;
+  const sym::Expr len = sym::floordiv(numel, pieces.count);
   // Piece p of a value reduces elements [p * len, (p + 1) * len) of its flattened reduction
   // (the tail [pieces * len, n)). The values' dims of size 1 are left out (a full reduction's
   // partials are a row).
@@ -122,32 +149,16 @@ void split_reduction(Context& cx, ir::Computation& c) {
     return bind;
   };
   SymShape piece_ranges = kept_ranges;
-  piece_ranges.push_back(sym::constant(pieces));
+  piece_ranges.push_back(sym::constant(pieces.count));
   const std::string partials =
       partial_reduction(cx, c, piece_ranges, len, values,
                         [&](const std::vector<sym::Expr>& v) { return v.back() * len; });
-  // Element j of value v's final reduction: the partials' row of v, element j, and after the
-  // `pieces` partials the tail's elements, read by c's own body. Both sides of the select are
-  // evaluated: each index is clamped into its buffer.
-  const sym::Expr pieces_c = sym::constant(pieces);
-  const ir::Value tail = c.body;
-  const SymShape original_ranges = c.reduction_ranges;
-  const std::vector<sym::Expr> original_rvars = c.rvars;
-  c.reduction_ranges = {ragged ? pieces_c + sym::mod(numel, pieces) : pieces_c};
-  c.rvars = Context::vars(c.reduction_ranges, "j");
-  const sym::Expr j = c.rvars[0];
-  std::vector<sym::Expr> partial_index = kept;
-  partial_index.push_back(ragged ? sym::min(j, pieces_c - 1) : j);
-  c.body = V::load(partials, c.dtype,
-                   ir::Layout::contiguous(c.dtype, piece_ranges).address(partial_index));
-  if (!ragged) return;
-  const sym::Expr element =
-      sym::min(len * pieces_c + sym::max(j - pieces_c, sym::constant(0)), numel - 1);
-  const std::vector<sym::Expr> tail_rvars = ir::unravel(element, original_ranges);
-  sym::Bindings bind;
-  for (size_t k = 0; k < original_rvars.size(); ++k) bind[original_rvars[k]] = tail_rvars[k];
-  c.body = V::where(V::binary(Op::Lt, V::index_value(j), size_value(pieces_c, kInt64)), c.body,
-                    ir::substitute(tail, bind));
+  // Value v's partial p: the partials' row of v, element p.
+  reduce_partials(c, pieces, len, [&](const sym::Expr& p) {
+    std::vector<sym::Expr> index = kept;
+    index.push_back(p);
+    return V::load(partials, c.dtype, ir::Layout::contiguous(c.dtype, piece_ranges).address(index));
+  });
 }
 
 // On the GPU, a reduction down columns (consecutive values read consecutive elements, each
@@ -184,34 +195,41 @@ bool reads_down_columns(Context& cx, const ir::Computation& c) {
   return across > along;
 }
 
-// How many pieces `c`'s rows are split into when it reduces down columns (0: none): on the GPU
-// long columns, on the CPU columns too few for the threads. Whatever its kind: a variance asks
-// before choosing two passes of sums (lower_var).
-int64_t column_pieces(Context& cx, const ir::Computation& c) {
+// How `c`'s rows are split when it reduces down columns (a count of 0: not): on the GPU long
+// columns, on the CPU columns too few for the threads; by the hints when the rows' count is
+// known only at run time (then with a tail, unless the pieces divide it at any size). Whatever
+// its kind: a variance asks before choosing two passes of sums (lower_var).
+Pieces column_pieces(Context& cx, const ir::Computation& c) {
+  if (!reads_down_columns(cx, c)) return {};
   const sym::Expr numel = sym_numel(c.reduction_ranges);
-  if (!numel->is_const() || !reads_down_columns(cx, c)) return 0;
-  const int64_t n = numel->value();
-  if (cx.program().device.is_cuda())
-    return n < kColumnSplitMin ? 0 : split_pieces(n, {32, 16, 8}, 128);
+  const int64_t n = cx.program().hint(numel);
+  const bool gpu = cx.program().device.is_cuda();
+  if (gpu && n < kColumnSplitMin) return {};
   const int64_t values = cx.program().hint(sym_numel(c.ranges));
-  if ((values + kColumnChunkCpu - 1) / kColumnChunkCpu >= kColumnChunksCpu ||
-      values * n < kColumnSplitMinCpu)
-    return 0;
-  return split_pieces(n, {32, 16, 8, 4, 2}, kColumnPieceMinCpu);
+  if (!gpu && ((values + kColumnChunkCpu - 1) / kColumnChunkCpu >= kColumnChunksCpu ||
+               values * n < kColumnSplitMinCpu))
+    return {};
+  const std::vector<int64_t> counts =
+      gpu ? std::vector<int64_t>{32, 16, 8} : std::vector<int64_t>{32, 16, 8, 4, 2};
+  const int64_t min_len = gpu ? 128 : kColumnPieceMinCpu;
+  if (int64_t exact = exact_pieces(cx, numel, counts, min_len)) return {exact, false};
+  if (numel->is_const()) return {};
+  for (int64_t p : counts)
+    if (n / p >= min_len) return {p, true};
+  return {};
 }
 
 // Rewrites `c`, a reduction down columns that column_pieces splits, as a reduction over
 // partials laid out piece-major, [pieces, values...]: the partials' kernel then reads
 // consecutive elements for consecutive outputs (the CUDA backend gives it 32 columns a block;
 // the CPU's column kernel shares pieces and chunks among threads), and so does the final
-// reduction of each value's pieces.
+// reduction of each value's pieces (and of a ragged split's tail rows).
 void split_columns(Context& cx, ir::Computation& c) {
   if (!combines_partials(*c.reduce)) return;
-  const int64_t pieces = column_pieces(cx, c);
-  if (pieces == 0) return;
-  const int64_t n = sym_numel(c.reduction_ranges)->value();
-  const sym::Expr len = sym::constant(n / pieces);
-  SymShape ranges = {sym::constant(pieces)};
+  const Pieces pieces = column_pieces(cx, c);
+  if (pieces.count == 0) return;
+  const sym::Expr len = sym::floordiv(sym_numel(c.reduction_ranges), pieces.count);
+  SymShape ranges = {sym::constant(pieces.count)};
   ranges.insert(ranges.end(), c.ranges.begin(), c.ranges.end());
   const std::string partials = partial_reduction(
       cx, c, ranges, len,
@@ -222,12 +240,11 @@ void split_columns(Context& cx, ir::Computation& c) {
       },
       [&](const std::vector<sym::Expr>& vars) { return vars[0] * len; });
   // Value v's partial p: element p of the partials' column of v.
-  c.reduction_ranges = {sym::constant(pieces)};
-  c.rvars = Context::vars(c.reduction_ranges, "j");
-  std::vector<sym::Expr> partial_index = {c.rvars[0]};
-  partial_index.insert(partial_index.end(), c.vars.begin(), c.vars.end());
-  c.body =
-      V::load(partials, c.dtype, ir::Layout::contiguous(c.dtype, ranges).address(partial_index));
+  reduce_partials(c, pieces, len, [&](const sym::Expr& p) {
+    std::vector<sym::Expr> index = {p};
+    index.insert(index.end(), c.vars.begin(), c.vars.end());
+    return V::load(partials, c.dtype, ir::Layout::contiguous(c.dtype, ranges).address(index));
+  });
 }
 
 // The reduction of `x` over `dims` (all dims when empty) to the node's output shape, not yet
@@ -338,11 +355,12 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   }
   auto cast = [acc](ir::Value v, const Index&) { return V::cast(v, acc); };
   TensorBox m2;
-  const bool splits = cx.program().device.is_cuda()
-                          ? worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
-                                            cx.program().hint(count))
-                          : column_pieces(cx, reduction(cx, n, x, dims, keepdim,
-                                                        ReduceKind::WelfordM2, acc, cast)) > 0;
+  const bool splits =
+      cx.program().device.is_cuda()
+          ? worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
+                            cx.program().hint(count))
+          : column_pieces(cx, reduction(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc, cast))
+                    .count > 0;
   if (splits) {
     const TensorBox sum = reduce(cx, n, x, dims, keepdim, ReduceKind::Sum, acc, cast);
     const ir::Value c = size_value(count, acc);

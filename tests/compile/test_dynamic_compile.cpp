@@ -157,6 +157,25 @@ TEST(DynamicCompile, FewLongRowsSplitOverRunTimeSizes) {
     expect_matches_interpreter(*g, cg, free);
 }
 
+// Few columns over a run-time count of rows (a bias's gradient over a batch, a channels-last
+// batch norm's statistics): the rows in pieces by the hints, the rows after the last piece read
+// by the final reduction; at any count (fewer rows than pieces too) the sums are right.
+TEST(DynamicCompile, FewColumnsSplitOverRunTimeRows) {
+  std::shared_ptr<Graph> g = dynamic_graph();
+  const sym::Expr rows = g->shape_env()->create_symbol(25088, "x.size(0)");
+  Node* x = g->placeholder("x", ops::contiguous_meta(kFloat32, {25088, 64}),
+                           SymLayout::contiguous({rows, sym::constant(64)}));
+  g->output({g->call(OpId::sum, {x, Shape{0}}), g->call(OpId::var, {x, Shape{0}, 1.0, false})});
+  schedule::Schedule s = testing_stages::lowered_and_scheduled(*g).schedule;
+  int partials = 0;  // the sum's, and the variance's two passes'
+  for (const schedule::Kernel& k : s.kernels)
+    partials += !k.outer.empty() && k.outer[0] == sym::constant(32);
+  EXPECT_GE(partials, 2);
+  capture::CompiledGraph cg = compile_fx(g, CompileOptions{}, "dynamic");
+  for (std::vector<int64_t> free : {std::vector<int64_t>{25088}, {25089}, {31}, {100003}})
+    expect_matches_interpreter(*g, cg, free);
+}
+
 // A softmax over rows of run-time length keeps its exponentials in a stack array for rows up to
 // the array's size, and recomputes them for longer rows: both versions of the row are right.
 TEST(DynamicCompile, RowScratchServesShortRowsAndLongOnesRecompute) {
