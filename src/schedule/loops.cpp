@@ -83,6 +83,28 @@ void simplify_level(Kernel& k, SymShape& sizes, std::vector<sym::Expr>& vars, co
   vars = fresh;
 }
 
+// The point of a computation over `ranges` that the kernel's loops (`vars` over `sizes`, flat
+// index `flat`) are at. Where the two shapes are the same but for dims of size 1, the loop
+// variables themselves (a dropped dim's index is 0); else through the flat index, whose
+// division by sizes known only at run time the simplifier cannot always undo (a cache of
+// run-time length indexed as (x0 + x1 + s0*x0) % (s0 + 1) for x1).
+std::vector<sym::Expr> point_of(const SymShape& ranges, const SymShape& sizes,
+                                const std::vector<sym::Expr>& vars, const sym::Expr& flat) {
+  std::vector<sym::Expr> point;
+  size_t j = 0;
+  for (const sym::Expr& r : ranges) {
+    if (r->is_const(1)) {
+      point.push_back(sym::constant(0));
+      continue;
+    }
+    while (j < sizes.size() && sizes[j]->is_const(1)) ++j;
+    if (j == sizes.size() || sizes[j] != r) return ir::unravel(flat, ranges);
+    point.push_back(vars[j++]);
+  }
+  while (j < sizes.size() && sizes[j]->is_const(1)) ++j;
+  return j == sizes.size() ? point : ir::unravel(flat, ranges);
+}
+
 }  // namespace
 
 LoopNest loop_nest(const std::vector<const ir::Buffer*>& members) {
@@ -111,16 +133,20 @@ KernelNode translate(const ir::Buffer& b, const LoopNest& loops) {
   n.dtype = b.layout.dtype;
   std::vector<sym::Expr> vars;
   if (c.is_reduction()) {
-    vars = ir::unravel(outer_flat, c.ranges);
-    bindings =
-        bindings_of(c.rvars, ir::unravel(ir::ravel(loops.rs, loops.inner), c.reduction_ranges));
+    vars = point_of(c.ranges, loops.outer, loops.xs, outer_flat);
+    bindings = bindings_of(c.rvars, point_of(c.reduction_ranges, loops.inner, loops.rs,
+                                             ir::ravel(loops.rs, loops.inner)));
     n.inner = true;
   } else if (reduction_kernel && sym_numel(c.ranges) != sym_numel(loops.outer)) {
     sym::Expr flat = outer_flat * sym_numel(loops.inner) + ir::ravel(loops.rs, loops.inner);
-    vars = ir::unravel(flat, c.ranges);
+    SymShape all = loops.outer;
+    all.insert(all.end(), loops.inner.begin(), loops.inner.end());
+    std::vector<sym::Expr> all_vars = loops.xs;
+    all_vars.insert(all_vars.end(), loops.rs.begin(), loops.rs.end());
+    vars = point_of(c.ranges, all, all_vars, flat);
     n.inner = true;
   } else {
-    vars = ir::unravel(outer_flat, c.ranges);
+    vars = point_of(c.ranges, loops.outer, loops.xs, outer_flat);
   }
   for (size_t k = 0; k < c.vars.size(); ++k) bindings.emplace(c.vars[k], vars[k]);
   n.body = ir::substitute(c.body, bindings);

@@ -176,6 +176,29 @@ TEST(DynamicCompile, FewColumnsSplitOverRunTimeRows) {
     expect_matches_interpreter(*g, cg, free);
 }
 
+// A kernel over the same shape as its values (a key cache of run-time length grown by one
+// token, a dim of size 1 in front) indexes them by its loop variables, not through a flat index
+// divided by run-time sizes again: loads and stores step by one, and compute right.
+TEST(DynamicCompile, KernelsIndexTheirOwnShapeWithoutDivisions) {
+  std::shared_ptr<Graph> g = dynamic_graph();
+  const sym::Expr t = g->shape_env()->create_symbol(80, "cache.size(2)");
+  Node* cache = g->placeholder(
+      "cache", ops::contiguous_meta(kFloat32, {1, 12, 80, 64}),
+      SymLayout::contiguous({sym::constant(1), sym::constant(12), t, sym::constant(64)}));
+  Node* token = g->placeholder("token", ops::contiguous_meta(kFloat32, {1, 12, 1, 64}));
+  g->output({g->call(OpId::cat, {std::vector<Node*>{cache, token}, int64_t{2}})});
+  schedule::Schedule s = testing_stages::lowered_and_scheduled(*g).schedule;
+  for (const schedule::Kernel& k : s.kernels)
+    for (const schedule::KernelNode& n : k.nodes) {
+      const std::string store = sym::to_string(n.store_index);
+      EXPECT_EQ(store.find('%'), std::string::npos) << store;
+      EXPECT_EQ(store.find('/'), std::string::npos) << store;
+    }
+  capture::CompiledGraph cg = compile_fx(g, CompileOptions{}, "dynamic");
+  for (std::vector<int64_t> free : {std::vector<int64_t>{80}, {2}, {513}})
+    expect_matches_interpreter(*g, cg, free);
+}
+
 // A softmax over rows of run-time length keeps its exponentials in a stack array for rows up to
 // the array's size, and recomputes them for longer rows: both versions of the row are right.
 TEST(DynamicCompile, RowScratchServesShortRowsAndLongOnesRecompute) {
