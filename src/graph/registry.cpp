@@ -1,10 +1,9 @@
 #include "graph/registry.h"
 
-#include "runtime/profiler.h"
-
 #include <unordered_map>
 
 #include "graph/op_impl.h"
+#include "runtime/profiler.h"
 
 namespace coil {
 

@@ -64,7 +64,8 @@ Pattern mm_transposed_from_permute() {
   p.expr = op(OpId::permute, {op(OpId::mm, {any("a"), any("b")}, "mm")});
   p.predicate = [](const Match& m) {
     const Shape& dims = std::get<Shape>(m.root->args()[1]);
-    if (!single_user(m["mm"]) || dims.size() != 2 || dims[0] == 0) return false;
+    if (!single_user(m["mm"]) || dims.size() != 2 || (dims[0] + 2) % 2 != 1)  // [1, 0], [-1, 0]
+      return false;
     for (const Node* user : m.root->users())
       if (user->kind() == NodeKind::Output) return false;
     return true;

@@ -131,8 +131,8 @@ FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b, bool cpu)
   if (g.members.size() >= kMaxUnrelatedFusionNodes)
     return FusionDecision::no("the kernel is full: " + std::to_string(g.members.size()) +
                               " nodes, and " + b.name + " reads none of them");
-  if (cpu && streams(g, b) > kMaxUnrelatedStreamsCpu)
-    return FusionDecision::no("the kernel would walk " + std::to_string(streams(g, b)) +
+  if (const size_t arrays = cpu ? streams(g, b) : 0; arrays > kMaxUnrelatedStreamsCpu)
+    return FusionDecision::no("the kernel would walk " + std::to_string(arrays) +
                               " arrays at once (more than the prefetchers follow), and " + b.name +
                               " reads none of its nodes");
   return FusionDecision::yes("");

@@ -228,8 +228,14 @@ TEST(PostGradPatterns, TransposedProductIsAProductOfTransposes) {
                   "    return (s,)\n");
 }
 
-// Not when the transpose is a result (its strides are eager's) or the product is read as it is.
+// Not when the transpose is a result (its strides are eager's), the product is read as it is, or
+// the permute keeps the dims in place (written with negative dims).
 TEST(PostGradPatterns, KeepTransposesOfProductsReadOtherwise) {
+  expect_no_change(run_post_grad_patterns, std::string(kMatmul) +
+                                               "    m = coil.mm(a, b)\n"
+                                               "    t = coil.permute(m, [-2, -1])\n"
+                                               "    s = coil.sin(t)\n"
+                                               "    return (s,)\n");
   expect_no_change(run_post_grad_patterns, std::string(kMatmul) +
                                                "    m = coil.mm(a, b)\n"
                                                "    t = coil.permute(m, [1, 0])\n"

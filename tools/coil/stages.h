@@ -9,7 +9,7 @@
 
 #include "backends/backend.h"
 #include "codegen/kernel_source.h"
-#include "codegen/wrapper.h"
+#include "codegen/wrapper_plan.h"
 #include "debug/compile_trace.h"
 #include "graph/graph.h"
 #include "ir/program.h"

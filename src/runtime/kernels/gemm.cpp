@@ -206,8 +206,8 @@ void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void
         StridedMats sa{static_cast<const float*>(a.data), 0, a.row_stride, a.col_stride};
         StridedMats sb{static_cast<const float*>(b.data), 0, b.row_stride, b.col_stride};
         // A single row (a decode step's token) goes to BLAS's gemv (gemm_blas), which reads
-        // the matrix once at the memory's pace: GPT-2's decode step on 2 cores, oneDNN's
-        // products 25.5-30.1 ms a token, gemv 23.0-23.4.
+        // the matrix once at the memory's pace, faster than oneDNN's product of one row
+        // (measured: docs/performance.md, GPT-2's decode step on the CPU).
         if (k > 0 && m > 1 && m * n * k >= kOnednnWork && onednn_for_single_products() &&
             onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate,
                           static_cast<const float*>(row_bias)))
