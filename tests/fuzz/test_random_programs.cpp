@@ -1,8 +1,9 @@
 // Random programs (pointwise chains with broadcasting, views, reductions, softmax, matmul,
-// index_select and gather)
+// index_select, gather and one-hot-like comparisons with positions)
 // through the inductor backend, against the eager interpreter. A seeded generator builds the
 // programs op by op, letting the meta functions reject ill-shaped calls; many programs share
 // one graph, so hundreds of programs cost a handful of C++ compiles.
+#include <array>
 #include <map>
 #include <random>
 
@@ -129,7 +130,7 @@ class ProgramGenerator {
     auto dim = [&] {
       return static_cast<int64_t>(pick(0, static_cast<int>(std::max<int64_t>(rank, 1)) - 1));
     };
-    switch (pick(0, 19)) {
+    switch (pick(0, 20)) {
       case 0:
         return call(OpId::sin, {a});
       case 1:
@@ -189,6 +190,21 @@ class ProgramGenerator {
         for (size_t k = 0; k < is.size(); ++k)
           is[k] = static_cast<int64_t>(k) == d ? pick(1, 9) : pick(1, static_cast<int>(sizes[k]));
         return call(OpId::gather, {a, d, index_input(is, sizes[static_cast<size_t>(d)])});
+      }
+      case 19: {
+        // A one-hot-like comparison of the last dim's positions with per-row indices (the
+        // cross-entropy's gradient; a static graph only: arange's end is a number here).
+        if (!rank || g_.shape_env()) return nullptr;
+        const Shape& sizes = a->tensor_meta().sizes;
+        const int64_t n = sizes.back();
+        Shape rows = sizes;
+        rows.back() = 1;
+        Node* positions =
+            call(OpId::arange, {Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}), kInt64, kCPU});
+        Node* targets = index_input(rows, n + 1);
+        const OpId cmp = std::array{OpId::eq, OpId::lt, OpId::ge}[static_cast<size_t>(pick(0, 2))];
+        Node* c = positions ? call(cmp, {positions, targets}) : nullptr;
+        return c ? call(OpId::where, {c, a, Scalar(0.25)}) : nullptr;
       }
       default: {
         if (rank != 2) return nullptr;
