@@ -1,6 +1,9 @@
 // Softmax and the normalisation layers: softmax, log_softmax, layer_norm, rms_norm, batch_norm,
-// group_norm. Inputs are made contiguous, statistics accumulate in double, and each output
-// element is rounded once to the input's dtype. Outputs are contiguous, in the input's dtype.
+// group_norm. Inputs are made contiguous (batch_norm reads a channels-last one as it is, and
+// its result keeps that layout), statistics accumulate in double, and each output element is
+// rounded once to the input's dtype. Outputs are contiguous, in the input's dtype.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -207,6 +210,47 @@ void channel_moments(const T* x, int64_t n, int64_t c, int64_t s, std::vector<do
   for (int64_t ch = 0; ch < c; ++ch) std::tie(mean[ch], var[ch]) = moments(x + ch * s, n, s, c * s);
 }
 
+// Per-channel batch statistics of channels-last x, `rows` rows (n x h x w) of c channels:
+// each thread sums its rows into a row of partial sums (consecutive channels side by side),
+// for the means, then the squared deviations the same way.
+template <typename T>
+void channel_moments_nhwc(const T* x, int64_t rows, int64_t c, std::vector<double>& mean,
+                          std::vector<double>& var) {
+  const bool parallel = rows > 1 && rows * c >= kParallelGrain;
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  std::vector<double> sums(static_cast<size_t>(threads * c));
+  auto accumulate = [&](auto term) {
+    std::fill(sums.begin(), sums.end(), 0.0);
+#pragma omp parallel num_threads(threads) if (parallel)
+    {
+      double* mine = sums.data() + static_cast<size_t>(omp_get_thread_num() * c);
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t ch = 0; ch < c; ++ch) mine[ch] += term(load(x[r * c + ch]), ch);
+    }
+    std::vector<double> total(static_cast<size_t>(c), 0.0);
+    for (int t = 0; t < threads; ++t)
+      for (int64_t ch = 0; ch < c; ++ch) total[ch] += sums[static_cast<size_t>(t * c + ch)];
+    return total;
+  };
+  const double count = static_cast<double>(rows);
+  mean = accumulate([](double v, int64_t) { return v; });
+  for (double& m : mean) m /= count;
+  var = accumulate([&](double v, int64_t ch) { return (v - mean[ch]) * (v - mean[ch]); });
+  for (double& v : var) v /= count;
+}
+
+// y = x * scale[c] + shift[c] over channels-last x, `rows` rows of c channels.
+template <typename T>
+void affine_channels_nhwc(const T* x, T* y, int64_t rows, int64_t c,
+                          const std::vector<double>& scale, const std::vector<double>& shift) {
+  const bool parallel = rows > 1 && rows * c >= kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t ch = 0; ch < c; ++ch)
+      y[r * c + ch] = store<T>(load(x[r * c + ch]) * scale[ch] + shift[ch]);
+}
+
 }  // namespace
 
 std::vector<TensorMeta> meta_softmax(const Args& a) { return one(softmax_meta(a, "softmax")); }
@@ -274,10 +318,14 @@ std::vector<TensorMeta> meta_batch_norm(const Args& a) {
 }
 
 std::vector<Tensor> eager_batch_norm(const Args& a, const std::vector<TensorMeta>& out_meta) {
-  Tensor x = contiguous_of(a.tensor(0));
-  // A channels-last result is normalised in NCHW order and copied into its layout.
   const Tensor result = empty_from_meta(out_meta[0]);
-  Tensor out = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
+  // A channels-last input (and so result) is read and written as rows of channels; any other
+  // layout is normalised in NCHW order (and copied into a channels-last result).
+  const bool nhwc = result.suggest_memory_format() == MemoryFormat::ChannelsLast &&
+                    a.tensor(0).strides() == result.strides();
+  Tensor x = nhwc ? a.tensor(0) : contiguous_of(a.tensor(0));
+  Tensor out =
+      nhwc || result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
   if (x.numel() == 0) return one(result);  // nothing to normalise; running stats stay as they are
   const int64_t n = x.size(0), c = x.size(1), s = x.numel() / (n * c);
   const bool training = a.b(5);
@@ -286,8 +334,12 @@ std::vector<Tensor> eager_batch_norm(const Args& a, const std::vector<TensorMeta
 
   std::vector<double> mean(c), var(c);
   if (training) {
-    dispatch_floating(x.dtype(),
-                      [&]<typename T>() { channel_moments(x.data_ptr<T>(), n, c, s, mean, var); });
+    dispatch_floating(x.dtype(), [&]<typename T>() {
+      if (nhwc)
+        channel_moments_nhwc(x.data_ptr<T>(), n * s, c, mean, var);
+      else
+        channel_moments(x.data_ptr<T>(), n, c, s, mean, var);
+    });
     // Running statistics use the unbiased variance, as in PyTorch.
     const double count = static_cast<double>(n * s);
     if (running_mean.defined()) {
@@ -313,7 +365,10 @@ std::vector<Tensor> eager_batch_norm(const Args& a, const std::vector<TensorMeta
     shift[ch] = (b.empty() ? 0.0 : b[ch]) - mean[ch] * scale[ch];
   }
   dispatch_floating(x.dtype(), [&]<typename T>() {
-    affine_channels(x.data_ptr<T>(), out.data_ptr<T>(), n, c, s, scale, shift);
+    if (nhwc)
+      affine_channels_nhwc(x.data_ptr<T>(), out.data_ptr<T>(), n * s, c, scale, shift);
+    else
+      affine_channels(x.data_ptr<T>(), out.data_ptr<T>(), n, c, s, scale, shift);
   });
   if (!out.is_same(result)) copy_into(result, out);
   return one(result);

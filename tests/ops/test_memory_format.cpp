@@ -49,6 +49,26 @@ TEST(MemoryFormat, ChannelsLastCopiesAndChecks) {
   EXPECT_COIL_ERROR(random({3, 4, 5}).contiguous(MemoryFormat::ChannelsLast), "needs a 4-D");
 }
 
+// Batch norm reads and writes a channels-last input as rows of channels, with the statistics
+// and running statistics of NCHW (large enough to share the rows among threads), float32 and
+// float64.
+TEST(MemoryFormat, BatchNormOnChannelsLastMatchesNchw) {
+  for (DType t : {kFloat32, kFloat64}) {
+    Tensor x = random({4, 32, 28, 28}, t), g = random({32}, t), beta = random({32}, t);
+    Tensor xc = x.contiguous(MemoryFormat::ChannelsLast);
+    for (bool training : {false, true}) {
+      Tensor m1 = random({32}, t), v1 = rand({32}, t) + 0.5, m2 = m1.clone(), v2 = v1.clone();
+      Tensor want = batch_norm(x, g, beta, m1, v1, training);
+      Tensor got = batch_norm(xc, g, beta, m2, v2, training);
+      expect_channels_last(got, "batch_norm");
+      const double tol = t == kFloat32 ? 1e-5 : 1e-12;
+      EXPECT_TRUE(allclose(got, want, tol, tol)) << dtype_name(t) << " training " << training;
+      EXPECT_TRUE(allclose(m2, m1, tol, tol)) << dtype_name(t);
+      EXPECT_TRUE(allclose(v2, v1, tol, tol)) << dtype_name(t);
+    }
+  }
+}
+
 // The ops around a convolution keep its layout, and compute what they compute on NCHW.
 TEST(MemoryFormat, OpsKeepChannelsLast) {
   Tensor x = random({2, 8, 9, 7}), w = random({6, 8, 3, 3}), b = random({6});
