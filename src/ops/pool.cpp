@@ -182,6 +182,41 @@ void max_taps(const PoolGeometry& g, const T* src, F f) {
       });
 }
 
+// Max pooling of a channels-last x ([n, h, w, c] in memory) into a channels-last y: each
+// output pixel's window read as rows of c channels, the channels side by side (no copies into
+// and out of NCHW order). As the NCHW kernel: padding never wins, NaN propagates.
+template <typename T>
+void max_pool_nhwc(const PoolGeometry& g, const T* x, T* y, int64_t n, int64_t c) {
+  using C = acc_type<T>;
+  C lowest = std::numeric_limits<C>::lowest();
+  if constexpr (std::numeric_limits<C>::has_infinity) lowest = -std::numeric_limits<C>::infinity();
+  const int64_t cells = g.y.out * g.x.out;
+  const bool parallel = n * cells > 1 && n * cells * c >= kParallelGrain;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t bo = 0; bo < n * cells; ++bo) {
+    const int64_t b = bo / cells, oy = bo % cells / g.x.out, ox = bo % g.x.out;
+    const int64_t y0 = oy * g.y.stride - g.y.pad, x0 = ox * g.x.stride - g.x.pad;
+    auto [i0, i1] = taps_inside(y0, g.y, g.p.h);
+    auto [j0, j1] = taps_inside(x0, g.x, g.p.w);
+    constexpr int64_t kChunk = 64;  // channels kept in registers across the window
+    for (int64_t c0 = 0; c0 < c; c0 += kChunk) {
+      const int64_t width = std::min(kChunk, c - c0);
+      C best[kChunk];
+      std::fill(best, best + width, lowest);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) {
+          const T* px = x + ((b * g.p.h + y0 + i * g.y.dil) * g.p.w + x0 + j * g.x.dil) * c + c0;
+          for (int64_t k = 0; k < width; ++k) {
+            const C v = static_cast<C>(px[k]);
+            best[k] = best[k] < v || is_nan(v) ? v : best[k];
+          }
+        }
+      T* out = y + bo * c + c0;
+      for (int64_t k = 0; k < width; ++k) out[k] = convert<T>(best[k]);
+    }
+  }
+}
+
 }  // namespace
 
 // ---- max_pool2d -------------------------------------------------------------------------------
@@ -196,11 +231,23 @@ std::vector<TensorMeta> meta_max_pool2d(const Args& a) {
 }
 
 std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta>& out) {
-  Tensor x = contiguous_input(a.tensor(0));
+  const Tensor result = empty_from_meta(out[0]);
+  const Tensor& in = a.tensor(0);
+  // A channels-last input (and so result) is pooled as rows of channels; any other layout plane
+  // by plane in NCHW order (and copied into a channels-last result).
+  if (result.suggest_memory_format() == MemoryFormat::ChannelsLast &&
+      in.suggest_memory_format() == MemoryFormat::ChannelsLast &&
+      in.strides() == channels_last_strides(in.sizes())) {
+    PoolGeometry g =
+        pool_geometry(in, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
+    dispatch_dtype(in.dtype(), [&]<typename T>() {
+      max_pool_nhwc(g, in.data_ptr<T>(), result.data_ptr<T>(), in.size(0), in.size(1));
+    });
+    return one(result);
+  }
+  Tensor x = contiguous_input(in);
   PoolGeometry g =
       pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
-  // A channels-last result is pooled plane by plane and copied into its layout.
-  const Tensor result = empty_from_meta(out[0]);
   Tensor r = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     using C = acc_type<T>;

@@ -69,6 +69,29 @@ TEST(MemoryFormat, BatchNormOnChannelsLastMatchesNchw) {
   }
 }
 
+// Max pooling reads a channels-last input as rows of channels: the values of NCHW pooling for
+// every window form (padding, stride, dilation, ceil_mode, more channels than one register
+// chunk), NaN propagating, integer dtypes too.
+TEST(MemoryFormat, MaxPoolOnChannelsLastMatchesNchw) {
+  struct Form {
+    Shape k, stride, pad, dil;
+    bool ceil;
+  };
+  for (DType t : {kFloat32, kFloat64, kInt32}) {
+    Tensor x = random({2, 70, 11, 9}, t, -50, 50);
+    if (t == kFloat32) x = where(random({2, 70, 11, 9}) > 1.8, NAN, x);
+    Tensor xc = x.contiguous(MemoryFormat::ChannelsLast);
+    for (const Form& f :
+         {Form{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false}, Form{{2, 3}, {1, 2}, {0, 1}, {2, 1}, true},
+          Form{{3, 2}, {}, {0, 0}, {1, 1}, true}}) {
+      Tensor want = max_pool2d(x, f.k, f.stride, f.pad, f.dil, f.ceil);
+      Tensor got = max_pool2d(xc, f.k, f.stride, f.pad, f.dil, f.ceil);
+      expect_channels_last(got, "max_pool2d");
+      EXPECT_TRUE(allclose(got, want, 0, 0, /*equal_nan=*/true)) << dtype_name(t);
+    }
+  }
+}
+
 // The ops around a convolution keep its layout, and compute what they compute on NCHW.
 TEST(MemoryFormat, OpsKeepChannelsLast) {
   Tensor x = random({2, 8, 9, 7}), w = random({6, 8, 3, 3}), b = random({6});
