@@ -12,13 +12,13 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    cudaError_t e = (x);                                                           \
-    if (e != cudaSuccess) {                                                        \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e));                          \
-      std::exit(1);                                                                \
-    }                                                                              \
+#define CHECK(x)                                          \
+  do {                                                    \
+    cudaError_t e = (x);                                  \
+    if (e != cudaSuccess) {                               \
+      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      std::exit(1);                                       \
+    }                                                     \
   } while (0)
 
 __device__ __forceinline__ float4 load4(const float* p, bool stream) {
@@ -29,6 +29,15 @@ __device__ __forceinline__ void store4(float* p, float4 v, bool stream) {
     __stcs(reinterpret_cast<float4*>(p), v);
   else
     *reinterpret_cast<float4*>(p) = v;
+}
+
+// bn_relu of the four elements from flat index i of an NCHW tensor (planes of hw, c channels).
+__device__ __forceinline__ float4 bn_relu4(float4 o, long i, const float* __restrict__ scale,
+                                           const float* __restrict__ shift, int hw, int c) {
+  const int ch = static_cast<int>((i / hw) % c);
+  const float s = scale[ch], b = shift[ch];
+  return make_float4(fmaxf(o.x * s + b, 0.f), fmaxf(o.y * s + b, 0.f), fmaxf(o.z * s + b, 0.f),
+                     fmaxf(o.w * s + b, 0.f));
 }
 
 // `op` 0: copy; 1: bn_relu. Each thread takes U float4s, BLOCK * 4 elements apart (coalesced);
@@ -50,14 +59,7 @@ __global__ void __launch_bounds__(BLOCK)
     const long i = base + static_cast<long>(k) * BLOCK * 4;
     if (i + 4 > n) continue;
     float4 o = v[k];
-    if (op == 1) {
-      const int ch = static_cast<int>((i / hw) % c);
-      const float s = scale[ch], b = shift[ch];
-      o.x = fmaxf(o.x * s + b, 0.f);
-      o.y = fmaxf(o.y * s + b, 0.f);
-      o.z = fmaxf(o.z * s + b, 0.f);
-      o.w = fmaxf(o.w * s + b, 0.f);
-    }
+    if (op == 1) o = bn_relu4(o, i, scale, shift, hw, c);
     store4(y + i, o, STREAM);
   }
 }
@@ -71,14 +73,7 @@ __global__ void __launch_bounds__(256)
   for (long i = (static_cast<long>(blockIdx.x) * 256 + threadIdx.x) * 4; i + 4 <= n;
        i += static_cast<long>(gridDim.x) * 256 * 4) {
     float4 o = load4(x + i, STREAM);
-    if (op == 1) {
-      const int ch = static_cast<int>((i / hw) % c);
-      const float s = scale[ch], b = shift[ch];
-      o.x = fmaxf(o.x * s + b, 0.f);
-      o.y = fmaxf(o.y * s + b, 0.f);
-      o.z = fmaxf(o.z * s + b, 0.f);
-      o.w = fmaxf(o.w * s + b, 0.f);
-    }
+    if (op == 1) o = bn_relu4(o, i, scale, shift, hw, c);
     store4(y + i, o, STREAM);
   }
 }
@@ -146,17 +141,16 @@ int main() {
                 bytes / roof * 1e3);
     for (int op : {0, 1}) {
       auto report = [&](const char* name, double ms) {
-        std::printf("%-8s %-34s %.4f ms  %5.1f%% of the copy roofline\n",
-                    op ? "bn_relu" : "copy", name, ms, 100 * bytes / roof / (ms * 1e-3));
+        std::printf("%-8s %-34s %.4f ms  %5.1f%% of the copy roofline\n", op ? "bn_relu" : "copy",
+                    name, ms, 100 * bytes / roof / (ms * 1e-3));
       };
       auto blocks = [&](int per_block) {
         return static_cast<unsigned>((s.n / 4 + per_block - 1) / per_block);
       };
-#define VARIANT(U, B, ST)                                                                     \
-  report("U=" #U " block=" #B " stream=" #ST, timer.median_ms([&] {                          \
-           pointwise<U, B, ST><<<blocks(U * B), B>>>(src, scale, shift, dst, s.n, s.hw, s.c, \
-                                                     op);                                    \
-         }))
+#define VARIANT(U, B, ST)                                                                 \
+  report("U=" #U " block=" #B " stream=" #ST, timer.median_ms([&] {                       \
+    pointwise<U, B, ST><<<blocks(U* B), B>>>(src, scale, shift, dst, s.n, s.hw, s.c, op); \
+  }))
       VARIANT(1, 256, false);
       VARIANT(2, 256, false);
       VARIANT(4, 256, false);
@@ -174,8 +168,8 @@ int main() {
         char name[64];
         std::snprintf(name, sizeof name, "grid-stride %d blocks/SM", waves);
         report(name, timer.median_ms([&] {
-                 grid_stride<false><<<grid, 256>>>(src, scale, shift, dst, s.n, s.hw, s.c, op);
-               }));
+          grid_stride<false><<<grid, 256>>>(src, scale, shift, dst, s.n, s.hw, s.c, op);
+        }));
       }
       CHECK(cudaGetLastError());
     }

@@ -204,7 +204,9 @@ Schedule schedule(const ir::Program& program) {
       if (s.steps[i].kernel < 0) continue;
       Group& g = groups[s.steps[i].kernel];
       FusionDecision d = fits(g, b);
-      if (FusionDecision e = d.ok ? room_for_unrelated(g, b, cpu) : d; !e.ok) d = e;
+      if (d.ok) {
+        if (FusionDecision e = room_for_unrelated(g, b, cpu); !e.ok) d = e;
+      }
       for (auto check : {shares_reads, same_elements}) {
         if (!d.ok) break;
         if (FusionDecision e = check(g, b); !e.ok) d = e;
