@@ -15,7 +15,7 @@ ninja -C build-gpu coil-bench-models > "$OUT/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -40; exit 1; }
 for device in $devices; do
   echo "== models on $device"
-  python3 bench/compare_models.py --coil-bench-models build-gpu/bench/coil-bench-models \
+  python3 -u bench/compare_models.py --coil-bench-models build-gpu/bench/coil-bench-models \
     --device "$device" ${model:+--model "$model"} $quick --json "$OUT/models_$device.json" 2>&1 |
     grep -v "^\s*$" | tail -24
 done
