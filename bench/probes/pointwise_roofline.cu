@@ -12,14 +12,7 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      std::exit(1);                                       \
-    }                                                     \
-  } while (0)
+#include "cuda_timer.cuh"
 
 __device__ __forceinline__ float4 load4(const float* p, bool stream) {
   return stream ? __ldcs(reinterpret_cast<const float4*>(p)) : *reinterpret_cast<const float4*>(p);
@@ -77,36 +70,6 @@ __global__ void __launch_bounds__(256)
     store4(y + i, o, STREAM);
   }
 }
-
-struct Timer {
-  float* flush;
-  size_t flush_bytes = size_t{256} << 20;
-  Timer() { CHECK(cudaMalloc(&flush, flush_bytes)); }
-  template <typename F>
-  double median_ms(F launch, int reps = 40) {
-    launch();
-    std::vector<cudaEvent_t> a(reps), b(reps);
-    for (int r = 0; r < reps; ++r) {
-      CHECK(cudaEventCreate(&a[r]));
-      CHECK(cudaEventCreate(&b[r]));
-      CHECK(cudaMemsetAsync(flush, r, flush_bytes));
-      CHECK(cudaEventRecord(a[r]));
-      launch();
-      CHECK(cudaEventRecord(b[r]));
-    }
-    CHECK(cudaDeviceSynchronize());
-    std::vector<double> t;
-    for (int r = 0; r < reps; ++r) {
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, a[r], b[r]));
-      t.push_back(ms);
-      cudaEventDestroy(a[r]);
-      cudaEventDestroy(b[r]);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
 
 int main() {
   cudaDeviceProp prop;

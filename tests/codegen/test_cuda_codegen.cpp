@@ -96,8 +96,43 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
   g.output(
       {g.call(OpId::softmax, {x, int64_t{1}}), g.call(OpId::layer_norm, {x, Shape{512}, w, w})});
   const std::string source = cuda_module_source(g);
-  EXPECT_NE(source.find("for (i64 coil_base = (i64)threadIdx.x * 4;"), std::string::npos) << source;
+  EXPECT_NE(source.find("for (int coil_k = 0; coil_k < 2; ++coil_k)"), std::string::npos) << source;
   EXPECT_EQ(cuda_compile_errors(g), "");
+
+  // Rows no group covers in runs of four (1000 elements): each pass loops over the row.
+  Graph odd;
+  Node* y = odd.placeholder("y", ops::contiguous_meta(kFloat32, {64, 1000}));
+  odd.output({odd.call(OpId::softmax, {y, int64_t{1}})});
+  const std::string looped = cuda_module_source(odd);
+  EXPECT_NE(looped.find("for (i64 coil_base = (i64)threadIdx.x * 4;"), std::string::npos) << looped;
+  EXPECT_EQ(cuda_compile_errors(odd), "");
+}
+
+// Rows a group of threads covers in runs of four keep the row in registers: softmax's three
+// passes read it from memory once, 128 threads a row, two rows a block; a layer norm's weight,
+// read by one pass, is read there.
+TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4096, 1024}));
+  g.output({g.call(OpId::softmax, {x, int64_t{1}})});
+  const std::string source = cuda_module_source(g);
+  size_t reads = 0;
+  for (size_t at = 0; (at = source.find("coil_vec<float, 4>*>(in0", at)) != std::string::npos; ++at)
+    ++reads;
+  EXPECT_EQ(reads, 1u) << source;
+  EXPECT_NE(source.find("coil_group_all_reduce<128>(acc_"), std::string::npos) << source;
+  EXPECT_NE(source.find("(i64)blockIdx.x * 2 + threadIdx.x / 128"), std::string::npos) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
+
+  Graph norm;
+  Node* y = norm.placeholder("y", ops::contiguous_meta(kFloat32, {4096, 1024}));
+  Node* v = norm.placeholder("v", ops::contiguous_meta(kFloat32, {1024}));
+  norm.output({norm.call(OpId::layer_norm, {y, Shape{1024}, v, v})});
+  const std::string ln = cuda_module_source(norm);
+  EXPECT_NE(ln.find("coil_row0[coil_k] = *reinterpret_cast"), std::string::npos) << ln;
+  EXPECT_EQ(ln.find("coil_row1"), std::string::npos) << ln;
+  EXPECT_EQ(cuda_compile_errors(norm), "");
 }
 
 // Short rows of a fixed length take a thread each (a sum over a batch of 8, a softmax and an
@@ -121,9 +156,10 @@ TEST(CudaCodegen, ShortRowsTakeAThreadEach) {
   long_rows.output({long_rows.call(OpId::sum, {y, Shape{1}})});
   EXPECT_NE(cuda_module_source(long_rows).find("coil_block_reduce(acc_"), std::string::npos);
 
-  // Many rows of a few hundred take a warp each, eight a block (an attention's scores).
+  // Many rows of a few hundred that no group covers in runs of four take a warp each, eight a
+  // block.
   Graph scores;
-  Node* w = scores.placeholder("w", ops::contiguous_meta(kFloat32, {4096, 512}));
+  Node* w = scores.placeholder("w", ops::contiguous_meta(kFloat32, {4096, 500}));
   scores.output({scores.call(OpId::softmax, {w, int64_t{1}})});
   const std::string warp_source = cuda_module_source(scores);
   EXPECT_NE(warp_source.find("coil_warp_all_reduce(acc_"), std::string::npos) << warp_source;

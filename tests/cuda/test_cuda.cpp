@@ -416,6 +416,41 @@ TEST(Cuda, ColumnReductionsMatchTheCpu) {
   }
 }
 
+// Rows a group of threads covers in runs of four (lengths a multiple of 128, up to 8192) hold
+// the row in registers across its passes: group sizes 32 to 256, one row a block or several,
+// an input read by every pass (softmax, layer norm, variance) or by one (a sum), rows whose
+// views are not aligned to a vector (the passes then loop one element at a time), and rows of
+// a batch of run-time size; eager and compiled, against the CPU.
+TEST(Cuda, RowsInRegistersMatchTheCpu) {
+  COIL_REQUIRE_GPU();
+  auto f = [](const Tensor& x, const Tensor& w) {
+    return std::vector<Tensor>{softmax(x, 1), layer_norm(x, {x.size(1)}, w, w), x.var({1}),
+                               x.sum({1}), log_softmax(x * 2.0, 1)};
+  };
+  auto cf = compile(f), dynamic = compile(f, {.dynamic = true});
+  for (auto [rows, cols, offset] : {std::tuple{2048, 512, 0},
+                                    {4096, 1024, 0},
+                                    {6, 8192, 0},
+                                    {10, 256, 0},
+                                    {3000, 768, 0},
+                                    {20, 4096, 1},
+                                    {2048, 1024, 2}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols) + " at offset " +
+                 std::to_string(offset));
+    // A view `offset` elements into each row of a wider tensor: its rows start unaligned.
+    Tensor x = random({rows, cols + offset}).slice(1, offset, cols + offset);
+    Tensor w = random({cols});
+    const std::vector<Tensor> want = f(x, w), eager = f(x.cuda(), w.cuda());
+    const std::vector<Tensor> compiled = cf(x.cuda(), w.cuda());
+    const std::vector<Tensor> symbolic = dynamic(x.cuda(), w.cuda());
+    for (size_t i = 0; i < want.size(); ++i) {
+      expect_same(eager[i], want[i], "eager " + std::to_string(i), 1e-4, 1e-4);
+      expect_same(compiled[i], want[i], "compiled " + std::to_string(i), 1e-4, 1e-4);
+      expect_same(symbolic[i], want[i], "dynamic " + std::to_string(i), 1e-4, 1e-4);
+    }
+  }
+}
+
 TEST(Cuda, CpuScalarsMixWithGpuTensors) {
   COIL_REQUIRE_GPU();
   Tensor x = random({5, 7}), s = random({});

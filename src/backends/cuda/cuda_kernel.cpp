@@ -42,6 +42,9 @@ struct VectorAccess {
   DType dtype;
   bool store;
   std::string name;  // the register array holding the kVector values
+  // A row kernel's input that several passes read: the registers holding the thread's runs of
+  // it (indexed by coil_k), read once before the first pass; empty for the others.
+  std::string cache;
   std::string at() const {
     return offset->is_const(0) ? buffer : buffer + " + (" + sym::to_c(offset) + ")";
   }
@@ -232,9 +235,9 @@ class Printer {
     };
     for (const VectorAccess& a : lanes.vectors)
       w_.line(vec_type(a) + " " + a.name +
-              (a.store ? ";"
-                       : " = *reinterpret_cast<const " + vec_type(a) + "*>(" + a.at() +
-                             " + coil_base);"));
+              (a.store            ? ";"
+               : !a.cache.empty() ? " = " + a.cache + "[coil_k];"
+                                  : " = " + vector_load(a, "coil_base") + ";"));
     {
       w_.line("#pragma unroll");
       auto each = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
@@ -276,9 +279,13 @@ class Printer {
   }
 
   // Rows a block each (`threads` meeting in block reductions); with per_warp a row per warp
-  // (threads / 32 rows a block, warp shuffles and no block barrier); with per_thread a row per
-  // thread, folded in order; with columns 32 rows a block, kColumnParts threads down each.
-  void row_body(const Kernel& k, int64_t threads, RowMode mode) {
+  // (threads / 32 rows a block, warp shuffles and no block barrier); with per_group a row per
+  // `launch.group` threads, each pass unrolled over the thread's runs of four elements and the
+  // inputs several passes read held in registers; with per_thread a row per thread, folded in
+  // order; with columns 32 rows a block, kColumnParts threads down each.
+  void row_body(const Kernel& k, const RowLaunch& launch) {
+    const int64_t threads = launch.block;
+    const RowMode mode = launch.mode;
     const sym::Expr rows = sym_numel(k.outer), r_numel = sym_numel(k.inner);
     sym::Expr row = sym::index_var("row", rows);
     sym::Expr r = sym::index_var("r", r_numel);
@@ -290,10 +297,54 @@ class Printer {
     nodes_.clear();
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
     const bool per_thread = mode == RowMode::per_thread, columns = mode == RowMode::columns;
-    const bool per_warp = mode == RowMode::per_warp;
+    const bool per_warp = mode == RowMode::per_warp, per_group = mode == RowMode::per_group;
     const std::string t = std::to_string(threads), rn = sym::to_c(r_numel);
+    const std::string group = std::to_string(launch.group);
     std::string first_thread = "if (threadIdx.x == 0) ";
-    if (per_warp) {
+    const std::vector<codegen::RowBlock> blocks = codegen::row_blocks(bk);
+    // Each pass's vector accesses (none where it keeps to the scalar loop), and for per_group
+    // the registers of the inputs read by several passes.
+    std::vector<std::vector<VectorAccess>> pass_vectors(blocks.size());
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (blocks[i].outer || per_thread || columns) continue;
+      std::vector<VectorAccess> v = vector_accesses(blocks[i].section, r);
+      if (std::any_of(v.begin(), v.end(), [](const VectorAccess& a) { return !a.store; }))
+        pass_vectors[i] = std::move(v);
+    }
+    std::vector<VectorAccess> cached =
+        per_group ? cache_rows(pass_vectors, launch.vectors) : std::vector<VectorAccess>{};
+    if (per_group) {
+      w_.line("const int coil_t = threadIdx.x % " + group + ";");
+      w_.line("const i64 row = (i64)blockIdx.x * " + std::to_string(threads / launch.group) +
+              " + threadIdx.x / " + group + ";");
+      first_thread = "if (coil_t == 0) ";
+      int reductions = 0;
+      for (const KernelNode& n : bk.nodes) reductions += n.reduce.has_value();
+      if (launch.group > 32)
+        w_.line("__shared__ double coil_smem[" + std::to_string(reductions * threads / 32) + "];");
+      // One check of every pass's vectors: the unrolled passes, or all of them one by one.
+      // (In the order of first use, as the per-pass checks: layers alike print alike, whatever
+      // their buffers' names.)
+      std::vector<std::string> checks;
+      for (const std::vector<VectorAccess>& v : pass_vectors)
+        for (const VectorAccess& a : v) {
+          const std::string check = "coil_vec_aligned<4>(" + a.at() + ")";
+          if (std::find(checks.begin(), checks.end(), check) == checks.end())
+            checks.push_back(check);
+        }
+      std::string fast;
+      for (const std::string& c : checks) fast += (fast.empty() ? "" : " && ") + c;
+      w_.line("const bool coil_fast = " + (fast.empty() ? std::string("true") : fast) + ";");
+      for (const VectorAccess& a : cached)
+        w_.line(std::string("coil_vec<") + memory_type(a.dtype) + ", 4> " + a.cache + "[" +
+                std::to_string(launch.vectors) + "];");
+      if (!cached.empty()) {
+        auto fast_path = w_.block("if (coil_fast)");
+        auto runs = unrolled_runs(launch);
+        for (const VectorAccess& a : cached)
+          w_.line(a.cache + "[coil_k] = " + vector_load(a, "coil_base") + ";");
+      }
+    } else if (per_warp) {
       // A warp past the last row leaves whole: nothing in this kernel waits for it.
       w_.line("const int coil_lane = threadIdx.x & 31;");
       w_.line("const i64 row = (i64)blockIdx.x * " + std::to_string(threads / 32) +
@@ -316,7 +367,9 @@ class Printer {
       w_.line("__shared__ double coil_smem[66];");
       w_.line("const i64 row = blockIdx.x;");
     }
-    for (const codegen::RowBlock& blk : codegen::row_blocks(bk)) {
+    int reduction = 0;  // per_group: the reductions' slots in coil_smem
+    for (size_t bi = 0; bi < blocks.size(); ++bi) {
+      const codegen::RowBlock& blk = blocks[bi];
       if (blk.outer) {
         CudaEmitter em = emitter();
         const KernelNode& n = *blk.outer;
@@ -341,19 +394,30 @@ class Printer {
       auto scalar_loop = [&] {
         auto live = w_.block(columns ? "if (coil_live)" : "");
         auto loop =
-            w_.block(per_thread ? "for (i64 r = 0; r < " + rn + "; ++r)"
-                     : per_warp ? "for (i64 r = coil_lane; r < " + rn + "; r += 32)"
-                     : columns  ? "for (i64 r = threadIdx.x >> 5; r < " + rn +
+            w_.block(per_thread  ? "for (i64 r = 0; r < " + rn + "; ++r)"
+                     : per_warp  ? "for (i64 r = coil_lane; r < " + rn + "; r += 32)"
+                     : per_group ? "for (i64 r = coil_t; r < " + rn + "; r += " + group + ")"
+                     : columns   ? "for (i64 r = threadIdx.x >> 5; r < " + rn +
                                      "; r += " + std::to_string(kColumnParts) + ")"
                                : "for (i64 r = threadIdx.x; r < " + rn + "; r += " + t + ")");
         CudaEmitter em = emitter();
         fold_pass(em, blk.section, nullptr);
       };
-      const std::vector<VectorAccess> vectors =
-          columns ? std::vector<VectorAccess>{} : vector_accesses(blk.section, r);
-      if (per_thread || vectors.empty() ||
-          std::none_of(vectors.begin(), vectors.end(),
-                       [](const VectorAccess& a) { return !a.store; })) {
+      std::vector<VectorAccess>& vectors = pass_vectors[bi];
+      if (vectors.empty()) {
+        scalar_loop();
+      } else if (per_group) {
+        for (VectorAccess& a : vectors)
+          for (const VectorAccess& c : cached)
+            if (!a.store && a.buffer == c.buffer && a.offset == c.offset) a.cache = c.cache;
+        {
+          auto vector_path = w_.block("if (coil_fast)");
+          auto runs = unrolled_runs(launch);
+          vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
+            fold_pass(em, blk.section, &lanes);
+          });
+        }
+        auto scalar_path = w_.block("else");
         scalar_loop();
       } else {
         const std::string v = std::to_string(kVector);
@@ -385,11 +449,17 @@ class Printer {
                     "_i, coil_smem);");
           w_.line("const i64 " + red + " = " + a + "_i;");
         } else {
+          const std::string part =
+              "(" + type + "*)(coil_smem + " + std::to_string(reduction++ * threads / 32) + ")";
           w_.line("const " + type + " " + red + " = " +
                   (per_thread ? a
                    : per_warp ? "coil_warp_all_reduce(" + a + ", " + fold(*n->reduce) + ")"
-                   : columns  ? "coil_column_reduce(" + a + ", " + fold(*n->reduce) + ", coil_smem)"
-                              : "coil_block_reduce(" + a + ", " + fold(*n->reduce) + ", (" + type +
+                   : per_group && launch.group == 32
+                       ? "coil_warp_all_reduce(" + a + ", " + fold(*n->reduce) + ")"
+                   : per_group ? "coil_group_all_reduce<" + group + ">(" + a + ", " +
+                                     fold(*n->reduce) + ", " + part + ")"
+                   : columns ? "coil_column_reduce(" + a + ", " + fold(*n->reduce) + ", coil_smem)"
+                             : "coil_block_reduce(" + a + ", " + fold(*n->reduce) + ", (" + type +
                                    ")" + identity(*n->reduce, dt) + ", coil_smem)") +
                   ";");
         }
@@ -407,6 +477,48 @@ class Printer {
   const std::vector<sym::Expr>& divisors() const { return divisors_; }
 
  private:
+  static std::string vector_load(const VectorAccess& a, const std::string& at) {
+    return "*reinterpret_cast<const coil_vec<" + std::string(memory_type(a.dtype)) + ", " +
+           std::to_string(kVector) + ">*>(" + a.at() + " + " + at + ")";
+  }
+
+  // A per_group pass over the thread's runs of the row, unrolled: run coil_k from coil_base on.
+  CodeWriter::Scope unrolled_runs(const RowLaunch& launch) {
+    w_.line("#pragma unroll");
+    CodeWriter::Scope runs =
+        w_.block("for (int coil_k = 0; coil_k < " + std::to_string(launch.vectors) + "; ++coil_k)");
+    w_.line("const i64 coil_base = ((i64)coil_k * " + std::to_string(launch.group) +
+            " + coil_t) * " + std::to_string(kVector) + ";");
+    return runs;
+  }
+
+  // The loads of a per_group kernel's inputs that two or more passes read (the same buffer at
+  // the same offset), each given its registers, while they hold at most kCachedBytes a thread.
+  static std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>>& passes,
+                                              int64_t vectors) {
+    constexpr int64_t kCachedBytes = 256;  // 64 registers
+    std::vector<VectorAccess> out;
+    int64_t bytes = 0;
+    for (size_t p = 0; p < passes.size(); ++p)
+      for (const VectorAccess& a : passes[p]) {
+        if (a.store || std::any_of(out.begin(), out.end(), [&](const VectorAccess& c) {
+              return c.buffer == a.buffer && c.offset == a.offset;
+            }))
+          continue;
+        const bool again = std::any_of(passes.begin() + p + 1, passes.end(), [&](const auto& q) {
+          return std::any_of(q.begin(), q.end(), [&](const VectorAccess& b) {
+            return !b.store && b.buffer == a.buffer && b.offset == a.offset;
+          });
+        });
+        const int64_t size = vectors * kVector * static_cast<int64_t>(itemsize(a.dtype));
+        if (!again || bytes + size > kCachedBytes) continue;
+        bytes += size;
+        out.push_back(a);
+        out.back().cache = "coil_row" + std::to_string(out.size() - 1);
+      }
+    return out;
+  }
+
   static const VectorAccess* find(const Lanes& lanes, const std::string& buffer, sym::Expr index) {
     for (const VectorAccess& a : lanes.vectors)
       if (a.buffer == buffer && index - lanes.var == a.offset) return &a;
@@ -475,7 +587,7 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
   if (rows) {
     const RowLaunch launch = row_launch(rewritten, program);
     block = launch.block;
-    pr.row_body(rewritten, block, launch.mode);
+    pr.row_body(rewritten, launch);
     src.launch = {launch.grid, block, 0};
     std::map<const KernelNode*, size_t> pass_of;
     std::vector<codegen::RowBlock> bs = codegen::row_blocks(rewritten);

@@ -94,6 +94,20 @@ template <typename T, typename F> __device__ __forceinline__ T coil_warp_all_red
   for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(COIL_FULL_MASK, v, o));
   return v;
 }
+// The fold over the N threads of a row (N a multiple of 32; the block's rows are N threads
+// apart) in every one of them: each warp's value in part (blockDim.x / 32 slots that serve
+// this reduction alone, so one barrier), then every thread folds its row's warps in order.
+template <int N, typename T, typename F> __device__ __forceinline__ T coil_group_all_reduce(T v, F f, T* part) {
+  v = coil_warp_all_reduce(v, f);
+  if (N == 32) return v;
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  const T* mine = part + (threadIdx.x / N) * (N / 32);
+  T r = mine[0];
+  #pragma unroll
+  for (int w = 1; w < N / 32; ++w) r = f(r, mine[w]);
+  return r;
+}
 template <typename T, typename F> __device__ T coil_block_reduce(T v, F f, T identity, void* smem) {
   T* part = (T*)smem;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;

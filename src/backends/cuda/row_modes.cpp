@@ -26,12 +26,23 @@ constexpr int64_t kThreadRowMax = 32;
 // fill the GPU, was faster; few long columns are split by lowering first (split_columns in
 // src/lower/reduce.cpp), so that their partials are such a kernel.
 constexpr int64_t kColumnMinRows = 4096;
-// Rows of a fixed length up to this long, when there are at least kWarpMinRows of them, take a
-// warp each (eight a block): a block per row of an attention's 512 scores kept half its threads
-// idle and met at two barriers per reduction; a warp reduces with shuffles alone. Fewer rows keep a
-// block each, whose blocks fill the GPU.
+// Rows of a fixed length up to this long that no group below covers, when there are at least
+// kWarpMinRows of them, take a warp each (eight a block): a block per row of 512 scores kept
+// half its threads idle and met at two barriers per reduction; a warp reduces with shuffles
+// alone. Fewer rows keep a block each, whose blocks fill the GPU.
 constexpr int64_t kWarpRowMax = 1024;
 constexpr int64_t kWarpMinRows = 2048;
+// Rows of a fixed length that a group of threads covers in runs of four elements, at most
+// kGroupMaxVectors runs a thread, take such a group each: every pass over the row is unrolled
+// over the thread's runs, so that all its loads are in flight at once, and the inputs that
+// several passes read are read from memory once, into registers (cuda_kernel.cpp). A
+// hand-written layer norm and softmax showed the shape: 128 threads a row with two to eight
+// runs each, two rows a block (bench/probes/row_kernels.cu). The group sizes in order of
+// preference, each taken only where it gives every thread at least two runs (a row of 768 is
+// 64 threads of three runs); 256 for rows too long for 128. A group of more than a warp meets
+// at one barrier per reduction (coil_group_all_reduce), so a block holds no row past the end.
+constexpr int64_t kGroupMaxVectors = 8;
+constexpr int64_t kGroupSizes[] = {128, 64, 32, 256};
 
 // Whether `index` differs between the first rows at r = 0: a value a row reads that the next
 // row reads too (a layer norm's statistics per token, read by each of a block's 32 columns) is
@@ -109,6 +120,22 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
     return {RowMode::per_thread, kRowBlock, sym::floordiv(rows + (kRowBlock - 1), kRowBlock)};
   if (program.hint(rows) >= kColumnMinRows && r_numel >= kColumnParts && reads_columns(k, program))
     return {RowMode::columns, 32 * kColumnParts, sym::floordiv(rows + 31, 32)};
+  if (fixed && warp_reducible(k)) {
+    for (int64_t min_vectors : {2, 1})
+      for (int64_t group : kGroupSizes) {
+        const int64_t vectors = r_numel / (4 * group);
+        if (r_numel % (4 * group) != 0 || vectors < min_vectors || vectors > kGroupMaxVectors)
+          continue;
+        // Two or more rows a block where there are rows enough to fill the GPU and they divide
+        // (a block never has a row past the end: its threads meet at barriers).
+        int64_t per_block = kRowBlock / std::min(group, kRowBlock);
+        if (program.hint(rows) < kWarpMinRows || !rows->is_const() ||
+            rows->value() % per_block != 0)
+          per_block = 1;
+        return {RowMode::per_group, group * per_block, sym::floordiv(rows, per_block), group,
+                vectors};
+      }
+  }
   if (fixed && r_numel <= kWarpRowMax && program.hint(rows) >= kWarpMinRows && warp_reducible(k))
     return {RowMode::per_warp, kRowBlock,
             sym::floordiv(rows + (kRowBlock / 32 - 1), kRowBlock / 32)};

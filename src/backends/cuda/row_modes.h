@@ -1,7 +1,7 @@
 // How the threads of a CUDA row kernel (a reduction's rows, with the passes over each) take its
-// rows: a block each, a warp each, a thread each, or 32 columns a block; with the block's width
-// and the grid. Also the binding of a kernel's loop variables to the thread's indices, which the
-// choice and the printer share.
+// rows: a block each, a warp each, a group of threads each with the row in registers, a thread
+// each, or 32 columns a block; with the block's width and the grid. Also the binding of a kernel's
+// loop variables to the thread's indices, which the choice and the printer share.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +15,15 @@ namespace coil::cuda {
 // A column kernel takes 32 rows (columns of memory) a block and this many threads down each.
 inline constexpr int64_t kColumnParts = 16;
 
-enum class RowMode { per_block, per_warp, per_thread, columns };
+enum class RowMode { per_block, per_warp, per_group, per_thread, columns };
 
 struct RowLaunch {
   RowMode mode;
   int64_t block;   // threads
   sym::Expr grid;  // blocks
+  // per_group: `group` threads a row (block / group rows a block), each holding `vectors` runs
+  // of four consecutive elements of it, the runs group * 4 elements apart.
+  int64_t group = 0, vectors = 0;
 };
 
 // The launch of the row kernel `k` (its variances already two passes).
