@@ -5,7 +5,9 @@
 //              [--reps N] [--dynamic] [--tf32] [--mode reduce-overhead]
 //
 // --dynamic compiles every workload with dynamic=true: its graph over size symbols, its kernels
-// taking their sizes at run time (docs/dynamic.md), to compare with the static graphs. --mode
+// taking their sizes at run time (docs/dynamic.md), and compares it with the static graph: the
+// two called in turns in the same process ("dynamic / static"), so that a shared machine's
+// drift moves both alike. --mode
 // compiles them in another mode than "default" (reduce-overhead: CUDA graphs, docs/cuda.md).
 // --tf32 lets float32 products and convolutions on the GPU use TF32 (off by default, as in
 // PyTorch's products); the report says which was used.
@@ -225,6 +227,40 @@ double device_ms(const std::function<Tensor(const std::vector<Tensor>&)>& f,
   return median(t);
 }
 
+// The median times (on the GPU, device times) of programs called in turns, call by call, so
+// that a shared machine's drift from second to second moves them alike. Consecutive calls read
+// different input sets: a program called right after another on the same inputs found them in
+// the cache (a static instance_norm "took" 1.6x its dynamic twin's time, on 2 cores).
+std::vector<double> medians_in_turns(const std::vector<Program>& fs,
+                                     const std::vector<std::vector<Tensor>>& sets, int reps) {
+  for (const Program& f : fs)
+    for (int w = 0; w < 3; ++w) f(sets[static_cast<size_t>(w) % sets.size()]);
+  sync();
+  Tensor flush = g_on_gpu ? empty({64 << 20}, kFloat32, bench_device()) : Tensor();
+  std::vector<std::vector<double>> t(fs.size());
+  auto start = Clock::now();
+  for (int r = 0; more_calls(r, reps, start, 1000); ++r)
+    for (size_t k = 0; k < fs.size(); ++k) {
+      const std::vector<Tensor>& in = sets[(static_cast<size_t>(r) * fs.size() + k) % sets.size()];
+      if (g_on_gpu) {
+        flush.zero_();
+        cuda::Event a(true), b(true);
+        a.record();
+        fs[k](in);
+        b.record();
+        b.synchronize();
+        t[k].push_back(a.elapsed_time(b));
+      } else {
+        auto t0 = Clock::now();
+        fs[k](in);
+        t[k].push_back(ms_since(t0));
+      }
+    }
+  std::vector<double> out;
+  for (const std::vector<double>& v : t) out.push_back(median(v));
+  return out;
+}
+
 // The library's own time for a workload's products at their shapes, each called alone on
 // contiguous operands (what the compiled program's matmuls cannot beat), against the compiled
 // program's: the two take turns call by call, each over its own rotated inputs (as many copies
@@ -405,11 +441,28 @@ int run_bench(int argc, char** argv) {
     auto [in_turns, lib] = w.matmul_bound ? library_in_turns(cf, sets, products, o.reps)
                                           : std::pair<double, double>{NAN, NAN};
     double warm = warm_first_call_ms(w.name, o);
+    // --dynamic: the static graph beside it, in turns (its result checked too).
+    double static_turn = NAN, dynamic_turn = NAN;
+    if (o.dynamic) {
+      use_dynamic_shapes(false);
+      Program static_fn = w.compiled(o.gpu);
+      use_dynamic_shapes(true);
+      const double static_err = mismatch(static_fn(first), want);
+      good = good && static_err <= 1e-3;
+      ok = ok && good;
+      const std::vector<double> t = medians_in_turns({static_fn, cf}, sets, o.reps);
+      static_turn = t[0];
+      dynamic_turn = t[1];
+    }
     const double timed = gpu ? device : compiled;  // what "of roof" compares
     std::printf(
         "%-15s %10.3f %10.3f %7.2fx %10.3f %10.3f %6.0f%% %6.0f%% %7lld %9.1fms %9.1fms %6s\n",
         w.name.c_str(), eager, compiled, eager / compiled, device, roof, 100 * roof / timed,
         100 * lib / in_turns, static_cast<long long>(kernels), cold, warm, good ? "ok" : "FAIL");
+    if (o.dynamic)
+      std::printf("%-15s dynamic / static, in turns%s: %.3f / %.3f ms = %.2f\n", "",
+                  gpu ? " (device time)" : "", dynamic_turn, static_turn,
+                  dynamic_turn / static_turn);
     auto or_null = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
     report["workloads"].push_back({{"name", w.name},
                                    {"program", w.program},
@@ -423,6 +476,8 @@ int run_bench(int argc, char** argv) {
                                    {"bound", w.matmul_bound ? "blas" : "memory"},
                                    {"library_ms", or_null(lib)},
                                    {"compiled_in_turns_ms", or_null(in_turns)},
+                                   {"dynamic_in_turns_ms", or_null(dynamic_turn)},
+                                   {"static_in_turns_ms", or_null(static_turn)},
                                    {"kernels", kernels},
                                    {"first_call_cold_ms", cold},
                                    {"first_call_warm_new_process_ms", warm},
