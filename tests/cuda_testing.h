@@ -15,6 +15,7 @@
 #include "compile/stages.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
+#include "testing.h"
 
 #include <regex>
 #include <sstream>
@@ -27,6 +28,20 @@
   } while (0)
 
 namespace coil::testing {
+
+// A GPU result against the CPU's. The GPU's sums run in another order than the CPU's: float32
+// results agree to a few ulps of the largest value involved, not of each element.
+inline void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string& what,
+                        double rtol = 2e-5, double atol = 0) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(gpu.device(), kCUDA);
+  ASSERT_EQ(gpu.dtype(), cpu.dtype());
+  ASSERT_EQ(gpu.sizes(), cpu.sizes());
+  Tol tol = tol_for(cpu.dtype());
+  if (!is_floating(cpu.dtype())) tol = {0, 0};
+  expect_close(gpu.cpu(), values(cpu), cpu.sizes(), std::max(tol.rtol, rtol),
+               std::max(tol.atol, atol));
+}
 
 // The CUDA module `graph`'s kernels make after the inductor stages ("" when it has none).
 // Needs coil built with CUDA, not a GPU.

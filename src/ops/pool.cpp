@@ -98,8 +98,6 @@ void for_each_plane(const Tensor& x, Tensor& out, const Planes& p, F plane) {
   }
 }
 
-Tensor contiguous_input(const Tensor& x) { return x.is_contiguous() ? x : contiguous_copy(x); }
-
 // The taps [first, last) of a window starting at `start` that fall inside [0, size).
 std::pair<int64_t, int64_t> taps_inside(int64_t start, const Window& w, int64_t size) {
   int64_t first = start < 0 ? (-start + w.dil - 1) / w.dil : 0;
@@ -245,7 +243,7 @@ std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta
     });
     return one(result);
   }
-  Tensor x = contiguous_input(in);
+  Tensor x = as_contiguous(in);
   PoolGeometry g =
       pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
   Tensor r = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
@@ -299,7 +297,7 @@ std::vector<TensorMeta> meta_avg_pool2d(const Args& a) {
 }
 
 std::vector<Tensor> eager_avg_pool2d(const Args& a, const std::vector<TensorMeta>& out) {
-  Tensor x = contiguous_input(a.tensor(0));
+  Tensor x = as_contiguous(a.tensor(0));
   PoolGeometry g = pool_geometry(x, "avg_pool2d", a.ints(1), a.ints(2), a.ints(3), {1}, a.b(4));
   bool include_pad = a.b(5);
   Tensor r = empty_from_meta(out[0]);
@@ -335,7 +333,7 @@ std::vector<TensorMeta> meta_adaptive_avg_pool2d(const Args& a) {
 }
 
 std::vector<Tensor> eager_adaptive_avg_pool2d(const Args& a, const std::vector<TensorMeta>& out) {
-  Tensor x = contiguous_input(a.tensor(0));
+  Tensor x = as_contiguous(a.tensor(0));
   Planes p = pool_planes(x, "adaptive_avg_pool2d");
   Tensor r = empty_from_meta(out[0]);
   int64_t oh = r.size(-2), ow = r.size(-1);
@@ -372,7 +370,7 @@ Tensor pool_input_grad(const Tensor& grad_output, const Tensor& self, const Plan
              describe(self));
   // A channels-last result (the input is) is computed plane by plane and copied into its layout.
   const Tensor result = empty_from_meta(out);
-  Tensor g = contiguous_input(grad_output),
+  Tensor g = as_contiguous(grad_output),
          r = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
   const int64_t out_plane = g.size(-1) * g.size(-2), in_plane = p.h * p.w;
   dispatch_floating(self.dtype(), [&]<typename T>() {
@@ -410,7 +408,7 @@ std::vector<TensorMeta> meta_max_pool2d_backward(const Args& a) {
 
 // Each window's gradient goes to the tap the forward took: the first maximum (or first NaN).
 std::vector<Tensor> eager_max_pool2d_backward(const Args& a, const std::vector<TensorMeta>& out) {
-  Tensor x = contiguous_input(a.tensor(1));
+  Tensor x = as_contiguous(a.tensor(1));
   PoolGeometry g =
       pool_geometry(x, "max_pool2d_backward", a.ints(2), a.ints(3), a.ints(4), a.ints(5), a.b(6));
   auto scatter = [&]<typename C>(const auto* gp, C* acc, int64_t plane, C) {
@@ -438,7 +436,7 @@ std::vector<TensorMeta> meta_max_pool2d_double_backward(const Args& a) {
 // (0 for a window with no tap inside the input): the adjoint of max_pool2d_backward.
 std::vector<Tensor> eager_max_pool2d_double_backward(const Args& a,
                                                      const std::vector<TensorMeta>& out) {
-  Tensor grad = contiguous_input(a.tensor(0)), x = contiguous_input(a.tensor(1));
+  Tensor grad = as_contiguous(a.tensor(0)), x = as_contiguous(a.tensor(1));
   PoolGeometry g = pool_geometry(x, "max_pool2d_double_backward", a.ints(2), a.ints(3), a.ints(4),
                                  a.ints(5), a.b(6));
   Tensor r = empty_from_meta(out[0]);

@@ -3,8 +3,9 @@
 // over the CUDA runtime in runtime/cuda/ when coil is built with a CUDA toolkit; without one,
 // runtime/no_cuda.cpp says so in a coil::Error ("coil was built without CUDA").
 //
-// Every kernel, library call and copy coil makes on a device goes to that device's stream, so
-// work is ordered without synchronising; the host waits only where it reads device memory
+// Every kernel, library call and copy coil makes on a device goes to the thread's current
+// stream of that device (coil's own unless a StreamGuard chose another), so work is ordered
+// without synchronising; the host waits only where it reads device memory
 // (copies to the host, item(), printing) or asks to (coil::cuda::synchronize).
 #pragma once
 
@@ -30,13 +31,23 @@ int device_count();
 void check_device(const Device& device, const char* what);
 // Makes `device` current on this thread (its context is created on first use).
 void set_device(int device);
-// coil's stream on `device` (a cudaStream_t).
+// The calling thread's current stream of `device` (a cudaStream_t): coil's own unless a
+// StreamGuard set another; every kernel, library call and copy goes there.
 void* stream(int device);
+// coil's own stream of `device`.
+void* default_stream(int device);
+// Makes `stream` the calling thread's current stream of `device` (coil's own: the default).
+void set_current_stream(int device, void* stream);
+// Waits for the current stream of `device`.
 void synchronize(int device);
 
-// Device memory from the caching allocator, for work on coil's stream.
+// Device memory from the caching allocator, for work on the current stream (the cache keeps
+// freed blocks per stream).
 void* allocate(size_t nbytes, int device);
 void free(void* ptr, int device);
+// The block at `ptr` (an allocation's start) is used by work on `stream` too: once freed, it
+// returns to the cache when that stream's work queued until then is done.
+void record_stream(void* ptr, void* stream, int device);
 
 // Copies `nbytes` between any two devices (host included). The host waits when the
 // destination is host memory; otherwise the copy is queued on the device's stream.

@@ -20,6 +20,9 @@ int device_count() { return 0; }
 void check_device(const Device& device, const char* what) { unavailable(what); }
 void set_device(int) { unavailable("cuda"); }
 void* stream(int) { unavailable("cuda"); }
+void* default_stream(int) { unavailable("cuda"); }
+void set_current_stream(int, void*) { unavailable("cuda"); }
+void record_stream(void*, void*, int) {}
 void synchronize(int) { unavailable("cuda::synchronize"); }
 void* allocate(size_t, int) { unavailable("cuda"); }
 void free(void*, int) {}
@@ -59,6 +62,17 @@ Event::~Event() = default;
 Event::Event(Event&&) noexcept = default;
 Event& Event::operator=(Event&&) noexcept = default;
 void Event::record() { unavailable("coil::cuda::Event::record"); }
+void Event::record(const Stream&) { unavailable("coil::cuda::Event::record"); }
+Stream::Stream(int) { unavailable("coil::cuda::Stream"); }
+Stream Stream::current(int) { unavailable("coil::cuda::Stream::current"); }
+Stream Stream::default_stream(int) { unavailable("coil::cuda::Stream::default_stream"); }
+bool Stream::query() const { return true; }
+void Stream::synchronize() const {}
+void Stream::wait_stream(const Stream&) const { unavailable("coil::cuda::Stream::wait_stream"); }
+void Stream::wait_event(const Event&) const { unavailable("coil::cuda::Stream::wait_event"); }
+StreamGuard::StreamGuard(const Stream&) { unavailable("coil::cuda::StreamGuard"); }
+StreamGuard::~StreamGuard() = default;
+void record_stream(const Tensor&, const Stream&) { unavailable("coil::cuda::record_stream"); }
 bool Event::query() const { return true; }
 void Event::synchronize() const {}
 double Event::elapsed_time(const Event&) const { unavailable("coil::cuda::Event::elapsed_time"); }

@@ -146,6 +146,15 @@ bool constant_stride(Expr e, Expr v, int64_t* stride) {
   return true;
 }
 
+bool same_over_aligned_runs(Expr e, Expr v, int64_t width) {
+  COIL_ASSERT(v->kind() == Kind::Var && v->range().lo == 0 && width > 0,
+              "same_over_aligned_runs over ", to_string(v));
+  if (!depends_on(e, v)) return true;
+  const Expr q = var(v->name() + "_run", {0, v->range().hi / width});
+  const Expr j = var(v->name() + "_in_run", {0, width - 1});
+  return !depends_on(substitute(e, {{v, add(mul(q, constant(width)), j)}}), j);
+}
+
 int64_t divisor_of(Expr e) {
   using detail::gcd_with;
   const std::vector<Expr>& a = e->args();

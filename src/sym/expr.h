@@ -165,6 +165,12 @@ inline bool steps_by_one(Expr e, Expr v) {
   int64_t s = 0;
   return constant_stride(e, v, &s) && s == 1;
 }
+// Whether e takes one value over each run of `width` consecutive values of v that starts at a
+// multiple of width (and lies in v's range, which must start at 0): a vectorised thread's
+// elements reading a channel's parameter, (i % 200704) // 3136 for width 4. With v = width*q +
+// j, j in [0, width), the simplifier's floor-div/mod forms leave j out; false when they cannot
+// show it (a run-time divisor).
+bool same_over_aligned_runs(Expr e, Expr v, int64_t width);
 // Whether the divisor of a FloorDiv or Mod node is a constant (else a size expression).
 inline bool has_const_divisor(Expr e) { return e->args()[1]->is_const(); }
 // A positive constant that divides every value of `e`, the largest the structure shows

@@ -135,6 +135,24 @@ TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
   EXPECT_EQ(cuda_compile_errors(norm), "");
 }
 
+// A vectorised thread's four elements of an NCHW tensor lie in one channel when a plane's size
+// divides by four: the channel's parameter is read at the first of them (the compiler merges
+// the four reads and what follows from them alone); with planes of odd size, at each.
+TEST(CudaCodegen, ParametersOfAChannelAreReadOncePerVector) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  for (auto [plane, once] : {std::pair{56, true}, {7, false}}) {
+    Graph g;
+    Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {32, 64, plane, plane}));
+    Node* w = g.placeholder("w", ops::contiguous_meta(kFloat32, {64, 1, 1}));
+    g.output({g.call(OpId::relu, {g.call(OpId::mul, {x, w})})});
+    const std::string source = cuda_module_source(g);
+    const std::string first = "[(coil_base % " + std::to_string(64 * plane * plane) + ") / " +
+                              std::to_string(plane * plane) + "]";
+    EXPECT_EQ(source.find(first) != std::string::npos, once) << source;
+    EXPECT_EQ(cuda_compile_errors(g), "");
+  }
+}
+
 // Short rows of a fixed length take a thread each (a sum over a batch of 8, a softmax and an
 // argmax over rows of 5), many rows of up to 1024 a warp each, long rows and rows of run-time
 // length a block each; all compile.

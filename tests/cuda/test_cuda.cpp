@@ -19,24 +19,6 @@
 using namespace coil;
 using namespace coil::testing;
 
-namespace {
-
-// The GPU's sums run in another order than the CPU's: float32 results agree to a few ulps of the
-// largest value involved, not of each element.
-void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string& what, double rtol = 2e-5,
-                 double atol = 0) {
-  SCOPED_TRACE(what);
-  ASSERT_EQ(gpu.device(), kCUDA);
-  ASSERT_EQ(gpu.dtype(), cpu.dtype());
-  ASSERT_EQ(gpu.sizes(), cpu.sizes());
-  Tol tol = tol_for(cpu.dtype());
-  if (!is_floating(cpu.dtype())) tol = {0, 0};
-  expect_close(gpu.cpu(), values(cpu), cpu.sizes(), std::max(tol.rtol, rtol),
-               std::max(tol.atol, atol));
-}
-
-}  // namespace
-
 TEST(Cuda, WithoutAGpuMovingThereIsAClearError) {
   if (cuda::is_available()) GTEST_SKIP() << "a GPU is present";
   Tensor x = ones({2, 3});
@@ -716,6 +698,23 @@ TEST(Cuda, PoolingRunsOnTheGpu) {
        [](const Tensor& x) {
          return adaptive_avg_pool2d(x, {3, 2});
        }},
+      // What cuDNN has no form of: coil's own kernels.
+      {"avg 2x2 s2 ceil_mode",
+       [](const Tensor& x) {
+         return avg_pool2d(x, {2, 2}, {2, 2}, {0, 0}, true);
+       }},
+      {"avg 3x3 s2 p1 ceil_mode, padding not counted",
+       [](const Tensor& x) {
+         return avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, true, false);
+       }},
+      {"adaptive 5x3 (windows of two sizes)",
+       [](const Tensor& x) {
+         return adaptive_avg_pool2d(x, {5, 3});
+       }},
+      {"adaptive 7x13 (more cells than rows)",
+       [](const Tensor& x) {
+         return adaptive_avg_pool2d(x, {7, 13});
+       }},
   };
   auto run = [](const Pool& pool, const Tensor& input, const Tensor& g, Device device) {
     Tensor x = input.detach().to(device).requires_grad_();
@@ -751,10 +750,11 @@ TEST(Cuda, PoolingRunsOnTheGpu) {
                     {dx.to(d), x.to(d), Shape{3, 3}, Shape{2, 2}, Shape{1, 1}, Shape{2, 2}, true});
   };
   expect_same(second(kCUDA), second(kCPU), "max_pool2d_double_backward, dilated, ceil_mode");
-  // Average pooling with ceil_mode: the CPU's kernel on copies, the same results.
-  const std::string fallback = log_of("device_eager", [&] {
-    expect_same(avg_pool2d(x.cuda(), {2, 2}, {2, 2}, {0, 0}, true),
-                avg_pool2d(x, {2, 2}, {2, 2}, {0, 0}, true), "ceil_mode");
-  });
-  EXPECT_NE(fallback.find("runs on the CPU"), std::string::npos) << fallback;
+  // Average pooling of integers (truncating, as the CPU) with ceil_mode, and compiled.
+  expect_same(avg_pool2d(ints.cuda(), {2, 2}, {2, 2}, {0, 0}, true),
+              avg_pool2d(ints, {2, 2}, {2, 2}, {0, 0}, true), "int64 avg_pool2d, ceil_mode");
+  auto pools = [](const Tensor& t) {
+    return avg_pool2d(t, {3, 3}, {2, 2}, {1, 1}, true, false) + adaptive_avg_pool2d(t, {6, 6});
+  };
+  expect_same(compile(pools)(x.cuda()), pools(x), "compiled");
 }

@@ -1,4 +1,4 @@
-// coil::cuda::Event (as torch.cuda.Event): marks in coil's stream that the host can wait for and
+// coil::cuda::Event (as torch.cuda.Event): marks in a stream that the host can wait for and
 // time the GPU's work between. Skips where there is no GPU; the error paths run everywhere.
 #include <coil/coil.h>
 #include <coil/cuda.h>

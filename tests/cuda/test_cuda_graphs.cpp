@@ -13,13 +13,6 @@ using namespace coil::testing;
 
 namespace {
 
-void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
-  SCOPED_TRACE(what);
-  ASSERT_EQ(gpu.device(), kCUDA);
-  ASSERT_EQ(gpu.sizes(), cpu.sizes());
-  expect_close(gpu.cpu(), values(cpu), cpu.sizes(), 2e-5, 1e-5);
-}
-
 CompileOptions reduce_overhead(std::optional<bool> dynamic = std::nullopt) {
   CompileOptions o;
   o.mode = "reduce-overhead";

@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/avg_pool.h"
 #include "backends/cuda/max_pool.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "backends/cuda/scan_scatter.h"
@@ -104,6 +105,13 @@ TEST(CudaRuntimeKernels, MaxPoolCompilesWithNvrtc) {
   for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kUInt8}) {
     SCOPED_TRACE(dtype_name(t));
     EXPECT_EQ(nvrtc_errors(cuda::max_pool_kernel_source(t)), "");
+  }
+}
+
+TEST(CudaRuntimeKernels, AvgPoolCompilesWithNvrtc) {
+  for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64}) {
+    SCOPED_TRACE(dtype_name(t));
+    EXPECT_EQ(nvrtc_errors(cuda::avg_pool_kernel_source(t)), "");
   }
 }
 

@@ -38,6 +38,37 @@ TEST(SymAnalysis, ConstantStride) {
   EXPECT_EQ(untouched, 42);
 }
 
+// Each verdict checked against the values: a "same" index takes one value over every aligned
+// run of four, and a "not same" one differs within some run.
+TEST(SymAnalysis, SameOverAlignedRuns) {
+  const Expr i = index_var("i", 32 * 64 * 3136);
+  const Expr s = var("s", {1, 1 << 20});
+  struct Case {
+    Expr e;
+    bool same;
+  };
+  for (const Case& c :
+       {Case{floordiv(mod(i, 200704), 3136), true},  // a channel, NCHW
+        Case{floordiv(i, 8), true}, Case{mod(floordiv(i, 4), 7) * 3 + 1, true},
+        Case{constant(5), true}, Case{floordiv(mod(i, 200700), 3135), false},  // planes of odd size
+        Case{mod(i, 64), false},                                               // a channel, NHWC
+        Case{floordiv(i, 2), false},
+        Case{floordiv(i, s * 4), false}}) {  // a run-time divisor: not shown
+    SCOPED_TRACE(to_string(c.e));
+    EXPECT_EQ(same_over_aligned_runs(c.e, i, 4), c.same);
+    bool differs = false;
+    for (int64_t q = 0; q < 60000 && !differs; q += 7)
+      for (int64_t j = 1; j < 4; ++j) {
+        std::unordered_map<Expr, int64_t> at = {{i, 4 * q}, {s, 3}},
+                                          next = {{i, 4 * q + j}, {s, 3}};
+        differs = differs || evaluate(c.e, at) != evaluate(c.e, next);
+      }
+    if (c.same) {
+      EXPECT_FALSE(differs);
+    }
+  }
+}
+
 TEST(SymAnalysis, DivisorOf) {
   EXPECT_EQ(divisor_of(x * 8 + z * 4), 4);
   EXPECT_EQ(divisor_of(x * 8 + z * 4 + 2), 2);

@@ -94,18 +94,21 @@ struct DeviceHandle {
   void* workspace = nullptr;
 };
 
-// A handle and a workspace per device, kept for the process.
-DeviceHandle& handle(int device) {
+// A handle per device and a workspace per stream of it (products on two streams may run at
+// once), kept for the process, as the streams are.
+DeviceHandle handle(int device, void* stream) {
   static std::mutex mutex;
-  static auto* handles = new std::map<int, DeviceHandle>();
+  static auto* handles = new std::map<int, cublasLtHandle_t>();
+  static auto* workspaces = new std::map<void*, void*>();
   std::lock_guard<std::mutex> lock(mutex);
-  DeviceHandle& h = (*handles)[device];
-  if (!h.handle) {
+  cublasLtHandle_t& h = (*handles)[device];
+  if (!h) {
     set_device(device);
-    check_lt(lt().create(&h.handle), "cublasLtCreate");
-    h.workspace = allocate(kWorkspace, device);
+    check_lt(lt().create(&h), "cublasLtCreate");
   }
-  return h;
+  void*& w = (*workspaces)[stream];
+  if (!w) w = allocate(kWorkspace, device);  // (from the stream's own cache)
+  return {h, w};
 }
 
 // One operand as cuBLASLt sees it: the column-major matrix its memory holds (rows x cols, ld)
@@ -449,7 +452,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, const Ten
   else if (epilogue == Epilogue::relu)
     p.epilogue = CUBLASLT_EPILOGUE_RELU;
   p.add_c = bias.defined() && !vector_bias;
-  DeviceHandle& h = handle(p.device);
+  const DeviceHandle h = handle(p.device, stream(p.device));
   const double one = 1.0, beta_d = p.add_c ? 1.0 : 0.0;
   const float onef = 1.0f, beta_f = p.add_c ? 1.0f : 0.0f;
   const bool f64 = p.dtype == kFloat64;

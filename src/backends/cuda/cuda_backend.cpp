@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/avg_pool.h"
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cudnn_calls.h"
 #include "backends/cuda/cuda_prelude.h"
@@ -54,6 +55,17 @@ std::optional<PoolWindow> pool_window(OpId op, const Args& a) {
   if (a.b(self + 4)) return std::nullopt;  // ceil_mode
   return PoolWindow{kernel, stride.empty() ? kernel : pair(stride), pair(a.ints(self + 3)),
                     a.b(self + 5)};
+}
+
+// The same pool as coil's own kernels take it: any window.
+AvgPoolWindow avg_window(OpId op, const Args& a) {
+  if (op == OpId::adaptive_avg_pool2d || op == OpId::adaptive_avg_pool2d_backward)
+    return {true, {}, {}, {}, false};
+  const size_t self = op == OpId::avg_pool2d_backward ? 1 : 0;
+  auto pair = [](const Shape& v) { return std::array<int64_t, 2>{v[0], v.back()}; };
+  const Shape& stride = a.ints(self + 2);
+  return {false, pair(a.ints(self + 1)), pair(stride.empty() ? a.ints(self + 1) : stride),
+          pair(a.ints(self + 3)), a.b(self + 5)};
 }
 
 // The window of max_pool2d (input at 0) or of its gradients (input at 1): kernel, stride
@@ -147,18 +159,25 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
         max_pool2d_double_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
       return std::vector<Tensor>{out};
     }
-    // Average pooling and its gradients: cuDNN's, where it has the pool.
+    // Average pooling and its gradients: cuDNN's, where it has the pool (and loads); else
+    // kernels of coil's own (avg_pool.h): ceil_mode, uneven adaptive windows, integers.
     case OpId::avg_pool2d:
     case OpId::adaptive_avg_pool2d:
     case OpId::avg_pool2d_backward:
     case OpId::adaptive_avg_pool2d_backward: {
+      const bool forward = op == OpId::avg_pool2d || op == OpId::adaptive_avg_pool2d;
       const std::optional<PoolWindow> w = pool_window(op, a);
-      if (!w || !cudnn_available()) return std::nullopt;
       Tensor out = empty_from_meta(metas.at(0));
-      if (op == OpId::avg_pool2d || op == OpId::adaptive_avg_pool2d)
-        pool2d_forward(a.tensor(0), out, *w);
-      else
-        pool2d_backward(a.tensor(0), a.tensor(1), out, *w);
+      if (w && cudnn_available() && is_floating(a.tensor(0).dtype())) {
+        if (forward)
+          pool2d_forward(a.tensor(0), out, *w);
+        else
+          pool2d_backward(a.tensor(0), a.tensor(1), out, *w);
+      } else if (forward) {
+        avg_pool2d(a.tensor(0), out, avg_window(op, a));
+      } else {
+        avg_pool2d_backward(a.tensor(0), out, avg_window(op, a));
+      }
       return std::vector<Tensor>{out};
     }
     // Attention without a mask (or with a causal one) and without dropout: coil's fused kernel;

@@ -244,9 +244,21 @@ class Printer {
       w_.line("const i64 " + sym::to_c(lanes.var) + " = coil_base + coil_j;");
       CudaEmitter em = emitter();
       em.load_override = [&](const ir::ValueNode& load) -> std::optional<std::string> {
-        const VectorAccess* a = find(lanes, load.buffer(), load.index());
-        if (!a || a->store) return std::nullopt;
-        return from_memory(load.dtype(), a->name + ".v[coil_j]");
+        if (const VectorAccess* a = find(lanes, load.buffer(), load.index()))
+          return a->store ? std::nullopt
+                          : std::optional(from_memory(load.dtype(), a->name + ".v[coil_j]"));
+        // The same element for the run's kVector elements (a channel's parameter read by flat
+        // index, (i % (C*HW)) // HW with HW a multiple of four): read at the run's first
+        // element, so that the run's reads, and what is computed from them alone, are one
+        // (the compiler merges the unrolled copies) instead of a division chain each.
+        if (load.is_indirect() || nodes_.count(load.buffer()) ||
+            !sym::depends_on(load.index(), lanes.var) ||
+            !sym::same_over_aligned_runs(load.index(), lanes.var, kVector))
+          return std::nullopt;
+        const sym::Expr first = sym::index_var("coil_base", lanes.var->range().hi + 1);
+        return from_memory(load.dtype(),
+                           load.buffer() + "[" +
+                               em.index(sym::substitute(load.index(), {{lanes.var, first}})) + "]");
       };
       body(em, lanes);
     }

@@ -95,7 +95,7 @@ void check_dnn(cudnnStatus_t s, const char* what) {
              " failed: ", dnn().error_string(s));
 }
 
-// Kept for the process.
+// Kept for the process; its work goes to the calling thread's current stream.
 cudnnHandle_t handle(int device) {
   static std::mutex mutex;
   static auto* handles = new std::map<int, cudnnHandle_t>();
@@ -104,8 +104,8 @@ cudnnHandle_t handle(int device) {
   if (!h) {
     set_device(device);
     check_dnn(dnn().create(&h), "cudnnCreate");
-    check_dnn(dnn().set_stream(h, static_cast<cudaStream_t>(stream(device))), "cudnnSetStream");
   }
+  check_dnn(dnn().set_stream(h, static_cast<cudaStream_t>(stream(device))), "cudnnSetStream");
   return h;
 }
 
@@ -125,7 +125,7 @@ cudnnDataType_t data_type(DType t) {
   }
 }
 
-Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : contiguous_copy(t); }
+Tensor dense(const Tensor& t) { return as_contiguous(t); }
 const void* ptr(const Tensor& t) { return t.impl()->data(); }
 void* mut_ptr(const Tensor& t) { return t.impl()->data(); }
 

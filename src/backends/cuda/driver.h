@@ -40,8 +40,15 @@ class CudaModule : public jit::Module {
   mutable std::map<std::string, void*> functions_;
 };
 
-// Launches `function` on device `device`'s coil stream: `grid` blocks of `block` threads, with
-// `shared` bytes of dynamic shared memory; `args[i]` points at the value of parameter i.
+// The grid of a grid-stride kernel over n items with `block` threads a block: a thread an item,
+// in at most `most` blocks (the threads then loop).
+inline unsigned grid_stride_blocks(int64_t n, int64_t block, int64_t most) {
+  const int64_t b = (n + block - 1) / block;
+  return static_cast<unsigned>(b < most ? b : most);
+}
+
+// Launches `function` on the current stream of device `device`: `grid` blocks of `block` threads,
+// with `shared` bytes of dynamic shared memory; `args[i]` points at the value of parameter i.
 // coil::Error naming `kernel` when the launch fails.
 void launch(void* function, const std::string& kernel, int device, unsigned grid, unsigned block,
             unsigned shared, void** args);

@@ -19,9 +19,7 @@ namespace {
 
 constexpr int kBlock = 256;
 
-unsigned blocks(int64_t n) {
-  return static_cast<unsigned>(std::min<int64_t>((n + kBlock - 1) / kBlock, 1 << 20));
-}
+unsigned blocks(int64_t n) { return grid_stride_blocks(n, kBlock, 1 << 20); }
 
 // The geometry both kernels take, by value (the source's struct has the same layout).
 struct Geometry {
@@ -47,8 +45,6 @@ Geometry geometry_of(const Tensor& x, int64_t oh, int64_t ow, const MaxPoolWindo
           win.dilation[0],
           win.dilation[1]};
 }
-
-Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : contiguous_copy(t); }
 
 void* kernel(int device, DType t, const char* name) {
   return hand_written_kernel(device, std::string("max_pool_") + dtype_short_name(t), name,
@@ -167,14 +163,14 @@ extern "C" __global__ void coil_max_pool_grad()" +
 
 void max_pool2d(const Tensor& x_in, const Tensor& out, const MaxPoolWindow& w) {
   if (out.numel() == 0) return;
-  const Tensor x = contiguous(x_in);
+  const Tensor x = as_contiguous(x_in);
   launch_taps(x, &x, &out, nullptr, geometry_of(x, out.size(-2), out.size(-1), w));
 }
 
 void max_pool2d_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& dx,
                          const MaxPoolWindow& w) {
   if (dx.numel() == 0) return;
-  const Tensor x = contiguous(x_in), gy = contiguous(gy_in);
+  const Tensor x = as_contiguous(x_in), gy = as_contiguous(gy_in);
   const Geometry g = geometry_of(x, gy.size(-2), gy.size(-1), w);
   const Tensor taps = empty_contiguous(gy.sizes(), kInt32, x.device());
   launch_taps(x, nullptr, nullptr, taps.impl()->data(), g);
@@ -192,7 +188,7 @@ void max_pool2d_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& 
 void max_pool2d_double_backward(const Tensor& grad_in, const Tensor& x_in, const Tensor& out,
                                 const MaxPoolWindow& w) {
   if (out.numel() == 0) return;
-  const Tensor x = contiguous(x_in), grad = contiguous(grad_in);
+  const Tensor x = as_contiguous(x_in), grad = as_contiguous(grad_in);
   launch_taps(x, &grad, &out, nullptr, geometry_of(x, out.size(-2), out.size(-1), w));
 }
 

@@ -136,10 +136,7 @@ Geometry geometry(const Tensor& dst, const Tensor* src, const char* what) {
   return g;
 }
 
-unsigned blocks(int64_t n) {
-  const int64_t b = (n + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(std::min<int64_t>(b, 65535));
-}
+unsigned blocks(int64_t n) { return grid_stride_blocks(n, kBlock, 65535); }
 
 void copy_kernel(const Tensor& dst, const Tensor& src) {
   Geometry g = geometry(dst, &src, "copy_");

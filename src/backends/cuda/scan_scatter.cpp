@@ -19,9 +19,7 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kMaxRank = 8;
 
-unsigned blocks(int64_t n) {
-  return static_cast<unsigned>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65535));
-}
+unsigned blocks(int64_t n) { return grid_stride_blocks(n, kBlock, 65535); }
 
 }  // namespace
 
@@ -55,7 +53,7 @@ extern "C" __global__ void coil_cumsum()" +
 
 void cumsum(const Tensor& x_in, int64_t dim, const Tensor& out) {
   if (out.numel() == 0) return;
-  const Tensor x = x_in.is_contiguous() ? x_in : contiguous_copy(x_in);
+  const Tensor x = as_contiguous(x_in);
   int64_t outer = 1, len = x.dim() == 0 ? 1 : x.size(dim), inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d)
     if (d != dim) (d < dim ? outer : inner) *= x.size(d);

@@ -1,4 +1,5 @@
-// Devices, coil's stream on each, copies and errors, over the CUDA runtime API.
+// Devices, coil's stream on each and the thread's current one, copies and errors, over the CUDA
+// runtime API.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -109,7 +110,25 @@ void set_device(int device) {
   check(cudaSetDevice(device), "cudaSetDevice");
 }
 
-void* stream(int device) { return state(device).stream; }
+namespace {
+// The calling thread's current stream per device (StreamGuard); null: coil's own.
+thread_local std::vector<void*> current_streams;
+}  // namespace
+
+void* default_stream(int device) { return state(device).stream; }
+
+void* stream(int device) {
+  const auto d = static_cast<size_t>(device);
+  if (d < current_streams.size() && current_streams[d]) return current_streams[d];
+  return state(device).stream;
+}
+
+void set_current_stream(int device, void* stream) {
+  state(device);
+  const auto d = static_cast<size_t>(device);
+  if (current_streams.size() <= d) current_streams.resize(d + 1, nullptr);
+  current_streams[d] = stream == state(device).stream ? nullptr : stream;
+}
 
 void note_launch(int device, const char* kind, std::string_view name) {
   DeviceState& s = state(device);
@@ -119,7 +138,7 @@ void note_launch(int device, const char* kind, std::string_view name) {
     s.last_name.assign(name);
   }
   if (sync_each_launch())
-    check(cudaStreamSynchronize(s.stream),
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device))),
           ("running " + launch_text(kind, std::string(name)) + " (COIL_CUDA_SYNC=1)").c_str());
 }
 
@@ -144,11 +163,15 @@ void check_stream(int status, int device, const char* what) {
 }
 
 void synchronize(int device) {
-  check_stream(cudaStreamSynchronize(state(device).stream), device, "synchronize");
+  check_stream(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device))), device,
+               "synchronize");
 }
 
 void synchronize() {
-  for (int d = 0; d < device_count(); ++d) synchronize(d);
+  for (int d = 0; d < device_count(); ++d) {
+    set_device(d);
+    check_stream(cudaDeviceSynchronize(), d, "synchronize");
+  }
 }
 
 const DeviceInfo& device_info(int device) { return state(device).info; }
@@ -158,7 +181,7 @@ void copy(void* dst, const Device& dst_device, const void* src, const Device& sr
           size_t nbytes) {
   if (nbytes == 0) return;
   const int d = dst_device.is_cuda() ? dst_device.index : src_device.index;
-  cudaStream_t s = state(d).stream;
+  auto s = static_cast<cudaStream_t>(stream(d));
   set_device(d);
   cudaMemcpyKind kind = dst_device.is_cuda() ? (src_device.is_cuda() ? cudaMemcpyDeviceToDevice
                                                                      : cudaMemcpyHostToDevice)
@@ -185,15 +208,19 @@ void* allocate_pinned(size_t nbytes) {
 }
 
 void free_pinned(void* ptr) {
-  // A copy queued from this memory may still be reading it: the streams finish first.
-  for (int d = 0; d < device_count(); ++d) cudaStreamSynchronize(state(d).stream);
+  // A copy queued from this memory may still be reading it: the devices finish first.
+  for (int d = 0; d < device_count(); ++d) {
+    set_device(d);
+    cudaDeviceSynchronize();
+  }
   cudaFreeHost(ptr);
 }
 
 void copy_from_pinned(void* dst, int device, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
   set_device(device);
-  check_stream(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, state(device).stream),
+  check_stream(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice,
+                               static_cast<cudaStream_t>(stream(device))),
                device, "copy from pinned memory to the GPU");
   note_launch(device, "a copy from pinned memory");
 }
@@ -201,7 +228,8 @@ void copy_from_pinned(void* dst, int device, const void* src, size_t nbytes) {
 void copy_to_pinned(void* dst, const void* src, int device, size_t nbytes) {
   if (nbytes == 0) return;
   set_device(device);
-  check_stream(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, state(device).stream),
+  check_stream(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost,
+                               static_cast<cudaStream_t>(stream(device))),
                device, "copy from the GPU to pinned memory");
   note_launch(device, "a copy to pinned memory");
 }
@@ -209,7 +237,7 @@ void copy_to_pinned(void* dst, const void* src, int device, size_t nbytes) {
 void zero(void* ptr, size_t nbytes, int device) {
   if (nbytes == 0) return;
   set_device(device);
-  check(cudaMemsetAsync(ptr, 0, nbytes, state(device).stream), "zero");
+  check(cudaMemsetAsync(ptr, 0, nbytes, static_cast<cudaStream_t>(stream(device))), "zero");
 }
 
 }  // namespace coil::cuda

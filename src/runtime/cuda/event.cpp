@@ -1,4 +1,4 @@
-// coil::cuda::Event (include/coil/cuda.h): CUDA events on coil's stream of a device.
+// coil::cuda::Event (include/coil/cuda.h): CUDA events on a device's streams.
 #include <cuda_runtime_api.h>
 
 #include <utility>
@@ -40,11 +40,15 @@ Event& Event::operator=(Event&& other) noexcept {
   return *this;
 }
 
-void Event::record() {
+void Event::record() { record(Stream::current(device_)); }
+
+void Event::record(const Stream& stream) {
   COIL_CHECK(event_, "cuda::Event::record: the event was moved from");
+  COIL_CHECK(stream.device() == device_, "cuda::Event::record: the event is of cuda:", device_,
+             ", the stream of cuda:", stream.device());
   set_device(device_);
   check_stream(
-      cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream(device_))),
+      cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream.handle())),
       device_, "cuda::Event::record");
   recorded_ = true;
 }

@@ -120,6 +120,11 @@ void free(void* ptr, int device) {
   cudaFree(ptr);  // synchronises: the kernels that used it are done
 }
 
+void record_stream(void* ptr, void* stream, int device) {
+  // (Without the cache, cudaFree waits for every stream before the memory can be reused.)
+  if (!uncached() && ptr) allocator(device).record_stream(ptr, stream);
+}
+
 void add_graph_pool(void* pool, int device) { allocator(device).add_private_pool(pool); }
 
 void release_graph_pool(void* pool, int device) {
