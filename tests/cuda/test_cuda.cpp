@@ -341,7 +341,8 @@ TEST(Cuda, InPlaceOpsWriteTheirTensor) {
 
 // cumsum and scatter_add run on the GPU (no CPU copies): cumsum in every dim and the dtype rules
 // (integers to int64, dtype=), on a view too, equal to the CPU's sums; scatter_add with repeated
-// targets in each dim and dtype; an index out of range is the CPU's error.
+// targets in each dim and dtype (8-bit integers wrapping, bools or-ed, neighbouring bytes of a
+// word written by other threads); an index out of range is the CPU's error.
 TEST(Cuda, ScanAndScatterRunOnTheGpu) {
   COIL_REQUIRE_GPU();
   const std::string log = log_of("device_eager", [&] {
@@ -353,10 +354,14 @@ TEST(Cuda, ScanAndScatterRunOnTheGpu) {
       expect_same(cumsum(xc.transpose(0, 2), 1, kFloat64), cumsum(x.transpose(0, 2), 1, kFloat64),
                   "cumsum of a view, as float64");
     }
-    for (DType t : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64}) {
+    for (DType t :
+         {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kInt8, kUInt8, kBool}) {
       SCOPED_TRACE(dtype_name(t));
-      Tensor self = is_floating(t) ? random({6, 7}, t) : random({6, 7}, t, -5, 5);
-      Tensor src = is_floating(t) ? random({9, 7}, t) : random({9, 7}, t, -5, 5);
+      // (8-bit sums wrap: values up to 120 make them overflow; bools or.)
+      const double lo = t == kUInt8 ? 0 : t == kBool ? 0 : t == kInt8 ? -120 : -5;
+      const double hi = t == kBool ? 2 : t == kInt8 || t == kUInt8 ? 120 : 5;
+      Tensor self = is_floating(t) ? random({6, 7}, t) : random({6, 7}, t, lo, hi);
+      Tensor src = is_floating(t) ? random({9, 7}, t) : random({9, 7}, t, lo, hi);
       Tensor rows = random({9, 7}, kInt64, 0, 6), cols = random({6, 5}, kInt64, 0, 7);
       expect_same(scatter_add(self.cuda(), 0, rows.cuda(), src.cuda()),
                   scatter_add(self, 0, rows, src), "along dim 0", 1e-2);

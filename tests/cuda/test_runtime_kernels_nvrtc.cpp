@@ -57,11 +57,15 @@ TEST(CudaRuntimeKernels, AttentionCompilesWithNvrtc) {
 }
 
 // cumsum (a floating accumulator) and scatter_add's kinds of addition (64-bit integers by the
-// hardware's atomics, 16-bit floats by compare-and-swap).
+// hardware's atomics, 16-bit floats and bytes by compare-and-swap).
 TEST(CudaRuntimeKernels, ScanAndScatterCompileWithNvrtc) {
   EXPECT_EQ(nvrtc_errors(cuda::cumsum_kernel_source(kFloat16)), "");
   EXPECT_EQ(nvrtc_errors(cuda::scatter_add_kernel_source(kInt64, kInt32)), "");
   EXPECT_EQ(nvrtc_errors(cuda::scatter_add_kernel_source(kBFloat16, kInt64)), "");
+  for (DType t : {kBool, kUInt8, kInt8}) {
+    SCOPED_TRACE(dtype_name(t));
+    EXPECT_EQ(nvrtc_errors(cuda::scatter_add_kernel_source(t, kInt64)), "");
+  }
 }
 
 // A large module compiles as several NVRTC programs side by side, bundled into one binary

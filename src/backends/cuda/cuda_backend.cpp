@@ -124,7 +124,6 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
       return std::vector<Tensor>{out};
     }
     case OpId::scatter_add: {
-      if (!scatter_add_supported(metas.at(0).dtype)) return std::nullopt;
       Tensor out = empty_from_meta(metas.at(0));
       copy_into(out, a.tensor(0));
       scatter_add(out, wrap_dim(a.i64(1), out.dim(), "scatter_add"), a.tensor(2), a.tensor(3));

@@ -68,12 +68,11 @@ void cumsum(const Tensor& x_in, int64_t dim, const Tensor& out) {
   launch(f, "coil_cumsum", device, blocks(lines), kBlock, 0, args);
 }
 
-bool scatter_add_supported(DType t) { return is_floating(t) || t == kInt32 || t == kInt64; }
-
 // One thread per index element: its position unravelled over index's sizes gives the offsets
 // of the index and src elements and, but for the dim, of the target; the index value places it
 // along the dim. 16-bit floats add with a compare-and-swap on the 32-bit word that holds them,
-// rounding as the CPU's float accumulation does.
+// rounding as the CPU's float accumulation does; bytes likewise (8-bit integers wrapping, bools
+// or-ed, as the CPU's accumulate).
 std::string scatter_add_kernel_source(DType t, DType index) {
   const std::string m = memory_type(t), ix = memory_type(index);
   std::string add;
@@ -91,6 +90,21 @@ __device__ void coil_atomic_add(unsigned short* p, unsigned short v) {
           from + "(" + to + "((unsigned short)(seen >> shift)) + " + to +
           R"((v));
     old = atomicCAS(word, seen, (seen & ~(0xffffu << shift)) | ((unsigned)sum << shift));
+  } while (seen != old);
+}
+)";
+  } else if (t == kBool || t == kUInt8 || t == kInt8) {
+    const std::string sum = t == kBool ? "(cur | (unsigned)v) != 0" : "(cur + (unsigned)v) & 0xffu";
+    add = "\n__device__ void coil_atomic_add(" + m + "* p, " + m + R"( v) {
+  unsigned* word = (unsigned*)((u64)p & ~(u64)3);
+  const unsigned shift = ((u64)p & 3) * 8;
+  unsigned old = *word, seen;
+  do {
+    seen = old;
+    const unsigned cur = (seen >> shift) & 0xffu;
+    const unsigned sum = )" +
+          sum + R"(;
+    old = atomicCAS(word, seen, (seen & ~(0xffu << shift)) | (sum << shift));
   } while (seen != old);
 }
 )";

@@ -17,8 +17,6 @@ std::string scatter_add_kernel_source(DType t, DType index);  // coil_scatter_ad
 // (floating dtypes) or wrapping 64-bit integers, as the CPU's kernel does.
 void cumsum(const Tensor& x, int64_t dim, const Tensor& out);
 
-// Whether scatter_add has a GPU kernel for dtype `t` (the 16-, 32- and 64-bit numbers).
-bool scatter_add_supported(DType t);
 // out[... index[p] ...] += src[p] along `dim`, out already holding self (atomic additions: the
 // order of a float sum varies, as PyTorch's on the GPU). An index out of range is a coil::Error
 // naming it, as on the CPU (the host waits for the kernel to know).
