@@ -340,7 +340,8 @@ TEST(Cuda, InPlaceOpsWriteTheirTensor) {
 }
 
 // cumsum and scatter_add run on the GPU (no CPU copies): cumsum in every dim and the dtype rules
-// (integers to int64, dtype=), on a view too, equal to the CPU's sums; scatter_add with repeated
+// (integers to int64, dtype=), on a view too, and over few long lines (in chunks), equal to the
+// CPU's sums; scatter_add with repeated
 // targets in each dim and dtype (8-bit integers wrapping, bools or-ed, neighbouring bytes of a
 // word written by other threads); an index out of range is the CPU's error.
 TEST(Cuda, ScanAndScatterRunOnTheGpu) {
@@ -353,6 +354,12 @@ TEST(Cuda, ScanAndScatterRunOnTheGpu) {
       for (int64_t dim : {0, 1, -1}) expect_same(cumsum(xc, dim), cumsum(x, dim), "cumsum", 1e-4);
       expect_same(cumsum(xc.transpose(0, 2), 1, kFloat64), cumsum(x.transpose(0, 2), 1, kFloat64),
                   "cumsum of a view, as float64");
+      // Few long lines, cut into chunks (a sampler's probabilities over a vocabulary).
+      for (const Shape& s : {Shape{50257}, Shape{3, 100003}, Shape{2, 70001, 2}}) {
+        Tensor y = is_floating(t) ? random(s, t, 0, 1) : random(s, t, 0, 3);
+        const int64_t dim = s.size() == 3 ? 1 : -1;
+        expect_same(cumsum(y.cuda(), dim), cumsum(y, dim), "cumsum of few long lines", 1e-4);
+      }
     }
     for (DType t :
          {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kInt8, kUInt8, kBool}) {

@@ -23,31 +23,65 @@ unsigned blocks(int64_t n) { return grid_stride_blocks(n, kBlock, 65535); }
 
 }  // namespace
 
-// One thread per line along the dim: a line of a contiguous (outer, len, inner) tensor, summed
-// in order, so that the sums are the CPU's (neighbouring threads take neighbouring inner
-// positions: their reads and writes are coalesced when inner > 1).
+// coil_cumsum_chunked without offsets: one thread per line along the dim, a line of a
+// contiguous (outer, len, inner) tensor, summed in order in double (or wrapping 64-bit
+// integers), so that the sums are the CPU's (neighbouring threads take neighbouring inner
+// positions: their reads and writes are coalesced when inner > 1). Few long lines (a sampler's
+// cumulative probabilities over a vocabulary) would leave the GPU idle: each line is then cut
+// into chunks, a thread each, in three kernels: each chunk's sum (coil_cumsum_chunk_sums), the
+// sums before each chunk, a thread per line (coil_cumsum_chunk_offsets), and each chunk's
+// running sums from its offset (coil_cumsum_chunked), whose float results match the CPU's but
+// for double rounding in the chunks' association.
 std::string cumsum_kernel_source(DType t) {
   const bool f = is_floating(t);
   const std::string m = memory_type(t), acc = f ? "double" : "u64";
   const std::string widen = f ? "(double)" + from_memory(t, "in[at]") : "(u64)(i64)in[at]";
   const std::string narrow = to_memory(t, f ? "acc" : "(i64)acc");
-  return cuda_prelude() + R"(
-extern "C" __global__ void coil_cumsum()" +
-         m + R"(* __restrict__ out, const )" + m +
-         R"(* __restrict__ in, i64 lines, i64 len, i64 inner) {
-  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < lines; t += (i64)gridDim.x * blockDim.x) {
-    const i64 base = t / inner * len * inner + t % inner;
-    )" + acc +
-         R"( acc = 0;
-    for (i64 i = 0; i < len; ++i) {
+  const std::string chunk_loop = R"(
+    const i64 line = t / chunks, c = t % chunks;
+    const i64 base = line / inner * len * inner + line % inner, end = min(len, (c + 1) * chunk);
+    for (i64 i = c * chunk; i < end; ++i) {
       const i64 at = base + i * inner;
-      acc += )" +
-         widen + R"(;
+      acc += )" + widen;
+  const std::string each_chunk =
+      "  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < lines * chunks; t += "
+      "(i64)gridDim.x * blockDim.x) {\n";
+  return cuda_prelude() + R"(
+extern "C" __global__ void coil_cumsum_chunk_sums()" +
+         acc + "* __restrict__ sums, const " + m +
+         R"(* __restrict__ in, i64 lines, i64 len, i64 inner, i64 chunks, i64 chunk) {
+)" + each_chunk +
+         "    " + acc + " acc = 0;" + chunk_loop + R"(;
+    }
+    sums[t] = acc;
+  }
+}
+
+extern "C" __global__ void coil_cumsum_chunk_offsets()" +
+         acc + R"(* __restrict__ sums, i64 lines, i64 chunks) {
+  for (i64 line = (i64)blockIdx.x * blockDim.x + threadIdx.x; line < lines; line += (i64)gridDim.x * blockDim.x) {
+    )" + acc +
+         R"( run = 0;
+    for (i64 c = 0; c < chunks; ++c) {
+      const )" +
+         acc + R"( s = sums[line * chunks + c];
+      sums[line * chunks + c] = run;
+      run += s;
+    }
+  }
+}
+
+extern "C" __global__ void coil_cumsum_chunked()" +
+         m + "* __restrict__ out, const " + m + "* __restrict__ in, const " + acc +
+         R"(* __restrict__ offsets, i64 lines, i64 len, i64 inner, i64 chunks, i64 chunk) {
+)" + each_chunk +
+         "    " + acc + " acc = offsets ? offsets[t] : 0;" + chunk_loop + R"(;
       out[at] = )" +
          narrow + R"(;
     }
   }
 }
+
 )";
 }
 
@@ -59,13 +93,40 @@ void cumsum(const Tensor& x_in, int64_t dim, const Tensor& out) {
     if (d != dim) (d < dim ? outer : inner) *= x.size(d);
   const int device = out.device().index;
   const DType t = out.dtype();
-  void* f = hand_written_kernel(device, std::string("cumsum_") + dtype_short_name(t), "coil_cumsum",
-                                [t] { return cumsum_kernel_source(t); });
+  auto kernel = [&](const char* name) {
+    return hand_written_kernel(device, std::string("cumsum_") + dtype_short_name(t), name,
+                               [t] { return cumsum_kernel_source(t); });
+  };
   void* o = out.impl()->data();
   const void* i = x.impl()->data();
   int64_t lines = outer * inner;
-  void* args[] = {&o, &i, &lines, &len, &inner};
-  launch(f, "coil_cumsum", device, blocks(lines), kBlock, 0, args);
+  // Chunks enough for kScanThreads threads, of at least kMinChunk elements, at most
+  // kMaxChunks a line (the offsets' thread walks them in turn).
+  constexpr int64_t kScanThreads = 16384, kMinChunk = 64, kMaxChunks = 2048;
+  int64_t chunks =
+      std::min({(kScanThreads + lines - 1) / lines, (len + kMinChunk - 1) / kMinChunk, kMaxChunks});
+  if (chunks <= 1) {
+    const void* none = nullptr;
+    int64_t one = 1;
+    void* args[] = {&o, &i, &none, &lines, &len, &inner, &one, &len};
+    launch(kernel("coil_cumsum_chunked"), "coil_cumsum_chunked", device, blocks(lines), kBlock, 0,
+           args);
+    return;
+  }
+  int64_t chunk = (len + chunks - 1) / chunks;
+  chunks = (len + chunk - 1) / chunk;
+  const Tensor sums =
+      empty_contiguous({lines * chunks}, is_floating(t) ? kFloat64 : kInt64, out.device());
+  void* s = sums.impl()->data();
+  void* sum_args[] = {&s, &i, &lines, &len, &inner, &chunks, &chunk};
+  launch(kernel("coil_cumsum_chunk_sums"), "coil_cumsum_chunk_sums", device, blocks(lines * chunks),
+         kBlock, 0, sum_args);
+  void* offset_args[] = {&s, &lines, &chunks};
+  launch(kernel("coil_cumsum_chunk_offsets"), "coil_cumsum_chunk_offsets", device, blocks(lines),
+         kBlock, 0, offset_args);
+  void* scan_args[] = {&o, &i, &s, &lines, &len, &inner, &chunks, &chunk};
+  launch(kernel("coil_cumsum_chunked"), "coil_cumsum_chunked", device, blocks(lines * chunks),
+         kBlock, 0, scan_args);
 }
 
 // One thread per index element: its position unravelled over index's sizes gives the offsets

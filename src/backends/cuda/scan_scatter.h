@@ -10,7 +10,7 @@
 
 namespace coil::cuda {
 
-std::string cumsum_kernel_source(DType t);                    // coil_cumsum
+std::string cumsum_kernel_source(DType t);                    // coil_cumsum_*
 std::string scatter_add_kernel_source(DType t, DType index);  // coil_scatter_add
 
 // out (contiguous, x's sizes and dtype) = running sums of x along `dim`, accumulated in double
