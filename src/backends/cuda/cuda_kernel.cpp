@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_expr.h"
 #include "backends/cuda/row_modes.h"
+#include "backends/cuda/vector_access.h"
 #include "codegen/code_writer.h"
 #include "codegen/kernel_args.h"
 #include "codegen/kernel_rewrites.h"
@@ -23,33 +24,6 @@ using schedule::Kernel;
 using schedule::KernelNode;
 
 constexpr int64_t kPointwiseBlock = 256;
-// Elements per thread of a vectorised pointwise kernel: one 16-byte access for float32.
-constexpr int64_t kVector = 4;
-// Where `index` reads `i + offset` with the offset free of i (consecutive elements for
-// consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
-// could never be aligned to a vector.
-std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i) {
-  sym::Expr offset = index - i;
-  if (sym::depends_on(offset, i)) return std::nullopt;
-  if (offset->is_const() && offset->value() % kVector != 0) return std::nullopt;
-  return offset;
-}
-
-// One vector access of a pointwise kernel: `buffer[i + offset]` for kVector consecutive i.
-struct VectorAccess {
-  std::string buffer;
-  sym::Expr offset;
-  DType dtype;
-  bool store;
-  std::string name;  // the register array holding the kVector values
-  // A row kernel's input that several passes read: the registers holding the thread's runs of
-  // it (indexed by coil_k), read once before the first pass; empty for the others.
-  std::string cache;
-  std::string at() const {
-    return offset->is_const(0) ? buffer : buffer + " + (" + sym::to_c(offset) + ")";
-  }
-};
-
 // The kernel parameter holding the divider of its k-th run-time divisor.
 std::string divider_name(size_t k) { return "coil_dv" + std::to_string(k); }
 
@@ -210,8 +184,7 @@ class Printer {
     const std::string v = std::to_string(kVector);
     w_.line("const i64 coil_base = (" + thread + ") * " + v + ";");
     std::string fast = "coil_base + " + v + " <= " + numel;
-    for (const VectorAccess& a : pw.vectors)
-      fast += " && coil_vec_aligned<" + v + ">(" + a.at() + ")";
+    for (const VectorAccess& a : pw.vectors) fast += " && " + a.aligned();
     {
       auto vector_path = w_.block("if (" + fast + ")");
       vector_lanes({pw.vectors, pw.i},
@@ -230,14 +203,11 @@ class Printer {
   void vector_lanes(const Lanes& lanes,
                     const std::function<void(CudaEmitter&, const Lanes&)>& body) {
     const std::string v = std::to_string(kVector);
-    auto vec_type = [&](const VectorAccess& a) {
-      return std::string("coil_vec<") + memory_type(a.dtype) + ", " + v + ">";
-    };
     for (const VectorAccess& a : lanes.vectors)
-      w_.line(vec_type(a) + " " + a.name +
+      w_.line(a.type() + " " + a.name +
               (a.store            ? ";"
                : !a.cache.empty() ? " = " + a.cache + "[coil_k];"
-                                  : " = " + vector_load(a, "coil_base") + ";"));
+                                  : " = " + a.load("coil_base") + ";"));
     {
       w_.line("#pragma unroll");
       auto each = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
@@ -264,7 +234,7 @@ class Printer {
     }
     for (const VectorAccess& a : lanes.vectors)
       if (a.store)
-        w_.line("*reinterpret_cast<" + vec_type(a) + "*>(" + a.at() + " + coil_base) = " + a.name +
+        w_.line("*reinterpret_cast<" + a.type() + "*>(" + a.at() + " + coil_base) = " + a.name +
                 ";");
   }
 
@@ -335,26 +305,14 @@ class Printer {
       if (launch.group > 32)
         w_.line("__shared__ double coil_smem[" + std::to_string(reductions * threads / 32) + "];");
       // One check of every pass's vectors: the unrolled passes, or all of them one by one.
-      // (In the order of first use, as the per-pass checks: layers alike print alike, whatever
-      // their buffers' names.)
-      std::vector<std::string> checks;
-      for (const std::vector<VectorAccess>& v : pass_vectors)
-        for (const VectorAccess& a : v) {
-          const std::string check = "coil_vec_aligned<4>(" + a.at() + ")";
-          if (std::find(checks.begin(), checks.end(), check) == checks.end())
-            checks.push_back(check);
-        }
-      std::string fast;
-      for (const std::string& c : checks) fast += (fast.empty() ? "" : " && ") + c;
-      w_.line("const bool coil_fast = " + (fast.empty() ? std::string("true") : fast) + ";");
+      w_.line("const bool coil_fast = " + aligned(pass_vectors) + ";");
       for (const VectorAccess& a : cached)
-        w_.line(std::string("coil_vec<") + memory_type(a.dtype) + ", 4> " + a.cache + "[" +
-                std::to_string(launch.vectors) + "];");
+        w_.line(a.type() + " " + a.cache + "[" + std::to_string(launch.vectors) + "];");
       if (!cached.empty()) {
         auto fast_path = w_.block("if (coil_fast)");
         auto runs = unrolled_runs(launch);
         for (const VectorAccess& a : cached)
-          w_.line(a.cache + "[coil_k] = " + vector_load(a, "coil_base") + ";");
+          w_.line(a.cache + "[coil_k] = " + a.load("coil_base") + ";");
       }
     } else if (per_warp) {
       // A warp past the last row leaves whole: nothing in this kernel waits for it.
@@ -421,7 +379,7 @@ class Printer {
       } else if (per_group) {
         for (VectorAccess& a : vectors)
           for (const VectorAccess& c : cached)
-            if (!a.store && a.buffer == c.buffer && a.offset == c.offset) a.cache = c.cache;
+            if (!a.store && a.same_element(c)) a.cache = c.cache;
         {
           auto vector_path = w_.block("if (coil_fast)");
           auto runs = unrolled_runs(launch);
@@ -434,8 +392,7 @@ class Printer {
       } else {
         const std::string v = std::to_string(kVector);
         std::string fast = "(" + rn + ") % " + v + " == 0";
-        for (const VectorAccess& a : vectors)
-          fast += " && coil_vec_aligned<" + v + ">(" + a.at() + ")";
+        for (const VectorAccess& a : vectors) fast += " && " + a.aligned();
         {
           auto vector_path = w_.block("if (" + fast + ")");
           auto loop = w_.block(
@@ -489,11 +446,6 @@ class Printer {
   const std::vector<sym::Expr>& divisors() const { return divisors_; }
 
  private:
-  static std::string vector_load(const VectorAccess& a, const std::string& at) {
-    return "*reinterpret_cast<const coil_vec<" + std::string(memory_type(a.dtype)) + ", " +
-           std::to_string(kVector) + ">*>(" + a.at() + " + " + at + ")";
-  }
-
   // A per_group pass over the thread's runs of the row, unrolled: run coil_k from coil_base on.
   CodeWriter::Scope unrolled_runs(const RowLaunch& launch) {
     w_.line("#pragma unroll");
@@ -504,63 +456,15 @@ class Printer {
     return runs;
   }
 
-  // The loads of a per_group kernel's inputs that two or more passes read (the same buffer at
-  // the same offset), each given its registers, while they hold at most kCachedBytes a thread.
-  static std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>>& passes,
-                                              int64_t vectors) {
-    constexpr int64_t kCachedBytes = 256;  // 64 registers
-    std::vector<VectorAccess> out;
-    int64_t bytes = 0;
-    for (size_t p = 0; p < passes.size(); ++p)
-      for (const VectorAccess& a : passes[p]) {
-        if (a.store || std::any_of(out.begin(), out.end(), [&](const VectorAccess& c) {
-              return c.buffer == a.buffer && c.offset == a.offset;
-            }))
-          continue;
-        const bool again = std::any_of(passes.begin() + p + 1, passes.end(), [&](const auto& q) {
-          return std::any_of(q.begin(), q.end(), [&](const VectorAccess& b) {
-            return !b.store && b.buffer == a.buffer && b.offset == a.offset;
-          });
-        });
-        const int64_t size = vectors * kVector * static_cast<int64_t>(itemsize(a.dtype));
-        if (!again || bytes + size > kCachedBytes) continue;
-        bytes += size;
-        out.push_back(a);
-        out.back().cache = "coil_row" + std::to_string(out.size() - 1);
-      }
-    return out;
-  }
-
   static const VectorAccess* find(const Lanes& lanes, const std::string& buffer, sym::Expr index) {
     for (const VectorAccess& a : lanes.vectors)
       if (a.buffer == buffer && index - lanes.var == a.offset) return &a;
     return nullptr;
   }
 
-  // The vector accesses along `var` of `nodes` (a pointwise kernel's, bound to its flat index;
-  // a pass over a row): every store inside the loop (all must be consecutive along var: none
-  // otherwise) and the loads of buffers the kernel does not compute that are.
   std::vector<VectorAccess> vector_accesses(const std::vector<const KernelNode*>& nodes,
-                                            sym::Expr var) {
-    std::vector<VectorAccess> out;
-    auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
-      for (const VectorAccess& a : out)
-        if (a.buffer == buffer && a.offset == offset) return;
-      out.push_back({buffer, offset, dtype, store, "coil_v" + std::to_string(out.size())});
-    };
-    for (const KernelNode* n : nodes) {
-      if (!n->store || n->reduce) continue;
-      std::optional<sym::Expr> offset = unit_offset(n->store_index, var);
-      if (!offset) return {};
-      add(n->buffer, *offset, n->dtype, true);
-    }
-    for (const KernelNode* n : nodes)
-      ir::for_each_load(n->body, [&](const ir::ValueNode& load) {
-        if (load.is_indirect() || nodes_.count(load.buffer())) return;
-        if (std::optional<sym::Expr> offset = unit_offset(load.index(), var))
-          add(load.buffer(), *offset, load.dtype(), false);
-      });
-    return out;
+                                            sym::Expr var) const {
+    return cuda::vector_accesses(nodes, var, [&](const std::string& b) { return nodes_.count(b); });
   }
 
   // A run-time divisor's divider, named by its place in the kernel's list.

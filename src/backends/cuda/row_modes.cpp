@@ -123,8 +123,8 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
   if (fixed && warp_reducible(k)) {
     for (int64_t min_vectors : {2, 1})
       for (int64_t group : kGroupSizes) {
-        const int64_t vectors = r_numel / (4 * group);
-        if (r_numel % (4 * group) != 0 || vectors < min_vectors || vectors > kGroupMaxVectors)
+        const int64_t vectors = r_numel / (kVector * group);
+        if (r_numel % (kVector * group) != 0 || vectors < min_vectors || vectors > kGroupMaxVectors)
           continue;
         // Two or more rows a block where there are rows enough to fill the GPU and they divide
         // (a block never has a row past the end: its threads meet at barriers).

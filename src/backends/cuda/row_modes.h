@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cuda/vector_access.h"
 #include "ir/program.h"
 #include "schedule/kernel.h"
 

@@ -1,0 +1,92 @@
+#include "backends/cuda/vector_access.h"
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_expr.h"
+#include "ir/value.h"
+
+namespace coil::cuda {
+
+std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i) {
+  sym::Expr offset = index - i;
+  if (sym::depends_on(offset, i)) return std::nullopt;
+  if (offset->is_const() && offset->value() % kVector != 0) return std::nullopt;
+  return offset;
+}
+
+std::string VectorAccess::at() const {
+  return offset->is_const(0) ? buffer : buffer + " + (" + sym::to_c(offset) + ")";
+}
+
+std::string VectorAccess::type() const {
+  return std::string("coil_vec<") + memory_type(dtype) + ", " + std::to_string(kVector) + ">";
+}
+
+std::string VectorAccess::load(const std::string& i) const {
+  return "*reinterpret_cast<const " + type() + "*>(" + at() + " + " + i + ")";
+}
+
+std::string VectorAccess::aligned() const {
+  return "coil_vec_aligned<" + std::to_string(kVector) + ">(" + at() + ")";
+}
+
+std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::KernelNode*>& nodes,
+                                          sym::Expr var,
+                                          const std::function<bool(const std::string&)>& computed) {
+  std::vector<VectorAccess> out;
+  auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
+    VectorAccess a{buffer, offset, dtype, store, "coil_v" + std::to_string(out.size()), ""};
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const VectorAccess& o) { return o.same_element(a); }))
+      out.push_back(std::move(a));
+  };
+  for (const schedule::KernelNode* n : nodes) {
+    if (!n->store || n->reduce) continue;
+    std::optional<sym::Expr> offset = unit_offset(n->store_index, var);
+    if (!offset) return {};
+    add(n->buffer, *offset, n->dtype, true);
+  }
+  for (const schedule::KernelNode* n : nodes)
+    ir::for_each_load(n->body, [&](const ir::ValueNode& load) {
+      if (load.is_indirect() || computed(load.buffer())) return;
+      if (std::optional<sym::Expr> offset = unit_offset(load.index(), var))
+        add(load.buffer(), *offset, load.dtype(), false);
+    });
+  return out;
+}
+
+std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>>& passes,
+                                     int64_t vectors) {
+  constexpr int64_t kCachedBytes = 256;  // 64 registers
+  std::vector<VectorAccess> out;
+  int64_t bytes = 0;
+  auto reads = [](const std::vector<VectorAccess>& pass, const VectorAccess& a) {
+    return std::any_of(pass.begin(), pass.end(),
+                       [&](const VectorAccess& b) { return !b.store && b.same_element(a); });
+  };
+  for (size_t p = 0; p < passes.size(); ++p)
+    for (const VectorAccess& a : passes[p]) {
+      if (a.store || reads(out, a)) continue;
+      const bool again = std::any_of(passes.begin() + static_cast<std::ptrdiff_t>(p) + 1,
+                                     passes.end(), [&](const auto& q) { return reads(q, a); });
+      const int64_t size = vectors * kVector * static_cast<int64_t>(itemsize(a.dtype));
+      if (!again || bytes + size > kCachedBytes) continue;
+      bytes += size;
+      out.push_back(a);
+      out.back().cache = "coil_row" + std::to_string(out.size() - 1);
+    }
+  return out;
+}
+
+std::string aligned(const std::vector<std::vector<VectorAccess>>& passes) {
+  std::vector<std::string> checks;
+  for (const std::vector<VectorAccess>& pass : passes)
+    for (const VectorAccess& a : pass)
+      if (std::find(checks.begin(), checks.end(), a.aligned()) == checks.end())
+        checks.push_back(a.aligned());
+  std::string all;
+  for (const std::string& c : checks) all += (all.empty() ? "" : " && ") + c;
+  return all.empty() ? "true" : all;
+}
+
+}  // namespace coil::cuda

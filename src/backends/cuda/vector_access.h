@@ -1,0 +1,62 @@
+// The vector accesses of a CUDA kernel: where consecutive elements for consecutive values of a
+// loop variable (a pointwise kernel's flat index, a row's r) are read or written kVector at a
+// time as one 16-byte (for float32) access of a `coil_vec`, and which of a row kernel's are
+// read by several passes (kept in registers).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/kernel.h"
+#include "sym/expr.h"
+
+namespace coil::cuda {
+
+// Elements per access (and per thread of a vectorised pointwise kernel).
+inline constexpr int64_t kVector = 4;
+
+// Where `index` reads `i + offset` with the offset free of i (consecutive elements for
+// consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
+// could never be aligned to a vector.
+std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i);
+
+// One vector access: `buffer[i + offset]` for kVector consecutive i.
+struct VectorAccess {
+  std::string buffer;
+  sym::Expr offset;
+  DType dtype;
+  bool store;
+  std::string name;  // the register array holding the kVector values
+  // A row kernel's input that several passes read: the registers holding the thread's runs of
+  // it (indexed by coil_k), read once before the first pass; empty for the others.
+  std::string cache;
+
+  std::string at() const;                        // the address of element i = 0
+  std::string type() const;                      // coil_vec<T, kVector>
+  std::string load(const std::string& i) const;  // the vector read from element i on
+  std::string aligned() const;                   // whether that address suits a vector access
+  bool same_element(const VectorAccess& o) const {
+    return buffer == o.buffer && offset == o.offset;
+  }
+};
+
+// The vector accesses along `var` of `nodes` (a pointwise kernel's, bound to its flat index; a
+// pass over a row): every store outside a reduction (all must be consecutive along var: none
+// otherwise) and the loads that are, of buffers the kernel does not compute (`computed`).
+std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::KernelNode*>& nodes,
+                                          sym::Expr var,
+                                          const std::function<bool(const std::string&)>& computed);
+
+// The loads that two or more of a row kernel's passes read (the same buffer at the same
+// offset), each named by the registers (`cache`) that hold the thread's `vectors` runs of it,
+// while they hold at most 256 bytes a thread.
+std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>>& passes,
+                                     int64_t vectors);
+
+// The passes' alignment checks, joined by && in the order of first use (kernels alike print
+// alike, whatever their buffers' names); "true" for none.
+std::string aligned(const std::vector<std::vector<VectorAccess>>& passes);
+
+}  // namespace coil::cuda
