@@ -538,7 +538,8 @@ TEST(Cuda, ConvolutionsRunOnCudnn) {
   });
   EXPECT_EQ(log.find("runs on the CPU"), std::string::npos) << log;
 
-  // Channels-last input and weight: the results and gradients in channels-last, as on the CPU.
+  // Channels-last input and weight, read through their strides: the CPU's values (the GPU's
+  // results stay contiguous, docs/memory_format.md).
   {
     const Case& c = cases[1];
     std::vector<Tensor> in = {random(c.x).contiguous(MemoryFormat::ChannelsLast),
@@ -548,7 +549,7 @@ TEST(Cuda, ConvolutionsRunOnCudnn) {
     std::vector<Tensor> want = grads(c, in, kCPU), got = grads(c, in, kCUDA);
     for (size_t i = 0; i < want.size(); ++i) {
       SCOPED_TRACE("channels-last, result " + std::to_string(i));
-      EXPECT_EQ(got[i].strides(), want[i].strides());
+      EXPECT_TRUE(got[i].is_contiguous());
       expect_close(got[i].cpu(), values(want[i]), want[i].sizes(), 4e-5, 1e-3);
     }
   }
@@ -784,14 +785,15 @@ TEST(Cuda, PoolingRunsOnTheGpu) {
     return avg_pool2d(t, {3, 3}, {2, 2}, {1, 1}, true, false) + adaptive_avg_pool2d(t, {6, 6});
   };
   expect_same(compile(pools)(x.cuda()), pools(x), "compiled");
-  // A channels-last input: results and gradients in its layout, as on the CPU.
+  // A channels-last input, read through its strides: the CPU's values (the GPU's results stay
+  // contiguous, docs/memory_format.md).
   Tensor nhwc = random({2, 8, 11, 9}).contiguous(MemoryFormat::ChannelsLast);
   for (const auto& [name, pool] : on_gpu) {
     SCOPED_TRACE(name + ", channels-last");
     Tensor g = random(pool(nhwc).sizes());
     std::vector<Tensor> want = run(pool, nhwc, g, kCPU), got = run(pool, nhwc, g, kCUDA);
     for (size_t i = 0; i < 2; ++i) {
-      EXPECT_EQ(got[i].strides(), want[i].strides());
+      EXPECT_TRUE(got[i].is_contiguous());
       expect_same(got[i], want[i], i ? "gradient" : "pool", 1e-4, 1e-5);
     }
   }

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cmath>
-#include <functional>
 #include <mutex>
 
 #include <coil/error.h>
@@ -78,19 +77,6 @@ MaxPoolWindow max_pool_window(const Args& a, size_t self) {
           pair(a.ints(self + 3)), pair(a.ints(self + 4))};
 }
 
-// The result of `meta` written by `write` in NCHW order (as the pools' kernels and cuDNN's
-// calls, with packed NCHW descriptors, write it) and copied into the meta's own layout when
-// that is another (a channels-last input's convolution and max pool, and their gradients, are
-// channels-last, as on the CPU).
-Tensor written_contiguous(const TensorMeta& meta, const std::function<void(const Tensor&)>& write) {
-  Tensor out = empty_from_meta(meta);
-  const Tensor dense =
-      out.is_contiguous() ? out : empty_contiguous(meta.sizes, meta.dtype, meta.device);
-  write(dense);
-  if (!dense.is_same(out)) copy_into(out, dense);
-  return out;
-}
-
 // A 3-D (C, H, W) tensor as the 4-D batch of one that cuDNN takes.
 Tensor batch_of_one(const Tensor& t) {
   if (t.dim() == 4) return t;
@@ -148,29 +134,30 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
     case OpId::conv2d_input_backward:
     case OpId::conv2d_weight_backward: {
       if (!cudnn_available()) return std::nullopt;
+      Tensor out = empty_from_meta(metas.at(0));
       const ConvWindow w = window_of(a);
-      return std::vector<Tensor>{written_contiguous(metas.at(0), [&](const Tensor& out) {
-        if (op == OpId::conv2d)
-          conv2d_forward(batch_of_one(a.tensor(0)), a.tensor(1), a.opt_tensor(2), batch_of_one(out),
-                         w);
-        else if (op == OpId::conv2d_input_backward)
-          conv2d_input_grad(a.tensor(0), a.tensor(2), out, w);
-        else
-          conv2d_weight_grad(a.tensor(0), a.tensor(1), out, w);
-      })};
+      if (op == OpId::conv2d)
+        conv2d_forward(batch_of_one(a.tensor(0)), a.tensor(1), a.opt_tensor(2), batch_of_one(out),
+                       w);
+      else if (op == OpId::conv2d_input_backward)
+        conv2d_input_grad(a.tensor(0), a.tensor(2), out, w);
+      else
+        conv2d_weight_grad(a.tensor(0), a.tensor(1), out, w);
+      return std::vector<Tensor>{out};
     }
     // Max pooling and its derivatives: kernels of coil's own (max_pool.h).
     case OpId::max_pool2d:
     case OpId::max_pool2d_backward:
-    case OpId::max_pool2d_double_backward:
-      return std::vector<Tensor>{written_contiguous(metas.at(0), [&](const Tensor& out) {
-        if (op == OpId::max_pool2d)
-          max_pool2d(a.tensor(0), out, max_pool_window(a, 0));
-        else if (op == OpId::max_pool2d_backward)
-          max_pool2d_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
-        else
-          max_pool2d_double_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
-      })};
+    case OpId::max_pool2d_double_backward: {
+      Tensor out = empty_from_meta(metas.at(0));
+      if (op == OpId::max_pool2d)
+        max_pool2d(a.tensor(0), out, max_pool_window(a, 0));
+      else if (op == OpId::max_pool2d_backward)
+        max_pool2d_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
+      else
+        max_pool2d_double_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
+      return std::vector<Tensor>{out};
+    }
     // Average pooling and its gradients: cuDNN's, where it has the pool (and loads); else
     // kernels of coil's own (avg_pool.h): ceil_mode, uneven adaptive windows, integers.
     case OpId::avg_pool2d:
@@ -179,18 +166,18 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
     case OpId::adaptive_avg_pool2d_backward: {
       const bool forward = op == OpId::avg_pool2d || op == OpId::adaptive_avg_pool2d;
       const std::optional<PoolWindow> w = pool_window(op, a);
-      return std::vector<Tensor>{written_contiguous(metas.at(0), [&](const Tensor& out) {
-        if (w && cudnn_available() && is_floating(a.tensor(0).dtype())) {
-          if (forward)
-            pool2d_forward(a.tensor(0), out, *w);
-          else
-            pool2d_backward(a.tensor(0), a.tensor(1), out, *w);
-        } else if (forward) {
-          avg_pool2d(a.tensor(0), out, avg_window(op, a));
-        } else {
-          avg_pool2d_backward(a.tensor(0), out, avg_window(op, a));
-        }
-      })};
+      Tensor out = empty_from_meta(metas.at(0));
+      if (w && cudnn_available() && is_floating(a.tensor(0).dtype())) {
+        if (forward)
+          pool2d_forward(a.tensor(0), out, *w);
+        else
+          pool2d_backward(a.tensor(0), a.tensor(1), out, *w);
+      } else if (forward) {
+        avg_pool2d(a.tensor(0), out, avg_window(op, a));
+      } else {
+        avg_pool2d_backward(a.tensor(0), out, avg_window(op, a));
+      }
+      return std::vector<Tensor>{out};
     }
     // Attention without a mask (or with a causal one) and without dropout: coil's fused kernel;
     // otherwise the decomposition (or the CPU, when it declines).
