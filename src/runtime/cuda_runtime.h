@@ -118,5 +118,8 @@ void note_launch(int device, const char* kind, std::string_view name = {});
 std::string last_launch(int device);
 // check() for a call that waits on `device`'s stream, naming the last launch on failure.
 void check_stream(int status, int device, const char* what);
+// The answer of a query of a stream or an event (cudaStreamQuery, cudaEventQuery): false while
+// its work is not done (that status cleared), true when it is; otherwise check_stream's error.
+bool query_done(int status, int device, const char* what);
 
 }  // namespace coil::cuda

@@ -1,7 +1,6 @@
 #include "backends/cuda/avg_pool.h"
 
 #include <algorithm>
-#include <limits>
 
 #include <coil/error.h>
 
@@ -26,12 +25,9 @@ struct Geometry {
   int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, adaptive, include_pad;
 };
 
-// x's planes of h x w pooled to oh x ow.
+// x's planes of h x w pooled to oh x ow (the kernels index in 64 bits: a plane of any size).
 Geometry geometry_of(int64_t numel, int64_t h, int64_t w, int64_t oh, int64_t ow,
                      const AvgPoolWindow& win) {
-  COIL_CHECK(std::max(h * w, oh * ow) <= std::numeric_limits<int32_t>::max(),
-             "avg_pool2d: a plane of ", h, " x ", w, " elements (pooled to ", oh, " x ", ow,
-             ") is more than the GPU's kernel indexes (2^31 - 1); split the input");
   return {numel / (h * w),
           h,
           w,

@@ -162,6 +162,15 @@ void check_stream(int status, int device, const char* what) {
   }
 }
 
+bool query_done(int status, int device, const char* what) {
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  check_stream(status, device, what);
+  return true;
+}
+
 void synchronize(int device) {
   check_stream(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device))), device,
                "synchronize");

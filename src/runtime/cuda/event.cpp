@@ -55,13 +55,8 @@ void Event::record(const Stream& stream) {
 
 bool Event::query() const {
   if (!event_ || !recorded_) return true;
-  const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event_));
-  if (status == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  check_stream(status, device_, "cuda::Event::query");
-  return true;
+  return query_done(cudaEventQuery(static_cast<cudaEvent_t>(event_)), device_,
+                    "cuda::Event::query");
 }
 
 void Event::synchronize() const {

@@ -59,13 +59,8 @@ Stream Stream::default_stream(int device) {
 }
 
 bool Stream::query() const {
-  const cudaError_t status = cudaStreamQuery(static_cast<cudaStream_t>(handle_));
-  if (status == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  check_stream(status, device_, "cuda::Stream::query");
-  return true;
+  return query_done(cudaStreamQuery(static_cast<cudaStream_t>(handle_)), device_,
+                    "cuda::Stream::query");
 }
 
 void Stream::synchronize() const {
