@@ -52,7 +52,7 @@ if [[ $steps == *" suite "* ]]; then
   tail -40 "$out/ctest.txt"
 fi
 [[ $steps == *" sanitizer "* ]] || exit $status
-echo "== the CUDA tests under compute-sanitizer (memcheck; racecheck for the block reductions)"
+echo "== the CUDA tests under compute-sanitizer (memcheck; racecheck for the block reductions and the attention tiles)"
 # Without the caching allocator every tensor is a cudaMalloc of its own, so an access past its
 # end is caught; CUDA graphs need the allocator (a capture cannot free), so they run apart,
 # where the failed captures one test provokes on purpose are not counted as errors.
@@ -63,7 +63,7 @@ COIL_CUDA_NO_CACHE=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
   build-gpu/tests/coil_tests --gtest_filter='CudaGraphs*' 2>&1 | tail -12 | tee "$out/memcheck_graphs.txt" || status=1
 compute-sanitizer --tool racecheck --error-exitcode 1 \
-  build-gpu/tests/coil_tests --gtest_filter='Cuda.CompiledFunctionsMatchTheCpu:Cuda.RowsInRegistersMatchTheCpu' \
+  build-gpu/tests/coil_tests --gtest_filter='Cuda.CompiledFunctionsMatchTheCpu:Cuda.RowsInRegistersMatchTheCpu:Cuda.AttentionRunsInOneKernel' \
   2>&1 | tail -20 |
   tee "$out/racecheck.txt" || status=1
 exit $status

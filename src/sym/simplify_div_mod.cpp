@@ -10,7 +10,8 @@
 //     whose values lie in [0, g) as a constant's c % g does (split_low_part).
 // A symbolic divisor d (a size, or a product of sizes and a constant) has fewer rules: terms
 // that are multiples of d leave as a quotient or drop out of a mod, a numerator in [0, d)
-// stays, and (x // a) // d == x // (a*d).
+// stays, (x // a) // d == x // (a*d), and a floordiv's low part goes where d's constant
+// factor allows it, as for a constant divisor.
 #include <algorithm>
 #include <cstdlib>
 
@@ -243,6 +244,15 @@ Expr floordiv(Expr e, Expr d) {
   if (e->kind() == Kind::FloorDiv) return floordiv(e->args()[0], mul(e->args()[1], d));
   Sum quotient, rest;
   split_multiples(e, d, &quotient, &rest);
+  // A constant factor of the divisor takes a low part off as a constant divisor does:
+  // (4*q + j) // (4*s) == q // s for j in [0, 4).
+  Sum ds = detail::as_sum(d), high;
+  Expr low;
+  int64_t g = 1;
+  if (ds.terms.size() == 1 && ds.constant == 0 && ds.terms[0].coef > 1 &&
+      split_low_part(rest, ds.terms[0].coef, &high, &low, &g))
+    return add(detail::from_sum(std::move(quotient)),
+               floordiv(detail::from_sum(std::move(high)), divided(std::move(ds), g)));
   if (quotient.terms.empty() && quotient.constant == 0) return detail::make(Kind::FloorDiv, {e, d});
   return add(detail::from_sum(std::move(quotient)), floordiv(detail::from_sum(std::move(rest)), d));
 }

@@ -660,6 +660,11 @@ TEST(Cuda, AttentionRunsInOneKernel) {
   Tensor qs = x.transpose(1, 2), want = scaled_dot_product_attention(qs, qs, qs, {}, 0.0, true);
   Tensor xc = x.cuda().transpose(1, 2);
   expect_same(scaled_dot_product_attention(xc, xc, xc, {}, 0.0, true), want, "strided", 1e-5);
+  // Rows that do not start 16-byte aligned: keys and values are read a float at a time.
+  Tensor y = random({2, 3, 50, 65}), ys = y.narrow(-1, 1, 64);
+  Tensor yc = y.cuda().narrow(-1, 1, 64);
+  expect_same(scaled_dot_product_attention(yc, yc, yc, {}, 0.0, false),
+              scaled_dot_product_attention(ys, ys, ys, {}, 0.0, false), "unaligned", 1e-5);
 
   // Compiled: the op and the idiom the attention pass finds become the fused kernel's call.
   auto idiom = [](const Tensor& q, const Tensor& k, const Tensor& v) {
@@ -672,6 +677,20 @@ TEST(Cuda, AttentionRunsInOneKernel) {
     expect_same(compile(idiom)(in[0].cuda(), in[1].cuda(), in[2].cuda()), expected, "idiom", 1e-5);
   });
   EXPECT_NE(code.find("scaled_dot_product_attention"), std::string::npos) << code;
+  // Compiled dynamic, every size a symbol: the head size too is guarded to fit the kernel, not
+  // decomposed; other sizes run the same graph.
+  auto dynamic = compile(idiom, {.dynamic = true});
+  const int64_t captures = counters()["captures"];
+  const std::string dynamic_code = log_of("output_code", [&] {
+    for (int64_t s : {90, 33}) {
+      std::vector<Tensor> d = {random({2, 4, s + 7, 64}), random({2, 4, s, 64}),
+                               random({2, 4, s, 64})};
+      expect_same(dynamic(d[0].cuda(), d[1].cuda(), d[2].cuda()), idiom(d[0], d[1], d[2]),
+                  "dynamic idiom", 1e-5);
+    }
+  });
+  EXPECT_NE(dynamic_code.find("scaled_dot_product_attention"), std::string::npos) << dynamic_code;
+  EXPECT_EQ(counters()["captures"] - captures, 1);
 
   // Gradients through the fused forward, against the CPU's.
   auto grads = [&](Device device) {

@@ -49,10 +49,13 @@ TEST(CudaRuntimeKernels, CompileWithNvrtc) {
   EXPECT_EQ(nvrtc_errors(cuda::random_kernel_source()), "");
 }
 
-// The fused attention's kernel, where its tiles are largest (float64, heads of 128) and where
-// its features need padding.
+// The fused attention's kernels: float64's a thread a row, at its largest tiles (heads of 128);
+// the tiled one with 16-byte copies (float32, heads of 64 and 128) and without (16-bit floats,
+// features that need padding).
 TEST(CudaRuntimeKernels, AttentionCompilesWithNvrtc) {
   EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat64, 128, 128)), "");
+  EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat32, 64, 64)), "");
+  EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat32, 128, 96)), "");
   EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kBFloat16, 5, 7)), "");
 }
 

@@ -53,7 +53,8 @@ TEST(SymAnalysis, SameOverAlignedRuns) {
         Case{constant(5), true}, Case{floordiv(mod(i, 200700), 3135), false},  // planes of odd size
         Case{mod(i, 64), false},                                               // a channel, NHWC
         Case{floordiv(i, 2), false},
-        Case{floordiv(i, s * 4), false}}) {  // a run-time divisor: not shown
+        Case{floordiv(i, s * 4), true},      // a run-time divisor four divides
+        Case{floordiv(i, s * 2), false}}) {  // and one it may not
     SCOPED_TRACE(to_string(c.e));
     EXPECT_EQ(same_over_aligned_runs(c.e, i, 4), c.same);
     bool differs = false;

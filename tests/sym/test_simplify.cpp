@@ -143,6 +143,9 @@ TEST(SymSimplify, DivisionBySizes) {
       {floordiv(x, constant(8)), "x // 8"},
       {floordiv(j, t) * t + mod(j, t), "j"},  // the halves of j split by t
       {3 * (floordiv(z, s) * s) + 3 * mod(z, s) + x, "x + 3*z"},
+      // A run of four, 4*x + lane, inside one block of 4*s: the divisor's 4 takes the lane off.
+      {floordiv(x * 4 + var("lane", {0, 3}), s * 4), "x // s"},
+      {floordiv(x * 4 + var("lane", {0, 3}), s * 2), "(lane + 4*x) // (2*s)"},
   });
   EXPECT_EQ(to_c(floordiv(z, s)), "z / s");
   EXPECT_EQ(to_c(mod(n, s * 2)), "coil_mod(n, 2*s)");

@@ -131,6 +131,7 @@ class Printer {
   struct Lanes {
     const std::vector<VectorAccess>& vectors;
     sym::Expr var;
+    std::vector<std::string> checked = {};  // run-time checks the vector path made (run_uniform's)
   };
 
   // The statements of `nodes` at one point: pointwise values forwarded and stored (in a
@@ -185,9 +186,19 @@ class Printer {
     w_.line("const i64 coil_base = (" + thread + ") * " + v + ";");
     std::string fast = "coil_base + " + v + " <= " + numel;
     for (const VectorAccess& a : pw.vectors) fast += " && " + a.aligned();
+    // Parameters read once per run where a symbolic size is a multiple of kVector: checked.
+    std::vector<std::string> checked;
+    for (const KernelNode* n : nodes)
+      ir::for_each_load(n->body, [&](const ir::ValueNode& load) {
+        if (load.is_indirect() || nodes_.count(load.buffer())) return;
+        const std::optional<std::string> c = run_uniform(load.index(), pw.i);
+        if (c && !c->empty() && std::find(checked.begin(), checked.end(), *c) == checked.end())
+          checked.push_back(*c);
+      });
+    for (const std::string& c : checked) fast += " && " + c;
     {
       auto vector_path = w_.block("if (" + fast + ")");
-      vector_lanes({pw.vectors, pw.i},
+      vector_lanes({pw.vectors, pw.i, checked},
                    [&](CudaEmitter& em, const Lanes& lanes) { point(em, nodes, &lanes); });
     }
     auto scalar_path = w_.block("else");
@@ -218,12 +229,15 @@ class Printer {
           return a->store ? std::nullopt
                           : std::optional(from_memory(load.dtype(), a->name + ".v[coil_j]"));
         // The same element for the run's kVector elements (a channel's parameter read by flat
-        // index, (i % (C*HW)) // HW with HW a multiple of four): read at the run's first
-        // element, so that the run's reads, and what is computed from them alone, are one
-        // (the compiler merges the unrolled copies) instead of a division chain each.
+        // index, (i % (C*HW)) // HW with HW a multiple of four, known or checked): read at the
+        // run's first element, so that the run's reads, and what is computed from them alone, are
+        // one (the compiler merges the unrolled copies) instead of a division chain each.
         if (load.is_indirect() || nodes_.count(load.buffer()) ||
-            !sym::depends_on(load.index(), lanes.var) ||
-            !sym::same_over_aligned_runs(load.index(), lanes.var, kVector))
+            !sym::depends_on(load.index(), lanes.var))
+          return std::nullopt;
+        const std::optional<std::string> c = run_uniform(load.index(), lanes.var);
+        if (!c || (!c->empty() && std::find(lanes.checked.begin(), lanes.checked.end(), *c) ==
+                                      lanes.checked.end()))
           return std::nullopt;
         const sym::Expr first = sym::index_var("coil_base", lanes.var->range().hi + 1);
         return from_memory(load.dtype(),

@@ -78,6 +78,17 @@ std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>
   return out;
 }
 
+std::optional<std::string> run_uniform(sym::Expr index, sym::Expr var) {
+  if (sym::same_over_aligned_runs(index, var, kVector)) return "";
+  for (const sym::Expr& s : sym::free_vars(index)) {
+    if (s == var) continue;
+    const sym::Expr q = sym::var(s->name() + "_run", {1, s->range().hi / kVector});
+    if (sym::same_over_aligned_runs(sym::substitute(index, {{s, q * kVector}}), var, kVector))
+      return sym::to_c(s) + " % " + std::to_string(kVector) + " == 0";
+  }
+  return std::nullopt;
+}
+
 std::string aligned(const std::vector<std::vector<VectorAccess>>& passes) {
   std::vector<std::string> checks;
   for (const std::vector<VectorAccess>& pass : passes)

@@ -55,6 +55,12 @@ std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::Kern
 std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>>& passes,
                                      int64_t vectors);
 
+// Whether `index` reads one element for each aligned run of kVector values of `var` (a
+// channel's parameter by flat index, (i // HW) % C): "" where that holds at every size, the
+// run-time check under which it holds where a symbolic size must be a multiple of kVector
+// ("s3 % 4 == 0", for HW = s2 * s3), nullopt otherwise.
+std::optional<std::string> run_uniform(sym::Expr index, sym::Expr var);
+
 // The passes' alignment checks, joined by && in the order of first use (kernels alike print
 // alike, whatever their buffers' names); "true" for none.
 std::string aligned(const std::vector<std::vector<VectorAccess>>& passes);

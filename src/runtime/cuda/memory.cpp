@@ -107,7 +107,9 @@ void* allocate(size_t nbytes, int device) {
   }
   set_device(device);
   void* p = nullptr;
-  if (nbytes) check(cudaMalloc(&p, nbytes), "cudaMalloc");
+  // Rounded to whole 32-bit words: the atomics on 8- and 16-bit elements (scatter_add's) swap
+  // the word that holds the element, which the caching allocator's rounding always covers.
+  if (nbytes) check(cudaMalloc(&p, (nbytes + 3) & ~size_t{3}), "cudaMalloc");
   return p;
 }
 
