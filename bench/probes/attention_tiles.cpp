@@ -4,7 +4,8 @@
 // time (CUDA events behind an L2-emptying write, as coil-bench). A variant caps the registers
 // (__launch_bounds__(128, 4)).
 //
-//   nvcc -O2 bench/probes/attention_tiles.cpp -o /tmp/at -lnvrtc -lcuda && /tmp/at bench/probes/attention_tiles
+//   nvcc -O2 bench/probes/attention_tiles.cpp -o /tmp/at -lnvrtc -lcuda
+//   /tmp/at bench/probes/attention_tiles
 #include <cuda.h>
 #include <nvrtc.h>
 
@@ -16,15 +17,15 @@
 
 #include "cuda_timer.cuh"
 
-#define CU(x)                                            \
-  do {                                                   \
-    CUresult r = (x);                                    \
-    if (r != CUDA_SUCCESS) {                             \
-      const char* m;                                     \
-      cuGetErrorString(r, &m);                           \
-      std::printf("%s: %s\n", #x, m);                    \
-      std::exit(1);                                      \
-    }                                                    \
+#define CU(x)                         \
+  do {                                \
+    CUresult r = (x);                 \
+    if (r != CUDA_SUCCESS) {          \
+      const char* m;                  \
+      cuGetErrorString(r, &m);        \
+      std::printf("%s: %s\n", #x, m); \
+      std::exit(1);                   \
+    }                                 \
   } while (0)
 
 static std::string read(const std::string& path) {
@@ -46,7 +47,8 @@ static CUfunction compile(std::string src, const std::string& defines) {
   }
   nvrtcProgram p;
   nvrtcCreateProgram(&p, src.c_str(), "k.cu", 0, nullptr, nullptr);
-  const char* opts[] = {"--gpu-architecture=sm_90", "--std=c++17", "-default-device", "--fmad=false"};
+  const char* opts[] = {"--gpu-architecture=sm_90", "--std=c++17", "-default-device",
+                        "--fmad=false"};
   if (nvrtcCompileProgram(p, 4, opts) != NVRTC_SUCCESS) {
     size_t n;
     nvrtcGetProgramLogSize(p, &n);
@@ -66,19 +68,21 @@ static CUfunction compile(std::string src, const std::string& defines) {
   return f;
 }
 
-struct Case { long b, h, L, S, e, ev; int causal; const char* file; };
+struct Case {
+  long b, h, L, S, e, ev;
+  int causal;
+  const char* file;
+};
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "bench/probes/attention_tiles";
   CHECK(cudaFree(0));
   Timer timer;
-  Case cases[] = {{8, 12, 1024, 1024, 64, 64, 0, "f32_64_64"},
-                  {8, 12, 1024, 1024, 64, 64, 1, "f32_64_64"},
-                  {1, 12, 512, 512, 64, 64, 1, "f32_64_64"},
-                  {2, 3, 1000, 777, 40, 72, 0, "f32_40_72"},
-                  {2, 3, 333, 333, 40, 72, 1, "f32_40_72"},
-                  {4, 8, 1024, 1024, 128, 128, 0, "f32_128_128"},
-                  {2, 2, 300, 300, 128, 128, 1, "f32_128_128"}};
+  Case cases[] = {
+      {8, 12, 1024, 1024, 64, 64, 0, "f32_64_64"}, {8, 12, 1024, 1024, 64, 64, 1, "f32_64_64"},
+      {1, 12, 512, 512, 64, 64, 1, "f32_64_64"},   {2, 3, 1000, 777, 40, 72, 0, "f32_40_72"},
+      {2, 3, 333, 333, 40, 72, 1, "f32_40_72"},    {4, 8, 1024, 1024, 128, 128, 0, "f32_128_128"},
+      {2, 2, 300, 300, 128, 128, 1, "f32_128_128"}};
   for (const Case& c : cases) {
     const long nq = c.b * c.h * c.L * c.e, nk = c.b * c.h * c.S * c.e, nv = c.b * c.h * c.S * c.ev,
                no = c.b * c.h * c.L * c.ev;
@@ -96,7 +100,13 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpy(q, hq.data(), nq * 4, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(k, hk.data(), nk * 4, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(v, hv.data(), nv * 4, cudaMemcpyHostToDevice));
-    struct Variant { const char* name; const char* file; std::string defines; int fast; long rows, keys; };
+    struct Variant {
+      const char* name;
+      const char* file;
+      std::string defines;
+      int fast;
+      long rows, keys;
+    };
     const long bk = c.e <= 64 ? 64 : 32;
     std::vector<Variant> variants = {
         {"old (a thread a row)", "old_", "", 0, 128, 0},
@@ -119,12 +129,13 @@ int main(int argc, char** argv) {
            krow = c.e, vs1 = c.S * c.ev, vs0 = c.h * vs1, vrow = c.ev;
       float scale = 1.4426950408889634f / std::sqrt(float(c.e));
       int causal = c.causal, fast = w.fast;
-      void* args[] = {&q, &k, &v, &o[i ? 1 : 0], &L, &S, &inner, &rb, &qs0, &qs1, &qrow, &ks0, &ks1,
-                      &krow, &vs0, &vs1, &vrow, &scale, &causal, &fast};
+      void* args[] = {&q,    &k,   &v,   &o[i ? 1 : 0], &L,   &S,   &inner, &rb,    &qs0,    &qs1,
+                      &qrow, &ks0, &ks1, &krow,         &vs0, &vs1, &vrow,  &scale, &causal, &fast};
       const long ep = (c.e + 3) / 4 * 4, evp = (c.ev + 31) / 32 * 32, bq = w.rows;
       unsigned shared = 0, threads = 128;
       if (w.keys) {  // v2: two stages
-        shared = unsigned(4 * (bq * (ep + 4) + 2 * (std::max(w.keys * (ep + 4), bq * (w.keys + 4)) + w.keys * evp)));
+        shared = unsigned(4 * (bq * (ep + 4) + 2 * (std::max(w.keys * (ep + 4), bq * (w.keys + 4)) +
+                                                    w.keys * evp)));
         threads = unsigned(2 * bq);
       } else if (i == 1) {
         const long k1 = ep <= 64 ? 64 : 32;
