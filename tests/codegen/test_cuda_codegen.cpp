@@ -114,7 +114,7 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
 
 // Rows a group of threads covers in runs of four keep the row in registers: softmax's three
 // passes read it from memory once, 128 threads a row, two rows a block; a layer norm's weight,
-// read by one pass, is read there.
+// read by one pass, is read there. Rows of run-time length too, where they fit.
 TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
   Graph g;
@@ -137,6 +137,25 @@ TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
   EXPECT_NE(ln.find("coil_row0[coil_k] = *reinterpret_cast"), std::string::npos) << ln;
   EXPECT_EQ(ln.find("coil_row1"), std::string::npos) << ln;
   EXPECT_EQ(cuda_compile_errors(norm), "");
+
+  // A row of run-time length is grouped by its hint: whole runs of the group up to the hint's
+  // length take the unrolled passes, skipping runs past the end; other rows loop.
+  Graph dynamic;
+  dynamic.set_shape_env(std::make_shared<ShapeEnv>());
+  ShapeEnv& env = *dynamic.shape_env();
+  SymShape s = {env.create_symbol(4096, "z.size(0)"), env.create_symbol(1024, "z.size(1)")};
+  Node* z = dynamic.placeholder("z", ops::contiguous_meta(kFloat32, {4096, 1024}),
+                                SymLayout::contiguous(s));
+  dynamic.output({dynamic.call(OpId::softmax, {z, int64_t{1}})});
+  const std::string ds = cuda_module_source(dynamic);
+  EXPECT_NE(ds.find("coil_group_all_reduce<128>(acc_"), std::string::npos) << ds;
+  EXPECT_NE(ds.find("const bool coil_fast = (s1) % 512 == 0 && s1 <= 1024 && "), std::string::npos)
+      << ds;
+  EXPECT_NE(ds.find(" if ((i64)coil_k * 512 < s1)"), std::string::npos) << ds;
+  EXPECT_NE(ds.find("for (i64 coil_base = (i64)coil_t * 4; coil_base < s1; coil_base += 512)"),
+            std::string::npos)
+      << ds;
+  EXPECT_EQ(cuda_compile_errors(dynamic), "");
 }
 
 // A vectorised thread's four elements of an NCHW tensor lie in one channel when a plane's size

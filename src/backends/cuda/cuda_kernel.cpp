@@ -318,13 +318,20 @@ class Printer {
       for (const KernelNode& n : bk.nodes) reductions += n.reduce.has_value();
       if (launch.group > 32)
         w_.line("__shared__ double coil_smem[" + std::to_string(reductions * threads / 32) + "];");
-      // One check of every pass's vectors: the unrolled passes, or all of them one by one.
-      w_.line("const bool coil_fast = " + aligned(pass_vectors) + ";");
+      // One check of every pass's vectors: the unrolled passes, or all of them one by one. A
+      // row of run-time length takes them where it is whole runs of the group, up to the
+      // length the runs were made for (a run past its end is skipped, the same in every
+      // thread of the row).
+      std::string fast = aligned(pass_vectors);
+      if (!r_numel->is_const())
+        fast = "(" + rn + ") % " + std::to_string(launch.group * kVector) + " == 0 && " + rn +
+               " <= " + std::to_string(launch.group * launch.vectors * kVector) + " && " + fast;
+      w_.line("const bool coil_fast = " + fast + ";");
       for (const VectorAccess& a : cached)
         w_.line(a.type() + " " + a.cache + "[" + std::to_string(launch.vectors) + "];");
       if (!cached.empty()) {
         auto fast_path = w_.block("if (coil_fast)");
-        auto runs = unrolled_runs(launch);
+        auto runs = unrolled_runs(launch, r_numel);
         for (const VectorAccess& a : cached)
           w_.line(a.cache + "[coil_k] = " + a.load("coil_base") + ";");
       }
@@ -388,37 +395,51 @@ class Printer {
         fold_pass(em, blk.section, nullptr);
       };
       std::vector<VectorAccess>& vectors = pass_vectors[bi];
-      if (vectors.empty()) {
-        scalar_loop();
-      } else if (per_group) {
-        for (VectorAccess& a : vectors)
-          for (const VectorAccess& c : cached)
-            if (!a.store && a.same_element(c)) a.cache = c.cache;
-        {
-          auto vector_path = w_.block("if (coil_fast)");
-          auto runs = unrolled_runs(launch);
-          vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
-            fold_pass(em, blk.section, &lanes);
-          });
-        }
-        auto scalar_path = w_.block("else");
-        scalar_loop();
-      } else {
+      // The row kVector at a time where its length divides and the vectors are aligned,
+      // looping over it; else one at a time.
+      auto vector_loop = [&] {
         const std::string v = std::to_string(kVector);
         std::string fast = "(" + rn + ") % " + v + " == 0";
         for (const VectorAccess& a : vectors) fast += " && " + a.aligned();
         {
           auto vector_path = w_.block("if (" + fast + ")");
-          auto loop = w_.block(
-              std::string("for (i64 coil_base = (i64)") + (per_warp ? "coil_lane" : "threadIdx.x") +
-              " * " + v + "; coil_base < " + rn +
-              "; coil_base += " + std::to_string((per_warp ? 32 : threads) * kVector) + ")");
+          const int64_t width = per_warp ? 32 : per_group ? launch.group : threads;
+          auto loop = w_.block(std::string("for (i64 coil_base = (i64)") +
+                               (per_warp    ? "coil_lane"
+                                : per_group ? "coil_t"
+                                            : "threadIdx.x") +
+                               " * " + v + "; coil_base < " + rn +
+                               "; coil_base += " + std::to_string(width * kVector) + ")");
           vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
             fold_pass(em, blk.section, &lanes);
           });
         }
         auto scalar_path = w_.block("else");
         scalar_loop();
+      };
+      if (vectors.empty()) {
+        scalar_loop();
+      } else if (per_group) {
+        std::vector<VectorAccess> looped = vectors;  // (the loop reads memory, not registers)
+        for (VectorAccess& a : vectors)
+          for (const VectorAccess& c : cached)
+            if (!a.store && a.same_element(c)) a.cache = c.cache;
+        {
+          auto vector_path = w_.block("if (coil_fast)");
+          auto runs = unrolled_runs(launch, r_numel);
+          vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
+            fold_pass(em, blk.section, &lanes);
+          });
+        }
+        auto other_path = w_.block("else");
+        vectors = std::move(looped);
+        // A row of the length the runs were made for is here only when misaligned.
+        if (r_numel->is_const())
+          scalar_loop();
+        else
+          vector_loop();
+      } else {
+        vector_loop();
       }
       for (const KernelNode* n : blk.section) {
         if (!n->reduce) continue;
@@ -460,11 +481,16 @@ class Printer {
   const std::vector<sym::Expr>& divisors() const { return divisors_; }
 
  private:
-  // A per_group pass over the thread's runs of the row, unrolled: run coil_k from coil_base on.
-  CodeWriter::Scope unrolled_runs(const RowLaunch& launch) {
+  // A per_group pass over the thread's runs of the row, unrolled: run coil_k from coil_base on;
+  // for a row of run-time length, the runs before its end.
+  CodeWriter::Scope unrolled_runs(const RowLaunch& launch, sym::Expr length) {
     w_.line("#pragma unroll");
-    CodeWriter::Scope runs =
-        w_.block("for (int coil_k = 0; coil_k < " + std::to_string(launch.vectors) + "; ++coil_k)");
+    std::string head =
+        "for (int coil_k = 0; coil_k < " + std::to_string(launch.vectors) + "; ++coil_k)";
+    if (!length->is_const())
+      head += " if ((i64)coil_k * " + std::to_string(launch.group * kVector) + " < " +
+              sym::to_c(length) + ")";
+    CodeWriter::Scope runs = w_.block(head);
     w_.line("const i64 coil_base = ((i64)coil_k * " + std::to_string(launch.group) +
             " + coil_t) * " + std::to_string(kVector) + ";");
     return runs;

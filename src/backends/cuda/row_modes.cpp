@@ -41,6 +41,7 @@ constexpr int64_t kWarpMinRows = 2048;
 // preference, each taken only where it gives every thread at least two runs (a row of 768 is
 // 64 threads of three runs); 256 for rows too long for 128. A group of more than a warp meets
 // at one barrier per reduction (coil_group_all_reduce), so a block holds no row past the end.
+// A row of run-time length is grouped by its hint.
 constexpr int64_t kGroupMaxVectors = 8;
 constexpr int64_t kGroupSizes[] = {128, 64, 32, 256};
 
@@ -120,7 +121,9 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
     return {RowMode::per_thread, kRowBlock, sym::floordiv(rows + (kRowBlock - 1), kRowBlock)};
   if (program.hint(rows) >= kColumnMinRows && r_numel >= kColumnParts && reads_columns(k, program))
     return {RowMode::columns, 32 * kColumnParts, sym::floordiv(rows + 31, 32)};
-  if (fixed && warp_reducible(k)) {
+  // A run-time length chooses its group by the hint: rows of whole runs of the group, up to
+  // the hint's length, take the unrolled passes; others loop over the row (cuda_kernel.cpp).
+  if (warp_reducible(k)) {
     for (int64_t min_vectors : {2, 1})
       for (int64_t group : kGroupSizes) {
         const int64_t vectors = r_numel / (kVector * group);
