@@ -1,7 +1,7 @@
 // coil-bench: the workloads of TARGETS.md, eager and compiled, next to the machine's own
 // ceilings (copy bandwidth, BLAS rate) measured at start-up. Prints a table and writes JSON.
 //
-//   coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] [--filter NAME] [--json FILE]
+//   coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] [--filter [=]NAME] [--json FILE]
 //              [--reps N] [--dynamic] [--tf32] [--mode reduce-overhead]
 //
 // --dynamic compiles every workload with dynamic=true: its graph over size symbols, its kernels
@@ -104,7 +104,7 @@ Options parse(int argc, char** argv) {
       o.mode = next();
     else {
       std::cerr << "usage: coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] "
-                   "[--filter NAME] [--json FILE] "
+                   "[--filter [=]NAME] [--json FILE] "
                    "[--reps N] [--dynamic] [--tf32] [--mode reduce-overhead]\n";
       std::exit(2);
     }
@@ -409,7 +409,10 @@ int run_bench(int argc, char** argv) {
                            {"workloads", nlohmann::json::array()}};
   bool ok = true;
   for (const Workload& w : workloads()) {
-    if (!o.filter.empty() && w.name.find(o.filter) == std::string::npos) continue;
+    // --filter NAME: the workloads whose name holds NAME; --filter =NAME: that one alone.
+    if (o.filter.rfind('=', 0) == 0 ? w.name != o.filter.substr(1)
+                                    : w.name.find(o.filter) == std::string::npos)
+      continue;
     std::vector<Tensor> first = w.inputs(o.gpu);
     Program eager_fn = w.eager(o.gpu);
     Tensor want = eager_fn(first);

@@ -72,14 +72,15 @@ inline std::string cuda_compile_errors(const Graph& graph) {
 }
 
 // `graph` with its inputs, and the devices its factories name, on the GPU: the printed graph
-// with its signature's devices changed and its results' annotations left to the parser.
+// with its signature's devices changed and its results' annotations left to the parser (a
+// dynamic graph's hints line kept before the signature).
 inline Graph on_gpu(const Graph& graph) {
   std::istringstream text(print_graph(graph));
   std::string line, gpu_text;
-  std::getline(text, line);
+  while (std::getline(text, line) && line.rfind("def ", 0) != 0) gpu_text += line + "\n";
   for (size_t at = 0; (at = line.find("]cpu", at)) != std::string::npos;)
     line.replace(at, 4, "]cuda:0");
-  gpu_text = line + "\n";
+  gpu_text += line + "\n";
   static const std::regex annotation(R"re(^(\s+\w+): "[^"]*" = )re");
   while (std::getline(text, line)) {
     line = std::regex_replace(line, annotation, "$1 = ");
@@ -88,6 +89,16 @@ inline Graph on_gpu(const Graph& graph) {
     gpu_text += line + "\n";
   }
   return parse_graph(gpu_text);
+}
+
+// Copies of CPU tensors on the GPU, with their strides.
+inline std::vector<Tensor> on_gpu(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : inputs) {
+    out.push_back(empty_strided(t.sizes(), t.strides(), t.dtype(), kCUDA));
+    out.back().copy_(t);
+  }
+  return out;
 }
 
 }  // namespace coil::testing

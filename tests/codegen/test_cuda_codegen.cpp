@@ -68,6 +68,29 @@ TEST(CudaCodegen, RunTimeDivisorsUseDividers) {
   EXPECT_EQ(cuda_module_source(fixed).find("coil_dv"), std::string::npos);
 }
 
+// The sine and cosine of one value are one sincos call (one argument reduction for both), in
+// float32 and float64; a sine alone stays sinf.
+TEST(CudaCodegen, SineAndCosineOfOneValueShareACall) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  for (DType dt : {kFloat32, kFloat64}) {
+    Graph g;
+    Node* x = g.placeholder("x", ops::contiguous_meta(dt, {1000}));
+    Node *s = g.call(OpId::sin, {x}), *c = g.call(OpId::cos, {x});
+    g.output({g.call(OpId::add, {g.call(OpId::mul, {s, s}), g.call(OpId::mul, {c, c})})});
+    const std::string source = cuda_module_source(g);
+    const std::string call = dt == kFloat32 ? "sincosf(" : "sincos(";
+    EXPECT_NE(source.find(call), std::string::npos) << source;
+    EXPECT_EQ(source.find(dt == kFloat32 ? "sinf(" : " sin("), std::string::npos) << source;
+    EXPECT_EQ(cuda_compile_errors(g), "");
+  }
+  Graph alone;
+  Node* y = alone.placeholder("y", ops::contiguous_meta(kFloat32, {1000}));
+  alone.output({alone.call(OpId::sin, {y})});
+  const std::string source = cuda_module_source(alone);
+  EXPECT_NE(source.find("sinf("), std::string::npos) << source;
+  EXPECT_EQ(source.find("sincosf("), std::string::npos) << source;
+}
+
 // Pointwise kernels whose stores (and some loads) are consecutive in the flat index take four
 // elements per thread with vector accesses (a broadcast operand is still read one by one), in
 // every dtype, and compile.

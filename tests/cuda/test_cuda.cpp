@@ -206,6 +206,13 @@ TEST(Cuda, CompiledFunctionsMatchTheCpu) {
   expect_same(compile(sincos)(x.cuda()), sincos(x), "sincos");
   std::vector<Tensor> got = compile(sums)(x.cuda()), want = sums(x);
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i], "reductions");
+  // A rotary embedding's cosine and sine of one angle (one sincos call) in the other dtypes.
+  auto rotary = [](const Tensor& x, const Tensor& t) { return x * cos(t) + sin(t) * 0.5; };
+  for (DType dt : {kFloat64, kFloat16}) {
+    Tensor xd = random({33, 300}, dt), t = random({33, 300}, dt);
+    expect_same(compile(rotary)(xd.cuda(), t.cuda()), rotary(xd, t), dtype_name(dt),
+                dt == kFloat16 ? 1e-2 : 1e-12);
+  }
 }
 
 // Dynamic graphs on the GPU: one graph per function (sizes as kernel arguments, the grid from

@@ -284,6 +284,22 @@ std::vector<Tensor> program_inputs(const ProgramGroup& group,
   return inputs;
 }
 
+// The sizes a dynamic group runs at: its hints (an empty map), and each symbol 1 to 5 larger
+// where the group's guards hold there (a size fixed by an op that needs a number breaks them).
+std::vector<std::unordered_map<sym::Expr, int64_t>> run_sizes(const ShapeEnv& env,
+                                                              std::mt19937_64& rng) {
+  std::vector<std::unordered_map<sym::Expr, int64_t>> sizes{{}};
+  std::unordered_map<sym::Expr, int64_t> larger;
+  for (const ShapeEnv::Symbol& s : env.symbols())
+    larger[s.var] = s.hint + std::uniform_int_distribution<int64_t>(1, 5)(rng);
+  for (const ShapeEnv::Symbol& s : env.symbols())  // unified and specialised ones follow
+    larger[s.var] = sym::evaluate(env.simplify(s.var), larger);
+  bool holds = true;
+  for (const SymGuard& g : env.guards()) holds = holds && g.holds(larger);
+  if (holds) sizes.push_back(larger);
+  return sizes;
+}
+
 }  // namespace
 
 TEST(Fuzz, RandomProgramsMatchEager) {
@@ -326,18 +342,8 @@ TEST(Fuzz, DynamicProgramsMatchEagerAtOtherSizes) {
     const Graph& graph = *group.graph;
     const ShapeEnv& env = *graph.shape_env();
     capture::CompiledGraph cg = compile_fx(group.graph, CompileOptions{}, "fuzz_dynamic");
-    std::vector<std::unordered_map<sym::Expr, int64_t>> sizes{{}};
-    std::unordered_map<sym::Expr, int64_t> larger;
-    for (const ShapeEnv::Symbol& s : env.symbols())
-      larger[s.var] = s.hint + std::uniform_int_distribution<int64_t>(1, 5)(rng);
-    for (const ShapeEnv::Symbol& s : env.symbols())  // unified and specialised ones follow
-      larger[s.var] = sym::evaluate(env.simplify(s.var), larger);
-    bool holds = true;
-    for (const SymGuard& g : env.guards()) holds = holds && g.holds(larger);
-    if (holds) {
-      sizes.push_back(larger);
-      ++grown;
-    }
+    const std::vector<std::unordered_map<sym::Expr, int64_t>> sizes = run_sizes(env, rng);
+    grown += sizes.size() > 1;
     for (const auto& at : sizes) {
       std::vector<Tensor> inputs = program_inputs(group, at);
       std::vector<Tensor> got = cg.run(inputs), want = interpret(graph, inputs);
@@ -365,17 +371,21 @@ TEST(Fuzz, RandomProgramsCompileForCuda) {
     EXPECT_EQ(cuda_compile_errors(*program_group(rng, start).graph), "") << "group " << start;
 }
 
+// The dynamic programs' CUDA source (sizes as arguments) compiles too; one group.
+TEST(Fuzz, DynamicProgramsCompileForCuda) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  std::mt19937_64 rng(20261126);
+  EXPECT_EQ(cuda_compile_errors(*program_group(rng, 0, /*dynamic=*/true).graph), "");
+}
+
 // The programs compiled for the GPU, against the CPU's eager interpreter.
 TEST(Fuzz, RandomProgramsMatchEagerOnCuda) {
   COIL_REQUIRE_GPU();
   std::mt19937_64 rng(20261122);
   for (int start = 0; start < kPrograms; start += kProgramsPerGraph) {
     ProgramGroup group = program_group(rng, start);
-    std::vector<Tensor> inputs = program_inputs(group), gpu_inputs;
-    for (const Tensor& t : inputs) {  // with the strides the graph's placeholders say
-      gpu_inputs.push_back(empty_strided(t.sizes(), t.strides(), t.dtype(), kCUDA));
-      gpu_inputs.back().copy_(t);
-    }
+    std::vector<Tensor> inputs = program_inputs(group);
+    std::vector<Tensor> gpu_inputs = on_gpu(inputs);  // with the strides the placeholders say
     auto gpu_graph = std::make_shared<const Graph>(on_gpu(*group.graph));
     std::vector<Tensor> got = compile_fx(gpu_graph, CompileOptions{}, "fuzz_cuda").run(gpu_inputs);
     std::vector<Tensor> want = interpret(*group.graph, inputs);
@@ -388,6 +398,34 @@ TEST(Fuzz, RandomProgramsMatchEagerOnCuda) {
       if (::testing::Test::HasFailure()) {
         std::cout << print_graph(*group.graph);
         return;
+      }
+    }
+  }
+}
+
+// The dynamic programs on the GPU, at their hints and at larger sizes (the CPU test's programs
+// and sizes), against the CPU's eager interpreter: kernels that take their sizes at run time,
+// rows longer or shorter than the ones their threads were shaped for among them.
+TEST(Fuzz, DynamicProgramsMatchEagerOnCuda) {
+  COIL_REQUIRE_GPU();
+  std::mt19937_64 rng(20261126);
+  for (int start = 0; start < 2 * kProgramsPerGraph; start += kProgramsPerGraph) {
+    ProgramGroup group = program_group(rng, start, /*dynamic=*/true);
+    auto gpu_graph = std::make_shared<const Graph>(on_gpu(*group.graph));
+    capture::CompiledGraph cg = compile_fx(gpu_graph, CompileOptions{}, "fuzz_dynamic_cuda");
+    for (const auto& at : run_sizes(*group.graph->shape_env(), rng)) {
+      std::vector<Tensor> inputs = program_inputs(group, at);
+      std::vector<Tensor> got = cg.run(on_gpu(inputs)), want = interpret(*group.graph, inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        SCOPED_TRACE("program " + std::to_string(group.program_of[i]) + ", output " +
+                     group.graph->output_node()->results()[i]->name() +
+                     (at.empty() ? " at the hints" : " at larger sizes"));
+        expect_matches(got[i].cpu(), want[i]);
+        if (::testing::Test::HasFailure()) {
+          std::cout << print_graph(*group.graph);
+          return;
+        }
       }
     }
   }

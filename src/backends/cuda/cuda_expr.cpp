@@ -55,11 +55,36 @@ std::string CudaEmitter::index(sym::Expr e) {
 
 std::string CudaEmitter::emit(const ir::Value& v) {
   if (auto it = memo_.find(v.get()); it != memo_.end()) return it->second;
+  if (depth_ == 0) {  // a body: the operands it takes both the sine and the cosine of
+    std::unordered_set<std::string> sines, cosines;
+    ir::any_node(v, [&](const ir::ValueNode& n) {
+      if (n.op() == Op::Sin) sines.insert(ir::to_string(n.args()[0]));
+      if (n.op() == Op::Cos) cosines.insert(ir::to_string(n.args()[0]));
+      return false;
+    });
+    for (const std::string& a : sines)
+      if (cosines.count(a)) sincos_args_.insert(a);
+  }
   std::vector<std::string> args;
+  ++depth_;
   for (const ir::Value& a : v->args()) args.push_back(emit(a));
+  --depth_;
   std::string e = emit_node(*v, args);
   memo_.emplace(v.get(), e);
   return e;
+}
+
+std::string CudaEmitter::sincos(const ir::ValueNode& v, const std::string& arg) {
+  auto it = sincos_.find(arg);
+  if (it == sincos_.end()) {
+    const DType t = v.args()[0]->dtype();
+    const std::string s = "t" + std::to_string(counter_++), c = "t" + std::to_string(counter_++);
+    line(std::string(compute_type(v.dtype())) + " " + s + ", " + c + ";");
+    line(std::string(t == kFloat64 ? "sincos" : "sincosf") + "(" + arg + ", &" + s + ", &" + c +
+         ");");
+    it = sincos_.emplace(arg, std::make_pair(s, c)).first;
+  }
+  return v.op() == Op::Sin ? it->second.first : it->second.second;
 }
 
 std::string CudaEmitter::emit_load(const ir::ValueNode& v, const std::vector<std::string>& args) {
@@ -110,6 +135,10 @@ std::string CudaEmitter::emit_node(const ir::ValueNode& v, const std::vector<std
       if (v.dtype() == kFloat16) return temp(ct, "coil_h2f(coil_f2h((float)(" + x[0] + ")))");
       if (v.dtype() == kBFloat16) return temp(ct, "coil_bf2f(coil_f2bf((float)(" + x[0] + ")))");
       return temp(ct, "(" + ct + ")(" + x[0] + ")");
+    case Op::Sin:
+    case Op::Cos:
+      if (sincos_args_.count(ir::to_string(v.args()[0]))) return sincos(v, x[0]);
+      [[fallthrough]];
     default: {
       static const codegen::CDialect d = cuda_dialect();
       return temp(ct, codegen::scalar_op(v, x, d));

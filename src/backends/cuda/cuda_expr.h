@@ -1,7 +1,8 @@
 // Loop-IR values as CUDA C++ expressions, one element per thread: the C forms every C-like
 // backend shares (codegen/c_expr.h) in CUDA's spelling, loads and stores of 16-bit floats
 // through the prelude's conversions, and indirect loads checked against their bounds. Each
-// distinct expression is computed once per body (CSE by its text).
+// distinct expression is computed once per body (CSE by its text); the sine and cosine of one
+// value in one body are one sincos call, which reduces the argument once for both.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "codegen/c_expr.h"
@@ -54,6 +56,8 @@ class CudaEmitter {
 
  private:
   std::string temp(const std::string& type, const std::string& expr);
+  // The sine or cosine of `arg` (the text of v's operand) from one sincos call for both.
+  std::string sincos(const ir::ValueNode& v, const std::string& arg);
   std::string emit_node(const ir::ValueNode& v, const std::vector<std::string>& args);
   std::string emit_load(const ir::ValueNode& v, const std::vector<std::string>& args);
 
@@ -62,6 +66,11 @@ class CudaEmitter {
   std::map<std::string, std::string> forwarded_;
   std::unordered_map<const ir::ValueNode*, std::string> memo_;
   std::unordered_map<std::string, std::string> cse_;
+  int depth_ = 0;  // of emit's recursion: 0 at a body's root
+  // Operands (as ir::to_string prints them: equal values may be distinct nodes) whose sine and
+  // cosine a body emitted so far needs, and the sincos results by the operand's text.
+  std::unordered_set<std::string> sincos_args_;
+  std::unordered_map<std::string, std::pair<std::string, std::string>> sincos_;
 };
 
 }  // namespace coil::cuda
