@@ -195,10 +195,11 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
     // A symbolic head size takes the fused kernel too (compiled per size when called), under a
     // guard that it stays within the kernel's.
     auto fits = [&](const sym::Expr& head) {
-      const sym::Expr n = g.shape_env() ? g.shape_env()->simplify(head) : head;
+      ShapeEnv* env = g.shape_env().get();
+      const sym::Expr n = env ? env->simplify(head) : head;
       if (n->is_const()) return n->value() > 0 && n->value() <= cuda::kFusedAttentionMaxHead;
-      return g.shape_env()->le(n, sym::constant(cuda::kFusedAttentionMaxHead),
-                               "scaled_dot_product_attention: the fused kernel's head sizes");
+      return env && env->le(n, sym::constant(cuda::kFusedAttentionMaxHead),
+                            "scaled_dot_product_attention: the fused kernel's head sizes");
     };
     if (device.is_cpu() || (device.is_cuda() && fits(sym_sizes(input(node, 0)).back()) &&
                             fits(sym_sizes(input(node, 2)).back())))
