@@ -438,12 +438,14 @@ TEST(Cuda, RowsInRegistersMatchTheCpu) {
                                     {2048, 1024, 2}}) {
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols) + " at offset " +
                  std::to_string(offset));
-    // A view `offset` elements into each row of a wider tensor: its rows start unaligned.
-    Tensor x = random({rows, cols + offset}).slice(1, offset, cols + offset);
-    Tensor w = random({cols});
-    const std::vector<Tensor> want = f(x, w), eager = f(x.cuda(), w.cuda());
-    const std::vector<Tensor> compiled = cf(x.cuda(), w.cuda());
-    const std::vector<Tensor> symbolic = dynamic(x.cuda(), w.cuda());
+    // A view `offset` elements into each row of a wider tensor: its rows start unaligned (made
+    // on the GPU: a copy to the GPU is contiguous).
+    Tensor wide = random({rows, cols + offset}), w = random({cols});
+    Tensor x = wide.slice(1, offset, cols + offset);
+    Tensor xg = wide.cuda().slice(1, offset, cols + offset), wg = w.cuda();
+    const std::vector<Tensor> want = f(x, w), eager = f(xg, wg);
+    const std::vector<Tensor> compiled = cf(xg, wg);
+    const std::vector<Tensor> symbolic = dynamic(xg, wg);
     for (size_t i = 0; i < want.size(); ++i) {
       expect_same(eager[i], want[i], "eager " + std::to_string(i), 1e-4, 1e-4);
       expect_same(compiled[i], want[i], "compiled " + std::to_string(i), 1e-4, 1e-4);
