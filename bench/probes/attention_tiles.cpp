@@ -1,8 +1,11 @@
-// coil's fused attention kernel as generated (attention_tiles/new_*.cu: 64 query rows a block,
-// 4 x 8 register tiles) against the one before it (old_*.cu: a thread a query row), float32:
-// compiled with NVRTC with coil's options, checked against each other, and timed in device
-// time (CUDA events behind an L2-emptying write, as coil-bench). A variant caps the registers
-// (__launch_bounds__(128, 4)).
+// coil's fused attention kernel as generated for float32 (attention_tiles/tiles.cu: 64 query
+// rows a block, 4 x 8 register tiles, two cp.async stages) against the one before it
+// (rows.cu: a thread a query row), both after coil's CUDA prelude (../coil_cuda_prelude.cuh):
+// compiled with NVRTC with coil's options, checked against each other, and timed in device time
+// (CUDA events behind an L2-emptying write, as coil-bench). The files are coil's output for heads
+// of 64; other head sizes and the variants (tile shapes, register caps, loads a float at a time)
+// replace their #define lines, as attention_kernel_source would write them. (The tiles'
+// one-buffer first version, docs/performance.md's third column, is in a771bcf's probe.)
 //
 //   nvcc -O2 bench/probes/attention_tiles.cpp -o /tmp/at -lnvrtc -lcuda
 //   /tmp/at bench/probes/attention_tiles
@@ -71,18 +74,17 @@ static CUfunction compile(std::string src, const std::string& defines) {
 struct Case {
   long b, h, L, S, e, ev;
   int causal;
-  const char* file;
 };
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "bench/probes/attention_tiles";
+  const std::string prelude = read(dir + "/../coil_cuda_prelude.cuh");
   CHECK(cudaFree(0));
   Timer timer;
-  Case cases[] = {
-      {8, 12, 1024, 1024, 64, 64, 0, "f32_64_64"}, {8, 12, 1024, 1024, 64, 64, 1, "f32_64_64"},
-      {1, 12, 512, 512, 64, 64, 1, "f32_64_64"},   {2, 3, 1000, 777, 40, 72, 0, "f32_40_72"},
-      {2, 3, 333, 333, 40, 72, 1, "f32_40_72"},    {4, 8, 1024, 1024, 128, 128, 0, "f32_128_128"},
-      {2, 2, 300, 300, 128, 128, 1, "f32_128_128"}};
+  Case cases[] = {{8, 12, 1024, 1024, 64, 64, 0}, {8, 12, 1024, 1024, 64, 64, 1},
+                  {1, 12, 512, 512, 64, 64, 1},   {2, 3, 1000, 777, 40, 72, 0},
+                  {2, 3, 333, 333, 40, 72, 1},    {4, 8, 1024, 1024, 128, 128, 0},
+                  {2, 2, 300, 300, 128, 128, 1}};
   for (const Case& c : cases) {
     const long nq = c.b * c.h * c.L * c.e, nk = c.b * c.h * c.S * c.e, nv = c.b * c.h * c.S * c.ev,
                no = c.b * c.h * c.L * c.ev;
@@ -103,27 +105,32 @@ int main(int argc, char** argv) {
     struct Variant {
       const char* name;
       const char* file;
-      std::string defines;
+      std::string defines;  // beyond the head sizes'
       int fast;
-      long rows, keys;
+      long rows, keys;  // keys: 0 for rows.cu
     };
-    const long bk = c.e <= 64 ? 64 : 32;
+    // The head sizes as each kernel pads them (flash_attention.cpp's plan).
+    const long ep = (c.e + 3) / 4 * 4, bk = ep <= 64 ? 64 : 32;
+    const std::string heads = "E " + std::to_string(c.e) + ",EP " + std::to_string(ep) + ",EV " +
+                              std::to_string(c.ev) + ",EVP ";
+    const std::string row_heads = heads + std::to_string((c.ev + 3) / 4 * 4);
+    const std::string tile_heads = heads + std::to_string((c.ev + 31) / 32 * 32);
+    const std::string bk_default = ",BK " + std::to_string(bk);
     std::vector<Variant> variants = {
-        {"old (a thread a row)", "old_", "", 0, 128, 0},
-        {"v1 (4x8, one buffer)", "v1_", "", 0, 64, 0},
-        {"v2 BQ64 copies", "new_", "", 1, 64, bk},
-        {"v2 BQ64 scalar loads", "new_", "", 0, 64, bk},
-        {"v2 BQ64 128 regs", "new_", "MINB 4", 1, 64, bk},
-        {"v2 BQ128 BK32", "new_", "BQ 128,BK 32,MINB 2", 1, 128, 32},
-        {"v2 BQ128 BK32 r255", "new_", "BQ 128,BK 32,MINB 1", 1, 128, 32},
-        {"v2 BQ64 BK32", "new_", "BK 32", 1, 64, 32}};
+        {"a thread a row (before)", "rows.cu", row_heads, 0, 128, 0},
+        {"tiles, cp.async", "tiles.cu", tile_heads + bk_default, 1, 64, bk},
+        {"tiles, float loads", "tiles.cu", tile_heads + bk_default, 0, 64, bk},
+        {"tiles, 128 registers", "tiles.cu", tile_heads + bk_default + ",MINB 4", 1, 64, bk},
+        {"tiles BQ128 BK32", "tiles.cu", tile_heads + ",BQ 128,BK 32,MINB 2", 1, 128, 32},
+        {"tiles BQ128 BK32 r255", "tiles.cu", tile_heads + ",BQ 128,BK 32,MINB 1", 1, 128, 32},
+        {"tiles BK32", "tiles.cu", tile_heads + ",BK 32", 1, 64, 32}};
     const double flop = 4.0 * c.b * c.h * c.L * c.S * c.e / (c.causal ? 2 : 1);
     std::printf("b %ld h %ld L %ld S %ld e %ld ev %ld%s:\n", c.b, c.h, c.L, c.S, c.e, c.ev,
                 c.causal ? " causal" : "");
     std::vector<float> ref(no), got(no);
     for (size_t i = 0; i < variants.size(); ++i) {
       const Variant& w = variants[i];
-      CUfunction f = compile(read(dir + "/" + w.file + c.file + ".cu"), w.defines);
+      CUfunction f = compile(prelude + read(dir + "/" + w.file), w.defines);
       long L = c.L, S = c.S, inner = c.h, rb = (c.L + w.rows - 1) / w.rows;
       long qs1 = c.L * c.e, qs0 = c.h * qs1, qrow = c.e, ks1 = c.S * c.e, ks0 = c.h * ks1,
            krow = c.e, vs1 = c.S * c.ev, vs0 = c.h * vs1, vrow = c.ev;
@@ -131,15 +138,12 @@ int main(int argc, char** argv) {
       int causal = c.causal, fast = w.fast;
       void* args[] = {&q,    &k,   &v,   &o[i ? 1 : 0], &L,   &S,   &inner, &rb,    &qs0,    &qs1,
                       &qrow, &ks0, &ks1, &krow,         &vs0, &vs1, &vrow,  &scale, &causal, &fast};
-      const long ep = (c.e + 3) / 4 * 4, evp = (c.ev + 31) / 32 * 32, bq = w.rows;
       unsigned shared = 0, threads = 128;
-      if (w.keys) {  // v2: two stages
+      if (w.keys) {  // the query tile and two stages of keys (or weights) and values
+        const long evp = (c.ev + 31) / 32 * 32, bq = w.rows;
         shared = unsigned(4 * (bq * (ep + 4) + 2 * (std::max(w.keys * (ep + 4), bq * (w.keys + 4)) +
                                                     w.keys * evp)));
         threads = unsigned(2 * bq);
-      } else if (i == 1) {
-        const long k1 = ep <= 64 ? 64 : 32;
-        shared = unsigned(4 * (64 * (ep + 4) + std::max(k1 * (ep + 4), 64 * (k1 + 4)) + k1 * evp));
       }
       if (shared > 48 * 1024)
         CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared));

@@ -394,7 +394,7 @@ class Printer {
         CudaEmitter em = emitter();
         fold_pass(em, blk.section, nullptr);
       };
-      std::vector<VectorAccess>& vectors = pass_vectors[bi];
+      const std::vector<VectorAccess>& vectors = pass_vectors[bi];
       // The row kVector at a time where its length divides and the vectors are aligned,
       // looping over it; else one at a time.
       auto vector_loop = [&] {
@@ -420,19 +420,19 @@ class Printer {
       if (vectors.empty()) {
         scalar_loop();
       } else if (per_group) {
-        std::vector<VectorAccess> looped = vectors;  // (the loop reads memory, not registers)
-        for (VectorAccess& a : vectors)
+        // The unrolled passes read the cached inputs from registers; the loop below, memory.
+        std::vector<VectorAccess> in_registers = vectors;
+        for (VectorAccess& a : in_registers)
           for (const VectorAccess& c : cached)
             if (!a.store && a.same_element(c)) a.cache = c.cache;
         {
           auto vector_path = w_.block("if (coil_fast)");
           auto runs = unrolled_runs(launch, r_numel);
-          vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
+          vector_lanes({in_registers, r}, [&](CudaEmitter& em, const Lanes& lanes) {
             fold_pass(em, blk.section, &lanes);
           });
         }
         auto other_path = w_.block("else");
-        vectors = std::move(looped);
         // A row of the length the runs were made for is here only when misaligned.
         if (r_numel->is_const())
           scalar_loop();

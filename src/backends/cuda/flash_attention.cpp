@@ -25,8 +25,9 @@ namespace {
 struct Plan {
   bool tiles = true;  // the tiled kernel (float32 arithmetic), else a thread a row (float64)
   int64_t rows = 64, keys = 64, ep = 0, evp = 0;
-  int threads = 128;
   unsigned shared = 0;
+  // Threads a block: two a query row for the tiles ((rows / 4) x 8), else one.
+  unsigned threads() const { return static_cast<unsigned>(tiles ? 2 * rows : rows); }
 };
 
 Plan plan_for(DType dt, int64_t e, int64_t ev) {
@@ -49,7 +50,6 @@ Plan plan_for(DType dt, int64_t e, int64_t ev) {
   const int64_t qs = p.ep + 4, ps = p.keys + 4;
   const int64_t floats = p.rows * qs + 2 * (std::max(p.keys * qs, p.rows * ps) + p.keys * p.evp);
   p.shared = static_cast<unsigned>(floats * 4);
-  p.threads = static_cast<int>(2 * p.rows);
   return p;
 }
 
@@ -462,8 +462,8 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   params.push_back(dt == kFloat64 ? static_cast<void*>(&scale2) : static_cast<void*>(&scale2f));
   params.push_back(&causal_flag);
   if (p.tiles) params.push_back(&fast);
-  launch(fn, "coil_attention", device, static_cast<unsigned>(total * row_blocks),
-         static_cast<unsigned>(p.threads), p.shared, params.data());
+  launch(fn, "coil_attention", device, static_cast<unsigned>(total * row_blocks), p.threads(),
+         p.shared, params.data());
 }
 
 }  // namespace coil::cuda
