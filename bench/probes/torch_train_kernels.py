@@ -1,7 +1,7 @@
 """PyTorch's side of bench/probes/train_step.cpp: one training step (GPT-2 small at 8 x 512 with
-AdamW, or ResNet-50 at 32 x 224² with SGD and momentum; TF32 off), eager or Inductor, after
-warm-up; its CUDA kernels from torch.profiler, summed by name.
-Usage: torch_train_kernels.py gpt2|resnet50 eager|inductor"""
+AdamW, ResNet-50 at 32 x 224² with SGD and momentum, or coil-bench's train_mlp with Adam; TF32
+off), eager or Inductor, after warm-up; its CUDA kernels from torch.profiler, summed by name.
+Usage: torch_train_kernels.py gpt2|resnet50|mlp eager|inductor"""
 import os, sys
 import torch
 import torch.nn.functional as F
@@ -13,7 +13,13 @@ compiled = len(sys.argv) > 2 and sys.argv[2] == "inductor"
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 torch.manual_seed(0)
-if which == "resnet50":
+if which == "mlp":
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
+                                torch.nn.Linear(4096, 1024), torch.nn.LayerNorm(1024)).cuda()
+    ids = torch.randn(4096, 1024, device="cuda")
+    labels = ids
+    opt = torch.optim.Adam(model.parameters())
+elif which == "resnet50":
     model = m.ResNet(m.Bottleneck, [3, 4, 6, 3], 64, 1000).cuda().train()
     ids = torch.randn(32, 3, 224, 224, device="cuda")
     labels = torch.randint(0, 1000, (32,), device="cuda")
@@ -28,6 +34,9 @@ else:
 
 
 def lm_loss(a, b):
+    if which == "mlp":
+        y = model(a)
+        return (y * y).mean()
     logits = model(a)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), b.reshape(-1))
 

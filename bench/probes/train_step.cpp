@@ -2,7 +2,8 @@
 // step after warm-up: run under Nsight Compute with --profile-from-start off, it gives every
 // kernel of a step (bench/device_train_kernels.sh). The models and sizes are those of
 // coil-bench-models: GPT-2 small at 8 x 512 tokens with AdamW, ResNet-50 at 32 images of 224²
-// with SGD (momentum 0.9). Usage: train_step gpt2|resnet50 eager|compiled
+// with SGD (momentum 0.9); or coil-bench's train_mlp (Linear 1024 -> 4096, GELU, Linear back,
+// LayerNorm, loss mean(y^2), Adam) at 4096 rows. Usage: train_step gpt2|resnet50|mlp eager|compiled
 #include <cuda_profiler_api.h>
 
 #include <cstdio>
@@ -25,7 +26,23 @@ int main(int argc, char** argv) {
   std::unique_ptr<optim::Optimizer> opt;
   std::function<Tensor(const Tensor&, const Tensor&)> loss_of;
   Tensor x, y;
-  if (model_name == "resnet50") {
+  if (model_name == "mlp") {
+    auto mlp = std::make_shared<nn::Sequential>();
+    mlp->push_back(std::make_shared<nn::Linear>(1024, 4096));
+    mlp->push_back(std::make_shared<nn::GELU>());
+    mlp->push_back(std::make_shared<nn::Linear>(4096, 1024));
+    mlp->push_back(std::make_shared<nn::LayerNorm>(1024));
+    mlp->to(cuda);
+    model = mlp;
+    x = randn({4096, 1024}).to(cuda);
+    y = x;
+    opt =
+        std::make_unique<optim::Adam>(mlp->parameters(), optim::AdamOptions{.compiled = compiled});
+    loss_of = [mlp](const Tensor& a, const Tensor&) {
+      Tensor out = mlp->forward(a);
+      return mean(out * out);
+    };
+  } else if (model_name == "resnet50") {
     auto resnet = nn::resnet50();
     resnet->to(cuda);
     model = resnet;

@@ -96,6 +96,35 @@ bool materialized(const Node* n) {
   return !std::all_of(n->users().begin(), n->users().end(), fusible);
 }
 
+// Whether a library call of the backward (a weight gradient's product) reads `n`, directly or
+// through views. Recomputing such a value in the backward writes it to memory a second time,
+// while saving it costs nothing the forward does not already do when the forward wrote it too
+// (it fed the forward's own product); so, as in Inductor's partitioner, it is not recomputed:
+// the min cut counts saved bytes only and would rather recompute a GELU's output than save it
+// beside its input.
+bool read_by_backward_library_call(const Node* n,
+                                   const std::unordered_set<const Node*>& tangent_dependent) {
+  auto kind = [](const Node* m) {
+    return m->kind() == NodeKind::Call ? op_info(m->op()).kind : OpKind::Pointwise;
+  };
+  if (n->kind() != NodeKind::Call || kind(n) == OpKind::View || !materialized(n)) return false;
+  std::vector<const Node*> stack{n};
+  while (!stack.empty()) {
+    const Node* m = stack.back();
+    stack.pop_back();
+    for (const Node* u : m->users()) {
+      if (u->kind() != NodeKind::Call) continue;
+      const OpKind k = kind(u);
+      if (k == OpKind::View)
+        stack.push_back(u);
+      else if (tangent_dependent.count(u) &&
+               (k == OpKind::Extern || k == OpKind::Other || k == OpKind::Composite))
+        return true;
+    }
+  }
+  return false;
+}
+
 // Dinic's maximum flow, then the source side of the minimum cut.
 class FlowNetwork {
  public:
@@ -267,7 +296,9 @@ Partition partition(const JointGraph& joint) {
     const bool tuple = n->meta().size() != 1;  // a multi-output call: its items are saved
     net.add_edge(2 * i, 2 * i + 1,
                  tuple ? kInf : bytes_of(n->tensor_meta()) * (materialized(n) ? 1 : 2));
-    if (banned_from_recompute(n) || wide.count(n)) net.add_edge(source, 2 * i, kInf);
+    if (banned_from_recompute(n) || wide.count(n) ||
+        read_by_backward_library_call(n, tangent_dependent))
+      net.add_edge(source, 2 * i, kInf);
     if (needed.count(n)) net.add_edge(2 * i + 1, sink, kInf);
     for (const Node* u : n->inputs())
       if (auto it = index.find(u); it != index.end()) net.add_edge(2 * it->second + 1, 2 * i, kInf);

@@ -74,9 +74,24 @@ void batch_norm_rule(C c) {
   c.set(0, batch_stats ? normalized_input_grad(gxhat, xhat, rstd, dims) : gxhat * rstd);
 }
 
+// Whether a matrix is the transpose of a contiguous one (a linear layer's `w.t()`).
+bool is_column_major(const Tensor& m) {
+  return m.dim() == 2 && m.size(0) > 1 && m.size(1) > 1 && !m.is_contiguous() &&
+         m.t().is_contiguous();
+}
+
+// The product a @ b, the gradient of an operand laid out like `like`: where that operand is a
+// transposed contiguous matrix (the weight of a linear layer), the product is made transposed,
+// (b^T a^T)^T, so that the gradient of the contiguous weight comes out contiguous — as
+// PyTorch's mm_mat2_backward does. Otherwise it would be a transposed view, and accumulating it
+// into the weight's .grad, or an optimizer reading it beside the weight, would copy it.
+Tensor product_grad(const Tensor& a, const Tensor& b, const Tensor& like) {
+  return is_column_major(like) ? mm(b.t(), a.t()).t() : mm(a, b);
+}
+
 void mm_rule(C c) {
-  if (c.wants(0)) c.set(0, mm(c.grad(), c.in(1).t()));
-  if (c.wants(1)) c.set(1, mm(c.in(0).t(), c.grad()));
+  if (c.wants(0)) c.set(0, product_grad(c.grad(), c.in(1).t(), c.in(0)));
+  if (c.wants(1)) c.set(1, product_grad(c.in(0).t(), c.grad(), c.in(1)));
 }
 
 void bmm_rule(C c) {
@@ -86,8 +101,8 @@ void bmm_rule(C c) {
 
 void addmm_grads(C c, const Tensor& g) {
   c.set(0, g);
-  if (c.wants(1)) c.set(1, mm(g, c.in(2).t()));
-  if (c.wants(2)) c.set(2, mm(c.in(1).t(), g));
+  if (c.wants(1)) c.set(1, product_grad(g, c.in(2).t(), c.in(1)));
+  if (c.wants(2)) c.set(2, product_grad(c.in(1).t(), g, c.in(2)));
 }
 
 // matmul with numpy's rules: 1-D operands gain a dim (then lose it), batch dims broadcast.
@@ -101,11 +116,13 @@ void matmul_rule(C c) {
   if (c.wants(0))
     c.set(0, sum_to(matmul(g, b2.transpose(-1, -2)), a2.sym_sizes()).reshape_symint(a.sym_sizes()));
   if (!c.wants(1)) return;
-  if (b2.dim() == 2 && a2.dim() > 2) {
+  if (b2.dim() == 2) {
     // A batch against a matrix: the batch folds into the rows of one product, as the forward
     // does, instead of a product per batch element summed afterwards.
-    const Tensor rows = a2.reshape({-1, a2.size(-1)});
-    c.set(1, mm(rows.t(), g.reshape({-1, g.size(-1)})).reshape_symint(b.sym_sizes()));
+    const bool batch = a2.dim() > 2;
+    const Tensor rows = batch ? a2.reshape({-1, a2.size(-1)}) : a2;
+    Tensor grad = product_grad(rows.t(), batch ? g.reshape({-1, g.size(-1)}) : g, b2);
+    c.set(1, b.dim() == 2 ? grad : grad.reshape_symint(b.sym_sizes()));
     return;
   }
   c.set(1, sum_to(matmul(a2.transpose(-1, -2), g), b2.sym_sizes()).reshape_symint(b.sym_sizes()));

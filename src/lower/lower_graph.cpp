@@ -88,20 +88,34 @@ bool swaps_last_two(const Shape& dims) {
 // the library as a view, which it reads as fast: a kernel writing the transpose would read or
 // write one side a row apart, and each differently shaped use would write its own copy. The
 // value's later readers read the written buffer too.
-ir::TensorRef product_operand(Context& cx, const Node* n) {
+struct ProductOperand {
+  const Node* base;                  // the value written to memory
+  const Node* transposed = nullptr;  // the transposed value, when the operand is a transpose
+  bool reshaped = false;
+};
+
+ProductOperand product_operand_of(const Node* n) {
   auto is_call = [](const Node* m, OpId op) {
     return m->kind() == NodeKind::Call && m->op() == op;
   };
   const bool reshaped = is_call(n, OpId::reshape);
   const Node* inner = reshaped ? std::get<Node*>(n->args()[0]) : n;
-  const bool transposed =
-      is_call(inner, OpId::permute) && swaps_last_two(std::get<Shape>(inner->args()[1]));
-  const Node* base = transposed ? std::get<Node*>(inner->args()[0]) : inner;
+  if (!is_call(inner, OpId::permute) || !swaps_last_two(std::get<Shape>(inner->args()[1])))
+    return {inner, nullptr, reshaped};
+  const Node* base = std::get<Node*>(inner->args()[0]);
   // The transposed value may itself be a reshape (a [batch, tokens, features] value read as
   // [tokens, features]): of a contiguous buffer, any reshape is contiguous.
-  const SymShape from = base->meta().size() == 1 ? base->sym_layout().sizes : SymShape{};
-  if (transposed && is_call(base, OpId::reshape)) base = std::get<Node*>(base->args()[0]);
-  if ((!transposed && !reshaped) || base->meta().size() != 1) return storage_of(cx, n);
+  return {is_call(base, OpId::reshape) ? std::get<Node*>(base->args()[0]) : base, base, reshaped};
+}
+
+ir::TensorRef product_operand(Context& cx, const Node* n) {
+  const ProductOperand op = product_operand_of(n);
+  const bool transposed = op.transposed != nullptr;
+  const Node* base = op.base;
+  const SymShape from = transposed && op.transposed->meta().size() == 1
+                            ? op.transposed->sym_layout().sizes
+                            : SymShape{};
+  if ((!transposed && !op.reshaped) || base->meta().size() != 1) return storage_of(cx, n);
   const TensorBox& value = cx.box(base);
   const SymShape target = n->sym_layout().sizes;
   if (transposed && (from.size() < 2 || target.size() < 2 || target.end()[-2] != from.end()[-1] ||
@@ -162,7 +176,18 @@ std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reas
   return {cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout})};
 }
 
-std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls& library_calls) {
+// The values a matrix product will write to memory for its operands (product_operand).
+std::set<const Node*> product_bases(const Graph& g) {
+  std::set<const Node*> bases;
+  for (Node* n : g.nodes())
+    if (n->kind() == NodeKind::Call && is_matrix_product(n->op()))
+      for (const NodeArg& a : n->args())
+        if (auto* p = std::get_if<Node*>(&a)) bases.insert(product_operand_of(*p).base);
+  return bases;
+}
+
+std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls& library_calls,
+                                  bool product_reads_it) {
   if (std::optional<std::string> library = library_calls(n))
     return lower_extern(cx, n, std::move(*library));
   std::string why;
@@ -170,10 +195,19 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
     if (auto boxes = (*l)(cx, n, &why)) {
       for (TensorBox& b : *boxes) b = cx.with_origin(std::move(b), &n);
       // A pointwise value too large to recompute in each of several users is written once.
+      // So is one that a product reads from memory anyway, where recomputing it would read
+      // more than one element per element (a GELU's gradient, read by the weight's product
+      // and summed for the bias: the sum reads the written gradient, not the two tensors it
+      // is made of); its users lowered before the product would otherwise recompute it.
       if (n.users().size() > 1)
-        for (TensorBox& b : *boxes)
-          if (!b.storage && realize_on_reuse(b.load(Context::vars(b.sizes, "i"))))
+        for (TensorBox& b : *boxes) {
+          if (b.storage) continue;
+          const ir::Value body = b.load(Context::vars(b.sizes, "i"));
+          if (product_reads_it && boxes->size() == 1 && distinct_reads(body) > 1)
+            b = cx.realize(b);
+          else if (realize_on_reuse(body))
             b = realize_as(cx, &n, b);
+        }
       return *boxes;
     }
   } else {
@@ -199,6 +233,7 @@ ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
       cx.program().device = n->meta()[0].device;
       break;
     }
+  const std::set<const Node*> stored_for_products = product_bases(g);
   int64_t input_index = 0;
   for (Node* n : g.nodes()) {
     cx.begin_node(n->kind() == NodeKind::Output ? nullptr : n);
@@ -211,7 +246,7 @@ ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
         cx.set(n, {input_box(cx, *n, ir::BufferKind::Constant, -1)});
         break;
       case NodeKind::Call:
-        cx.set(n, lower_call(cx, *n, library_calls));
+        cx.set(n, lower_call(cx, *n, library_calls, stored_for_products.count(n) > 0));
         break;
       case NodeKind::GetItem:
         cx.set(n, {cx.boxes(n->source()).at(n->index())});

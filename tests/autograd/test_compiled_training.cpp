@@ -177,6 +177,45 @@ TEST(CompiledTraining, PartitionerRecomputesCheapPointwise) {
   EXPECT_TRUE(allclose(grads[1], we.grad(), 1e-4, 1e-4));
 }
 
+// An MLP's GELU output, which the forward's second product wrote and the backward's product for
+// that layer's weight reads again, is saved rather than recomputed (recomputing it would write
+// it again in the backward); the weights' gradients come out contiguous, as the weights are
+// (the products made transposed), and match eager.
+TEST(CompiledTraining, PartitionerSavesWhatABackwardProductReads) {
+  Graph fwd;
+  Node* x = fwd.placeholder("x", ops::contiguous_meta(kFloat32, {16, 8}, kCPU));
+  Node* w1 = fwd.placeholder("w1", ops::contiguous_meta(kFloat32, {32, 8}, kCPU));
+  Node* w2 = fwd.placeholder("w2", ops::contiguous_meta(kFloat32, {8, 32}, kCPU));
+  Node* h = fwd.call(OpId::mm, {x, fwd.call(OpId::permute, {w1, Shape{1, 0}})});
+  Node* a = fwd.call(OpId::gelu, {h, std::string("none")});
+  Node* y = fwd.call(OpId::mm, {a, fwd.call(OpId::permute, {w2, Shape{1, 0}})});
+  fwd.output({fwd.call(OpId::sum, {fwd.call(OpId::mul, {y, y})})});
+  aot::JointGraph joint = aot::build_joint_graph(fwd, {false, true, true}, 1);
+  aot::Partition p = aot::partition(joint);
+  const std::string report = p.report() + "\n" + print_graph(*p.backward);
+  for (const std::string& n : p.recomputed_names)
+    EXPECT_EQ(n.find("gelu"), std::string::npos) << report;
+  bool saved_gelu = false;
+  for (Node* n : p.backward->placeholders())
+    saved_gelu |= n->name().find("gelu") != std::string::npos;
+  EXPECT_TRUE(saved_gelu) << report;
+  const std::vector<Node*>& grads = p.backward->output_node()->results();
+  ASSERT_EQ(grads.size(), 2u) << report;
+  for (Node* gr : grads) EXPECT_TRUE(gr->tensor_meta().is_contiguous()) << report;
+  Tensor xv = random({16, 8}), w1v = random({32, 8}), w2v = random({8, 32});
+  std::vector<Tensor> fo = interpret(*p.forward, {xv, w1v, w2v});
+  std::vector<Tensor> bw_in(fo.begin() + 1, fo.end());
+  bw_in.push_back(ones({}));
+  std::vector<Tensor> got = interpret(*p.backward, bw_in);
+  Tensor w1e = w1v.clone().requires_grad_(), w2e = w2v.clone().requires_grad_();
+  Tensor ye = linear(gelu(linear(xv, w1e)), w2e);
+  (ye * ye).sum().backward();
+  EXPECT_TRUE(w1e.grad().is_contiguous());  // eager's rule makes the same choice
+  EXPECT_TRUE(w2e.grad().is_contiguous());
+  EXPECT_TRUE(allclose(got[0], w1e.grad(), 1e-4, 1e-4));
+  EXPECT_TRUE(allclose(got[1], w2e.grad(), 1e-4, 1e-4));
+}
+
 // A loss's softmax gradient is recomputed in the backward from the logits (which the product
 // wrote anyway) and the rows' max and sum: the forward saves no [rows, classes] value of its
 // own, and the one-hot targets are a comparison the backward's kernel computes, not a scatter.

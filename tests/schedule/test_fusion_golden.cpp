@@ -102,6 +102,32 @@ TEST(Golden, ProductOperandsAreWrittenOnceInTheirOwnOrder) {
             "return (buf1 f32[8, 6][6, 1], buf2 f32[4, 6][6, 1], buf0 f32[2, 2, 8][16, 8, 1])\n");
 }
 
+// A value a product reads from memory, and that recomputing would read more than once per
+// element (a GELU's gradient: the incoming gradient and the activation), is written when it is
+// made: the bias's sum lowered before the weight's product reads the written value instead of
+// recomputing it from its two inputs.
+TEST(Golden, AValueAProductReadsIsWrittenBeforeItsOtherUsers) {
+  Compiled c = lowered_and_scheduled(
+      R"(def forward(self, g: "f32[4, 8][8, 1]cpu", h: "f32[4, 8][8, 1]cpu", x: "f32[4, 6][6, 1]cpu"):
+    exp: "f32[4, 8][8, 1]cpu" = coil.exp(h)
+    mul: "f32[4, 8][8, 1]cpu" = coil.mul(g, exp)
+    sum_1: "f32[8][1]cpu" = coil.sum(mul, [0])
+    permute: "f32[8, 4][1, 8]cpu" = coil.permute(mul, [1, 0])
+    mm: "f32[8, 6][6, 1]cpu" = coil.mm(permute, x)
+    return (sum_1, mm)
+)");
+  EXPECT_EQ(ir::to_string(c.program),
+            "in0: f32[4, 8][8, 1] = input 0\n"
+            "in1: f32[4, 8][8, 1] = input 1\n"
+            "in2: f32[4, 6][6, 1] = input 2\n"
+            "buf0: f32[4, 8][8, 1] = pointwise[4, 8](i0, i1: mul(load(in0, 8*i0 + i1), "
+            "exp(load(in1, 8*i0 + i1))))\n"
+            "buf1: f32[8][1] = reduce_sum[8][4](i0; j0: load(buf0, i0 + 8*j0))\n"
+            "buf2: f32[8, 6][6, 1] = extern mm(buf0 f32[8, 4][1, 8], in2 f32[4, 6][6, 1])  "
+            "# library kernel\n"
+            "return (buf1 f32[8][1], buf2 f32[8, 6][6, 1])\n");
+}
+
 // A reduction does not take inside its loop a pointwise kernel it reads nothing of and shares no
 // load with (a bias's gradient down the columns beside a pass along the rows of another
 // tensor): each kernel keeps its own order.
