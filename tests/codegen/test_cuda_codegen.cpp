@@ -136,8 +136,9 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
 }
 
 // Rows a group of threads covers in runs of four keep the row in registers: softmax's three
-// passes read it from memory once, 128 threads a row, two rows a block; a layer norm's weight,
-// read by one pass, is read there. Rows of run-time length too, where they fit.
+// passes read it from memory once, 128 threads a row, a row a block (narrower groups share
+// blocks of 128 threads: a layer norm over 768, 64 threads a row, two rows a block); a layer
+// norm's weight, read by one pass, is read there. Rows of run-time length too, where they fit.
 TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
   Graph g;
@@ -149,7 +150,7 @@ TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
     ++reads;
   EXPECT_EQ(reads, 1u) << source;
   EXPECT_NE(source.find("coil_group_all_reduce<128>(acc_"), std::string::npos) << source;
-  EXPECT_NE(source.find("(i64)blockIdx.x * 2 + threadIdx.x / 128"), std::string::npos) << source;
+  EXPECT_NE(source.find("(i64)blockIdx.x * 1 + threadIdx.x / 128"), std::string::npos) << source;
   EXPECT_EQ(cuda_compile_errors(g), "");
 
   Graph norm;
@@ -160,6 +161,12 @@ TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
   EXPECT_NE(ln.find("coil_row0[coil_k] = *reinterpret_cast"), std::string::npos) << ln;
   EXPECT_EQ(ln.find("coil_row1"), std::string::npos) << ln;
   EXPECT_EQ(cuda_compile_errors(norm), "");
+  Graph narrow;
+  Node* n768 = narrow.placeholder("y", ops::contiguous_meta(kFloat32, {4096, 768}));
+  Node* v768 = narrow.placeholder("v", ops::contiguous_meta(kFloat32, {768}));
+  narrow.output({narrow.call(OpId::layer_norm, {n768, Shape{768}, v768, v768})});
+  const std::string ln768 = cuda_module_source(narrow);
+  EXPECT_NE(ln768.find("(i64)blockIdx.x * 2 + threadIdx.x / 64"), std::string::npos) << ln768;
 
   // A row of run-time length is grouped by its hint: whole runs of the group up to the hint's
   // length take the unrolled passes, skipping runs past the end; other rows loop.

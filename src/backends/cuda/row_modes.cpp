@@ -37,12 +37,19 @@ constexpr int64_t kWarpMinRows = 2048;
 // over the thread's runs, so that all its loads are in flight at once, and the inputs that
 // several passes read are read from memory once, into registers (cuda_kernel.cpp). A
 // hand-written layer norm and softmax showed the shape: 128 threads a row with two to eight
-// runs each, two rows a block (bench/probes/row_kernels.cu). The group sizes in order of
+// runs each (bench/probes/row_kernels.cu). The group sizes in order of
 // preference, each taken only where it gives every thread at least two runs (a row of 768 is
 // 64 threads of three runs); 256 for rows too long for 128. A group of more than a warp meets
 // at one barrier per reduction (coil_group_all_reduce), so a block holds no row past the end.
 // A row of run-time length is grouped by its hint.
 constexpr int64_t kGroupMaxVectors = 8;
+// Groups narrower than this share a block, enough rows to fill it, where the rows divide (a
+// block of 32 threads would hold a multiprocessor to a quarter of its threads). A 128-thread
+// group keeps its block: the probe's layer norm + GELU took 0.0230 ms at a row a block against
+// 0.0242 ms at two (a run before had them 0.0239 / 0.0236), and the generated kernel over a
+// row of run-time length, a row a block, ran 0.91x the time of the static one at two rows a
+// block in two sessions' comparisons on the H200.
+constexpr int64_t kGroupBlock = 128;
 constexpr int64_t kGroupSizes[] = {128, 64, 32, 256};
 
 // Whether `index` differs between the first rows at r = 0: a value a row reads that the next
@@ -129,9 +136,9 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
         const int64_t vectors = r_numel / (kVector * group);
         if (r_numel % (kVector * group) != 0 || vectors < min_vectors || vectors > kGroupMaxVectors)
           continue;
-        // Two or more rows a block where there are rows enough to fill the GPU and they divide
-        // (a block never has a row past the end: its threads meet at barriers).
-        int64_t per_block = kRowBlock / std::min(group, kRowBlock);
+        // Several rows a block for narrow groups where there are rows enough to fill the GPU
+        // and they divide (a block never has a row past the end: its threads meet at barriers).
+        int64_t per_block = std::max<int64_t>(1, kGroupBlock / group);
         if (program.hint(rows) < kWarpMinRows || !rows->is_const() ||
             rows->value() % per_block != 0)
           per_block = 1;
