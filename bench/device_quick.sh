@@ -3,23 +3,28 @@
 # coil's tests and coil-bench once (build-gpu/), then runs, each under its own time limit so
 # that one slow step leaves the others' results, and in this order: bench/probes/long_rows.cu;
 # PyTorch's own product and softmax kernels for mm_softmax (torch.profiler); coil-bench on the
-# GPU for WORKLOADS (default the row, reduction and training workloads); compare_torch.py for
-# COMPARE (each in a process of its own); the CUDA tests (scripts/test_gpu.sh's first step).
-# Results land in $OUT.
+# GPU for WORKLOADS (default the row, reduction and training workloads); the CUDA tests
+# (scripts/test_gpu.sh's first step); compare_torch.py for COMPARE (each in a process of its own).
+# Everything is printed as it comes (call it without `| tail`: a call cut short by the device's
+# time limit returns only what was printed), and $OUT holds few files: the logs, the tests'
+# output and one results.json that gathers every JSON report after each step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 COIL_SKIP_BUILD=1 source bench/device_setup.sh  # the Debian packages from .deps/
 set +e
 SECONDS=0
+mkdir -p /tmp/reports
+gather() {  # every JSON report so far, in one file
+  python3 -c 'import glob, json, sys; json.dump({f.split("/")[-1]: json.load(open(f)) for f in sorted(glob.glob("/tmp/reports/*.json"))}, open(sys.argv[1], "w"), indent=1)' "$OUT/results.json"
+}
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_BUILD_EXAMPLES=ON \
   -DCOIL_BUILD_BENCH=ON > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
 ninja -C build-gpu coil_tests coil-bench > "$OUT/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -40; exit 1; }
 echo "== built in $SECONDS s"
 if [ "${PROBE:-1}" = 1 ]; then
-  nvcc -O3 -arch=sm_90 bench/probes/long_rows.cu -o /tmp/long_rows && timeout 60 /tmp/long_rows |
-    tee "$OUT/long_rows.txt"
-  timeout 60 python3 - <<'PY' 2>&1 | grep -v Warning | tee "$OUT/torch_mm_softmax_kernels.txt"
+  nvcc -O3 -arch=sm_90 bench/probes/long_rows.cu -o /tmp/long_rows && timeout 60 /tmp/long_rows
+  timeout 60 python3 - <<'PY' 2>&1 | grep -v Warning
 import torch
 torch.backends.cuda.matmul.allow_tf32 = False
 a, b = (torch.randn(2048, 2048, device="cuda") for _ in range(2))
@@ -38,15 +43,18 @@ fi
 echo "== coil-bench (at $SECONDS s)"
 for w in ${WORKLOADS:-softmax layernorm_gelu long_rows_sum instance_norm train_mlp}; do
   timeout 60 build-gpu/bench/coil-bench --device cuda --filter "=$w" \
-    --json "$OUT/coil_bench_$w.json" 2>&1 | grep -E "^$w "
+    --json "/tmp/reports/coil_bench_$w.json" 2>&1 | grep -E "^$w "
 done
-echo "== compare_torch (at $SECONDS s)"
-for w in ${COMPARE:-train_mlp layernorm_gelu}; do
-  timeout 120 python3 bench/compare_torch.py --coil-bench build-gpu/bench/coil-bench \
-    --device cuda --filter "=$w" --json "$OUT/compare_$w.json" 2>&1 | grep -A2 "^workload  *inductor"
-done
+gather
 echo "== CUDA tests (at $SECONDS s)"
 timeout ${TEST_LIMIT:-200} build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" \
   > "$OUT/cuda_tests.txt" 2>&1
 grep -E "^\[  (PASSED|FAILED|SKIPPED) +\]|^\[==========\]" "$OUT/cuda_tests.txt"
+echo "== compare_torch (at $SECONDS s)"
+for w in ${COMPARE:-train_mlp layernorm_gelu}; do
+  timeout 120 python3 bench/compare_torch.py --coil-bench build-gpu/bench/coil-bench \
+    --device cuda --filter "=$w" --json "/tmp/reports/compare_$w.json" 2>&1 |
+    grep -A2 "^workload  *inductor"
+  gather
+done
 echo "== done at $SECONDS s"
