@@ -45,7 +45,8 @@ inline void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string&
 
 // The CUDA module `graph`'s kernels make after the inductor stages ("" when it has none).
 // Needs coil built with CUDA, not a GPU.
-inline std::string cuda_module_source(const Graph& graph) {
+// With `autotune`, mode="max-autotune"'s: each kernel's other launches too.
+inline std::string cuda_module_source(const Graph& graph, bool autotune = false) {
   const backends::DeviceBackend* be = backends::cuda_backend(-1);
   if (!be) return "";
   Graph g = graph.clone();
@@ -53,16 +54,17 @@ inline std::string cuda_module_source(const Graph& graph) {
   stages::graph_stages(g, trace);
   ir::Program program = stages::lowering(g, *be, trace);
   schedule::Schedule sched = stages::scheduling(program, trace);
-  std::vector<codegen::KernelSource> kernels = stages::codegen(g, program, sched, *be, trace);
+  std::vector<codegen::KernelSource> kernels =
+      stages::codegen(g, program, sched, *be, trace, autotune);
   return kernels.empty() ? "" : be->module_source(kernels);
 }
 
 // That source compiled by NVRTC for the default architecture without loading it: "" when it
 // compiled (or has no kernels), else the compiler's log and the source.
-inline std::string cuda_compile_errors(const Graph& graph) {
+inline std::string cuda_compile_errors(const Graph& graph, bool autotune = false) {
   const backends::DeviceBackend* be = backends::cuda_backend(-1);
   if (!be) return "coil was built without CUDA";
-  const std::string source = cuda_module_source(graph);
+  const std::string source = cuda_module_source(graph, autotune);
   if (source.empty()) return "";
   std::string dir = ::testing::TempDir() + "coil-nvrtc-XXXXXX";
   if (!mkdtemp(dir.data())) return "cannot make a temporary folder";

@@ -35,8 +35,9 @@ struct CompileOptions {
   // (per input geometry, after one warm-up call) and replayed, one launch per call
   // (docs/cuda.md; the cudagraphs log says where one is not used); "max-autotune": as
   // reduce-overhead, and each matrix product on the GPU times cuBLASLt's candidate algorithms
-  // on its first call and keeps the fastest (remembered on disk; COIL_LOGS=autotune shows the
-  // times); "max-autotune-no-cudagraphs": the tuning without CUDA graphs. On the CPU the modes
+  // on its first call and keeps the fastest, as each generated kernel does its launches
+  // (remembered on disk; COIL_LOGS=autotune shows the times); "max-autotune-no-cudagraphs": the
+  // tuning without CUDA graphs. On the CPU the modes
   // change nothing (oneDNN's convolutions time their two forms in every mode).
   std::string mode = "default";
   bool fullgraph = false;  // a graph break is an error instead of a split into segments

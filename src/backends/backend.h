@@ -40,6 +40,12 @@ class DeviceBackend {
   // the compile unit of all of a graph's kernels (a prelude, then each kernel).
   virtual codegen::KernelSource generate_kernel(const schedule::Kernel& k,
                                                 const ir::Program& program) const = 0;
+  // mode="max-autotune": the same kernel with other launch configurations, for the first call
+  // to time (KernelSource::alternatives); none where the backend has no such choice.
+  virtual std::vector<codegen::KernelSource> launch_alternatives(
+      const schedule::Kernel& /*k*/, const ir::Program& /*program*/) const {
+    return {};
+  }
   virtual std::string module_source(const std::vector<codegen::KernelSource>& kernels) const = 0;
   // The part of module_source() every compile unit shares (what output_code leaves out).
   virtual std::string_view prelude() const = 0;

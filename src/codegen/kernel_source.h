@@ -57,6 +57,10 @@ struct KernelSource {
   // sizes, computed by the launch from the call's sizes (the prelude's coil_udiv).
   std::vector<sym::Expr> divisors;
   Launch launch;
+  // mode="max-autotune": the same kernel with other launches (`<name>_at<n>`, n from 1), which
+  // the first call times against this one; the wrapper keeps the fastest. Each has the same
+  // arguments and symbols; its own code, launch and divisors.
+  std::vector<KernelSource> alternatives;
 
   // The module function the wrapper calls for it.
   const std::string& function_name() const { return function.empty() ? name : function; }

@@ -139,6 +139,10 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       for (sym::Expr s : k.symbols) step.symbols.push_back(size_symbol_index(s));
       step.divisors = k.divisors;
       step.launch = k.launch;
+      // An identical earlier kernel's alternatives are its own, numbered alike.
+      for (size_t n = 0; n < k.alternatives.size(); ++n)
+        step.alternatives.push_back({step.kernel + "_at" + std::to_string(n + 1),
+                                     k.alternatives[n].divisors, k.alternatives[n].launch});
       for (const std::string& a : k.args) step.args.push_back(slot_of.at(a));
     } else {
       step.extern_slot = slot_of.at(st.buffer);

@@ -38,10 +38,18 @@ struct WrapperPlan {
     std::vector<int> symbols;              // the size symbols it reads, by number: it takes them
     std::vector<sym::Expr> divisors;       // its run-time divisors: it takes their dividers
     Launch launch;                         // a GPU kernel's grid and block
-    int extern_slot = -1;                  // the extern call's result
-    std::vector<Alloc> allocs;             // before the step
-    std::vector<int> releases;             // after it: slots whose memory is dropped
-    std::vector<int> dead;                 // after it: every slot read for the last time
+    // mode="max-autotune": the kernel's other launches, each a function with its own launch
+    // and divisors (KernelSource::alternatives), timed against this one at the first call.
+    struct Alternative {
+      std::string kernel;
+      std::vector<sym::Expr> divisors;
+      Launch launch;
+    };
+    std::vector<Alternative> alternatives;
+    int extern_slot = -1;       // the extern call's result
+    std::vector<Alloc> allocs;  // before the step
+    std::vector<int> releases;  // after it: slots whose memory is dropped
+    std::vector<int> dead;      // after it: every slot read for the last time
   };
   struct Output {
     int slot;

@@ -175,7 +175,8 @@ capture::CompiledGraph compile_inner(std::shared_ptr<Graph> g, const Graph& keye
   const backends::DeviceBackend& backend = backends::backend_for(device_of(*g));
   ir::Program program = stages::lowering(*g, backend, trace);
   schedule::Schedule sched = stages::scheduling(program, trace);
-  std::vector<codegen::KernelSource> kernels = stages::codegen(*g, program, sched, backend, trace);
+  std::vector<codegen::KernelSource> kernels =
+      stages::codegen(*g, program, sched, backend, trace, max_autotune(options));
   CachedGraph compiled;
   if (!kernels.empty()) compiled.source = backend.module_source(kernels);
   // Written before the compiler runs, so a compile error has the source at hand; completed

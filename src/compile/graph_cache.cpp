@@ -34,7 +34,7 @@ namespace {
 using nlohmann::json;
 
 // Bump when the entries' layout or the meaning of a key changes.
-constexpr const char* kFormat = "coil-graph-7";
+constexpr const char* kFormat = "coil-graph-8";
 constexpr const char* kArea = "graphs";
 
 // Thrown while writing an entry down: what the cache cannot keep.
@@ -117,6 +117,10 @@ json exprs_json(const SymShape& s) {
   json out = json::array();
   for (sym::Expr e : s) out.push_back(expr_json(e));
   return out;
+}
+
+json launch_json(const codegen::Launch& l) {
+  return json::array({expr_json(l.grid), l.block, l.shared});
 }
 
 json layout_json(const ir::Layout& l) {
@@ -205,17 +209,20 @@ json plan_json(const codegen::WrapperPlan& plan, const Graph& graph) {
       allocs.push_back({a.slot, a.reuse, a.in_place});
     for (const codegen::IndexCheck& c : st.index_checks)
       checks.push_back(json::array({c.op, expr_json(c.bound)}));
-    steps.push_back(
-        {{"kernel", st.kernel},
-         {"args", st.args},
-         {"checks", checks},
-         {"extern", st.extern_slot},
-         {"allocs", allocs},
-         {"releases", st.releases},
-         {"dead", st.dead},
-         {"symbols", st.symbols},
-         {"divisors", exprs_json(st.divisors)},
-         {"launch", json::array({expr_json(st.launch.grid), st.launch.block, st.launch.shared})}});
+    json alternatives = json::array();
+    for (const codegen::WrapperPlan::Step::Alternative& a : st.alternatives)
+      alternatives.push_back({a.kernel, exprs_json(a.divisors), launch_json(a.launch)});
+    steps.push_back({{"kernel", st.kernel},
+                     {"args", st.args},
+                     {"checks", checks},
+                     {"extern", st.extern_slot},
+                     {"allocs", allocs},
+                     {"releases", st.releases},
+                     {"dead", st.dead},
+                     {"symbols", st.symbols},
+                     {"divisors", exprs_json(st.divisors)},
+                     {"launch", launch_json(st.launch)},
+                     {"alternatives", alternatives}});
   }
   json outputs = json::array();
   for (const codegen::WrapperPlan::Output& o : plan.outputs)
@@ -246,6 +253,10 @@ SymShape exprs_of(const json& j) {
   SymShape out;
   for (const json& e : j) out.push_back(expr_of(e));
   return out;
+}
+
+codegen::Launch launch_of(const json& j) {
+  return {expr_of(j.at(0)), j.at(1).get<int64_t>(), j.at(2).get<int64_t>()};
 }
 
 ir::Layout layout_of(const json& j) {
@@ -375,8 +386,10 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
       st.allocs.push_back({slot_index(a.at(0)), slot_index(a.at(1), true), a.at(2).get<bool>()});
     for (const json& r : s.at("releases")) st.releases.push_back(slot_index(r));
     for (const json& d : s.at("dead")) st.dead.push_back(slot_index(d));
-    const json& launch = s.at("launch");
-    st.launch = {expr_of(launch.at(0)), launch.at(1).get<int64_t>(), launch.at(2).get<int64_t>()};
+    st.launch = launch_of(s.at("launch"));
+    for (const json& a : s.at("alternatives"))
+      st.alternatives.push_back(
+          {a.at(0).get<std::string>(), exprs_of(a.at(1)), launch_of(a.at(2))});
     for (const json& k : s.at("symbols")) {
       st.symbols.push_back(k.get<int>());
       if (st.symbols.back() < 0 || st.symbols.back() >= plan.num_sizes)
@@ -402,6 +415,8 @@ std::string graph_cache_key(const Graph& graph, const CompileOptions& options) {
   h.add(kFormat);
   h.add(coil_identity());
   h.add(options.backend);
+  // mode="max-autotune"'s kernels carry their other launches (KernelSource::alternatives).
+  if (options.mode.rfind("max-autotune", 0) == 0) h.add("launch alternatives");
   // A dynamic graph without its hints: one entry serves every size its guards allow.
   h.add(print_graph(graph, /*hints=*/false));
   return h.hex();

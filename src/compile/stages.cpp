@@ -105,13 +105,14 @@ schedule::Schedule scheduling(const ir::Program& program, debug::CompileTrace& t
 std::vector<codegen::KernelSource> codegen(const Graph& g, const ir::Program& program,
                                            const schedule::Schedule& sched,
                                            const backends::DeviceBackend& backend,
-                                           debug::CompileTrace& trace) {
+                                           debug::CompileTrace& trace, bool autotune) {
   debug::Timeline& t = trace.timeline();
   std::vector<codegen::KernelSource> kernels = t.stage("codegen", "codegen", [&] {
     std::vector<codegen::KernelSource> ks;
     for (const schedule::Kernel& k : sched.kernels) {
       auto span = t.span(k.name);
       ks.push_back(backend.generate_kernel(k, program));
+      if (autotune) ks.back().alternatives = backend.launch_alternatives(k, program);
     }
     return ks;
   });

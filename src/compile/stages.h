@@ -39,11 +39,12 @@ ir::Program lowering(const Graph& g, const backends::DeviceBackend& backend,
 // Loop IR -> kernels, with every fusion decision and its reason.
 schedule::Schedule scheduling(const ir::Program& program, debug::CompileTrace& trace);
 // Kernels -> source in the backend's language, one per kernel. With the lowered graph `g`, the
-// debug folder's diagram shows which node fused into which kernel.
+// debug folder's diagram shows which node fused into which kernel. With `autotune`
+// (mode="max-autotune") each kernel also carries its other launches (KernelSource::alternatives).
 std::vector<codegen::KernelSource> codegen(const Graph& g, const ir::Program& program,
                                            const schedule::Schedule& sched,
                                            const backends::DeviceBackend& backend,
-                                           debug::CompileTrace& trace);
+                                           debug::CompileTrace& trace, bool autotune = false);
 // The wrapper's plan: buffers, their reuse, the order of kernels and library calls.
 codegen::WrapperPlan wrapper(const ir::Program& program, const schedule::Schedule& sched,
                              const std::vector<codegen::KernelSource>& kernels,

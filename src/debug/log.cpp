@@ -36,8 +36,8 @@ const std::vector<Artifact>& artifacts() {
       {"cudagraphs",
        "mode=\"reduce-overhead\": each CUDA graph recorded, and why a graph runs without one"},
       {"autotune",
-       "mode=\"max-autotune\": each product's candidate algorithms with their times, and the "
-       "one kept"},
+       "mode=\"max-autotune\": each product's candidate algorithms and each generated kernel's "
+       "launches, with their times, and the one kept"},
       {"device_eager", "eager GPU ops: each one compiled for a new shape, each run on the CPU"},
   };
   return list;

@@ -1,5 +1,6 @@
 // The CUDA backend's source for every op of the registry compiles with NVRTC (sm_90), with no
 // GPU needed: CI checks every generated kernel this way.
+#include "compile/graph_cache.h"
 #include "cuda_testing.h"
 #include "graph/op_examples.h"
 #include "ops/meta_util.h"
@@ -333,4 +334,71 @@ TEST(CudaCodegen, IdenticalLayersCompileOnce) {
   for (size_t at = 0; (at = source.find("__global__", at)) != std::string::npos; ++at) ++kernels;
   EXPECT_EQ(kernels, 1u) << source;
   EXPECT_EQ(cuda_compile_errors(g), "");
+}
+
+// mode="max-autotune": every kernel with a choice of launch carries the other launches —
+// pointwise blocks of 128, 512 and 1024 threads; rows in registers with other groups and rows a
+// block; rows a block with other widths — as functions of their own in the module, which
+// compiles; the wrapper's plan takes them, and the graph cache keeps them. The default mode
+// has none.
+TEST(CudaCodegen, MaxAutotuneKernelsCarryTheirOtherLaunches) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  const backends::DeviceBackend* be = backends::cuda_backend(-1);
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4096, 1024}, kCUDA));
+  Node* y = g.placeholder("y", ops::contiguous_meta(kFloat32, {512, 3000}, kCUDA));
+  Node* z = g.placeholder("z", ops::contiguous_meta(kFloat32, {1 << 20}, kCUDA));
+  g.output({g.call(OpId::softmax, {x, int64_t{1}}), g.call(OpId::sin, {z}),
+            g.call(OpId::sum, {y, Shape{1}})});
+  Graph lowered = g.clone();
+  debug::CompileTrace trace("autotune_test", "autotune_test", CompileOptions{}, {});
+  stages::graph_stages(lowered, trace);
+  ir::Program program = stages::lowering(lowered, *be, trace);
+  schedule::Schedule sched = stages::scheduling(program, trace);
+  std::vector<codegen::KernelSource> plain = stages::codegen(lowered, program, sched, *be, trace);
+  std::vector<codegen::KernelSource> tuned =
+      stages::codegen(lowered, program, sched, *be, trace, /*autotune=*/true);
+  ASSERT_EQ(tuned.size(), 3u);
+  for (const codegen::KernelSource& k : plain) EXPECT_TRUE(k.alternatives.empty()) << k.name;
+  std::set<std::string> names;
+  for (const codegen::KernelSource& k : tuned) {
+    ASSERT_FALSE(k.alternatives.empty()) << k.name;
+    std::set<std::pair<int64_t, std::string>> launches = {
+        {k.launch.block, sym::to_string(k.launch.grid)}};
+    for (size_t n = 0; n < k.alternatives.size(); ++n) {
+      const codegen::KernelSource& a = k.alternatives[n];
+      EXPECT_EQ(a.name, k.name + "_at" + std::to_string(n + 1));
+      EXPECT_EQ(a.args, k.args);
+      EXPECT_TRUE(launches.insert({a.launch.block, sym::to_string(a.launch.grid)}).second)
+          << a.name << " repeats a launch";
+      names.insert(a.name);
+    }
+  }
+  const std::string source = be->module_source(tuned);
+  for (const std::string& n : names) EXPECT_NE(source.find(" " + n + "("), std::string::npos) << n;
+  EXPECT_EQ(cuda_compile_errors(g, /*autotune=*/true), "");
+  EXPECT_EQ(be->module_source(plain).find("_at1("), std::string::npos);
+
+  // The plan names each alternative's function, and the graph cache keeps them.
+  CachedGraph entry{source, stages::wrapper(program, sched, tuned, trace), {}};
+  size_t alternatives = 0;
+  for (const auto& step : entry.plan.steps) alternatives += step.alternatives.size();
+  EXPECT_EQ(alternatives, names.size());
+  const std::string key =
+      graph_cache_key(lowered, CompileOptions{.mode = "max-autotune"}) + "_test";
+  ASSERT_EQ(store_cached_graph(key, lowered, entry), "");
+  std::optional<CachedGraph> back = load_cached_graph(key, lowered);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(back->plan.steps.size(), entry.plan.steps.size());
+  for (size_t i = 0; i < entry.plan.steps.size(); ++i) {
+    const auto &a = entry.plan.steps[i].alternatives, &b = back->plan.steps[i].alternatives;
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t n = 0; n < a.size(); ++n) {
+      EXPECT_EQ(a[n].kernel, b[n].kernel);
+      EXPECT_EQ(a[n].launch, b[n].launch);
+      EXPECT_EQ(a[n].divisors, b[n].divisors);
+    }
+  }
+  EXPECT_NE(graph_cache_key(lowered, CompileOptions{.mode = "max-autotune"}),
+            graph_cache_key(lowered, CompileOptions{}));
 }

@@ -51,7 +51,7 @@ TEST_F(MaxAutotune, ProductsKeepTheFastestCandidateAndMatchTheCpu) {
   EXPECT_NE(first.find("kept candidate"), std::string::npos) << first;
   std::vector<std::string> stored;
   for (const std::string& f : cached_files())
-    if (f.rfind("autotune/", 0) == 0) stored.push_back(f);
+    if (f.rfind("autotune/", 0) == 0 && f.find(".algo") != std::string::npos) stored.push_back(f);
   EXPECT_EQ(stored.size(), 3u) << first;
   // A later one reads the choices back, with CUDA graphs recorded after the warm-up call.
   std::string second = run("max-autotune");
@@ -64,4 +64,35 @@ TEST_F(MaxAutotune, ProductsKeepTheFastestCandidateAndMatchTheCpu) {
   EXPECT_TRUE(std::filesystem::exists(cache_dir_ + "/" + stored[0] + ".damaged"));
   // The default mode takes the heuristic's pick and logs nothing.
   EXPECT_EQ(run("default"), "");
+}
+
+// Generated kernels under max-autotune time their launches (other blocks, groups, rows a block)
+// on the first call and keep the fastest, stored on disk per kernel and GPU; every launch
+// computes the same results (COIL_KERNEL_LAUNCH runs each in turn).
+TEST_F(MaxAutotune, GeneratedKernelsKeepTheFastestLaunchAndMatchTheCpu) {
+  COIL_REQUIRE_GPU();
+  Tensor x = random({2048, 1024}), y = random({1 << 20}), z = random({256, 3000});
+  auto f = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return std::vector<Tensor>{softmax(a, -1), sin(b) * 2, sum(c, {1})};
+  };
+  std::vector<Tensor> want = f(x, y, z);
+  auto check = [&](const std::string& mode, const std::string& what) {
+    auto cf = compile(f, CompileOptions{.mode = mode});
+    for (int call = 0; call < 2; ++call) {
+      std::vector<Tensor> got = cf(x.cuda(), y.cuda(), z.cuda());
+      for (size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], what);
+    }
+  };
+  std::string log = log_of("autotune", [&] { check("max-autotune-no-cudagraphs", "tuned"); });
+  EXPECT_NE(log.find("candidate 0 (the heuristics')"), std::string::npos) << log;
+  EXPECT_NE(log.find("kept candidate"), std::string::npos) << log;
+  size_t stored = 0;
+  for (const std::string& file : cached_files())
+    stored += file.rfind("autotune/", 0) == 0 && file.find(".launch") != std::string::npos;
+  EXPECT_EQ(stored, 3u) << log;
+  for (const char* n : {"0", "1", "2", "3"}) {
+    setenv("COIL_KERNEL_LAUNCH", n, 1);
+    check("max-autotune", std::string("launch ") + n);
+  }
+  unsetenv("COIL_KERNEL_LAUNCH");
 }

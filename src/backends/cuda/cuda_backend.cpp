@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/kernel_autotune.h"
 #include "backends/cuda/max_pool.h"
 #include "backends/cuda/scan_scatter.h"
 #include "graph/dims.h"
@@ -206,10 +208,19 @@ codegen::KernelSource CudaBackend::generate_kernel(const schedule::Kernel& k,
   return cuda::generate_kernel(k, program);
 }
 
+std::vector<codegen::KernelSource> CudaBackend::launch_alternatives(
+    const schedule::Kernel& k, const ir::Program& program) const {
+  return cuda::launch_alternatives(k, program);
+}
+
 std::string CudaBackend::module_source(const std::vector<codegen::KernelSource>& kernels) const {
   std::string s = cuda_prelude();
-  for (const codegen::KernelSource& k : kernels)
-    if (k.defines_function()) s += std::string(jit::kPartBoundary) + k.code;
+  for (const codegen::KernelSource& k : kernels) {
+    if (!k.defines_function()) continue;
+    s += std::string(jit::kPartBoundary) + k.code;
+    for (const codegen::KernelSource& a : k.alternatives)
+      s += std::string(jit::kPartBoundary) + a.code;
+  }
   return s;
 }
 
@@ -234,36 +245,64 @@ Divider make_divider(int64_t d) {
 
 // The launch with the step's grid and block on coil's stream. The wrapper passes one pointer
 // per buffer; a kernel with index checks gets a device-side error record after them, copied
-// back to the wrapper's host record when the kernel is done (the host waits for it).
+// back to the wrapper's host record when the kernel is done (the host waits for it). Under
+// mode="max-autotune" a step with other launches runs the one its first call found fastest
+// (kernel_autotune.h).
 codegen::KernelCall CudaBackend::bind(const jit::Module& module,
                                       const codegen::WrapperPlan::Step& step) const {
   const auto& m = static_cast<const CudaModule&>(module);
-  void* f = m.function(step.kernel);
-  const int device = m.device();
-  const codegen::Launch l = step.launch;
+  struct Candidate {
+    void* function;
+    std::string name;
+    codegen::Launch launch;
+    std::vector<sym::Expr> divisors;
+  };
+  std::vector<Candidate> candidates = {
+      {m.function(step.kernel), step.kernel, step.launch, step.divisors}};
+  for (const auto& a : step.alternatives)
+    candidates.push_back({m.function(a.kernel), a.kernel, a.launch, a.divisors});
+  const TunedKernel tuned{m.path(), step.kernel, m.device(), candidates.size()};
+  const bool in_place =
+      std::any_of(step.allocs.begin(), step.allocs.end(), [](const auto& a) { return a.in_place; });
   const size_t nargs = step.args.size();
   const bool checks = !step.index_checks.empty();
-  return [f, device, l, nargs, checks, symbols = step.symbols, divisors = step.divisors,
-          name = step.kernel](void* const* args, const int64_t* sizes) {
-    std::vector<void*> params(nargs + 1 + symbols.size() + divisors.size());
-    for (size_t i = 0; i < nargs; ++i) params[i] = const_cast<void**>(args) + i;
+  return [candidates = std::move(candidates), tuned, in_place, nargs, checks,
+          symbols = step.symbols](void* const* args, const int64_t* sizes) {
+    const int device = tuned.device;
     void* record = nullptr;
-    size_t at = nargs;
     if (checks) {
       record = cuda::allocate(2 * sizeof(int64_t), device);
       cuda::zero(record, 2 * sizeof(int64_t), device);
-      params[at++] = &record;
     }
-    // Sizes by value: the launch copies each from the call's array.
-    for (int s : symbols) params[at++] = const_cast<int64_t*>(sizes + s);
-    std::vector<Divider> dividers;
-    dividers.reserve(divisors.size());
-    for (sym::Expr d : divisors) {
-      dividers.push_back(make_divider(evaluate_sizes(d, sizes)));
-      params[at++] = &dividers.back();
+    auto run = [&](size_t i) {
+      const Candidate& c = candidates[i];
+      std::vector<void*> params(nargs + 1 + symbols.size() + c.divisors.size());
+      for (size_t a = 0; a < nargs; ++a) params[a] = const_cast<void**>(args) + a;
+      size_t at = nargs;
+      if (checks) params[at++] = &record;
+      // Sizes by value: the launch copies each from the call's array.
+      for (int s : symbols) params[at++] = const_cast<int64_t*>(sizes + s);
+      std::vector<Divider> dividers;
+      dividers.reserve(c.divisors.size());
+      for (sym::Expr d : c.divisors) {
+        dividers.push_back(make_divider(evaluate_sizes(d, sizes)));
+        params[at++] = &dividers.back();
+      }
+      launch(c.function, c.name, device,
+             static_cast<unsigned>(evaluate_sizes(c.launch.grid, sizes)),
+             static_cast<unsigned>(c.launch.block), static_cast<unsigned>(c.launch.shared),
+             params.data());
+    };
+    size_t pick = 0;
+    if (candidates.size() > 1) {
+      std::string at_sizes;
+      for (int s : symbols) at_sizes += (at_sizes.empty() ? "" : ", ") + std::to_string(sizes[s]);
+      bool aliased = in_place;
+      for (size_t a = 0; a < nargs && !aliased; ++a)
+        for (size_t b = a + 1; b < nargs && !aliased; ++b) aliased = args[a] == args[b];
+      pick = tuned_candidate(tuned, at_sizes, aliased, run);
     }
-    launch(f, name, device, static_cast<unsigned>(evaluate_sizes(l.grid, sizes)),
-           static_cast<unsigned>(l.block), static_cast<unsigned>(l.shared), params.data());
+    run(pick);
     if (checks) {
       cuda::copy(args[nargs], kCPU, record, Device(DeviceType::CUDA, device), 2 * sizeof(int64_t));
       cuda::free(record, device);

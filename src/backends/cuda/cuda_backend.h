@@ -31,6 +31,8 @@ class CudaBackend : public backends::DeviceBackend {
   std::optional<std::string> library_call(const Node& n) const override;
   codegen::KernelSource generate_kernel(const schedule::Kernel& k,
                                         const ir::Program& program) const override;
+  std::vector<codegen::KernelSource> launch_alternatives(const schedule::Kernel& k,
+                                                         const ir::Program& program) const override;
   std::string module_source(const std::vector<codegen::KernelSource>& kernels) const override;
   std::string_view prelude() const override;
   const char* source_extension() const override { return ".cu"; }

@@ -102,7 +102,8 @@ const char* fold(ReduceKind k) {
 
 class Printer {
  public:
-  Printer(const Kernel& k, const ir::Program& p, KernelSource& src) : k_(k), p_(p), src_(src) {
+  Printer(const Kernel& k, const ir::Program& p, KernelSource& src, int64_t pointwise_block)
+      : k_(k), p_(p), src_(src), pointwise_block_(pointwise_block) {
     for (const KernelNode& n : k.nodes) nodes_[n.buffer] = &n;
   }
 
@@ -120,7 +121,7 @@ class Printer {
   }
 
   // A pointwise kernel bound to its flat index i (< numel), ready to print: its vector
-  // accesses, and the number of blocks of kPointwiseBlock threads it takes.
+  // accesses, and the number of blocks of pointwise_block_ threads it takes.
   struct Pointwise {
     const Kernel* bound;
     sym::Expr i, numel;
@@ -161,7 +162,7 @@ class Printer {
     std::vector<const KernelNode*> nodes;
     for (const KernelNode& n : bk.nodes) nodes.push_back(&n);
     std::vector<VectorAccess> vectors = vector_accesses(nodes, i);
-    const int64_t per_block = kPointwiseBlock * (vectors.empty() ? 1 : kVector);
+    const int64_t per_block = pointwise_block_ * (vectors.empty() ? 1 : kVector);
     return {&bk, i, numel, std::move(vectors), sym::floordiv(numel + (per_block - 1), per_block)};
   }
 
@@ -173,8 +174,8 @@ class Printer {
     const std::string first =
         first_block->is_const() ? sym::to_c(first_block) : "(" + sym::to_c(first_block) + ")";
     const std::string numel = sym::to_c(pw.numel);
-    const std::string thread =
-        "((i64)blockIdx.x - " + first + ") * " + std::to_string(kPointwiseBlock) + " + threadIdx.x";
+    const std::string thread = "((i64)blockIdx.x - " + first + ") * " +
+                               std::to_string(pointwise_block_) + " + threadIdx.x";
     if (pw.vectors.empty()) {
       w_.line("const i64 i = " + thread + ";");
       auto guard = w_.block("if (i < " + numel + ")");
@@ -517,6 +518,7 @@ class Printer {
   const Kernel& k_;
   const ir::Program& p_;
   KernelSource& src_;
+  int64_t pointwise_block_;
   std::vector<sym::Expr> divisors_;  // the run-time divisors of its indices, in first-use order
   CodeWriter w_{1};
   int counter_ = 0;
@@ -531,17 +533,18 @@ bool always(const KernelNode& n, const Kernel&) { return n.reduce == ReduceKind:
 
 }  // namespace
 
-KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
+KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
+                             const LaunchChoice& choice) {
   KernelSource src;
   src.name = k.name;
   src.parallel = true;
   std::vector<Kernel> parts = k.parts.empty() ? std::vector<Kernel>{k} : k.parts;
   const bool rows = k.parts.empty() && k.is_reduction();
   Kernel rewritten = rows ? codegen::two_pass_variances(k, always) : k;
-  Printer pr(rewritten, program, src);
-  int64_t block = kPointwiseBlock;
+  int64_t block = choice.pointwise_block ? choice.pointwise_block : kPointwiseBlock;
+  Printer pr(rewritten, program, src, block);
   if (rows) {
-    const RowLaunch launch = row_launch(rewritten, program);
+    const RowLaunch launch = choice.rows ? *choice.rows : row_launch(rewritten, program);
     block = launch.block;
     pr.row_body(rewritten, launch);
     src.launch = {launch.grid, block, 0};
@@ -579,6 +582,24 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program) {
                   src.symbols, src.divisors, block) +
              " {\n" + pr.writer().text() + "}\n";
   return src;
+}
+
+std::vector<KernelSource> launch_alternatives(const Kernel& k, const ir::Program& program) {
+  std::vector<LaunchChoice> choices;
+  if (k.parts.empty() && k.is_reduction()) {
+    for (const RowLaunch& l :
+         row_launch_alternatives(codegen::two_pass_variances(k, always), program))
+      choices.push_back({0, l});
+  } else if (k.parts.empty()) {
+    for (int64_t b : {128, 512, 1024}) choices.push_back({b, std::nullopt});
+  }
+  std::vector<KernelSource> out;
+  for (const LaunchChoice& c : choices) {
+    Kernel named = k;
+    named.name = k.name + "_at" + std::to_string(out.size() + 1);
+    out.push_back(generate_kernel(named, program, c));
+  }
+  return out;
 }
 
 }  // namespace coil::cuda

@@ -7,12 +7,32 @@
 // simplifies each access (a contiguous access is the flat index itself).
 #pragma once
 
+#include <optional>
+#include <vector>
+
+#include "backends/cuda/row_modes.h"
 #include "codegen/kernel_source.h"
 #include "ir/program.h"
 #include "schedule/kernel.h"
 
 namespace coil::cuda {
 
-codegen::KernelSource generate_kernel(const schedule::Kernel& k, const ir::Program& program);
+// How a kernel's threads are laid out, where a choice other than the heuristics' is asked for
+// (mode="max-autotune"'s candidates): a pointwise kernel's block, or a row kernel's whole
+// launch (row_modes.h). Zero / unset: the heuristics'.
+struct LaunchChoice {
+  int64_t pointwise_block = 0;
+  std::optional<RowLaunch> rows;
+};
+
+codegen::KernelSource generate_kernel(const schedule::Kernel& k, const ir::Program& program,
+                                      const LaunchChoice& choice = {});
+
+// mode="max-autotune": the kernel printed with other launches than the heuristics' (other
+// pointwise blocks; other groups and rows a block for rows in registers; other block widths
+// for rows a block), each named `<k.name>_at<n>`, n from 1; none for kernels whose launch has
+// no alternative (combo kernels, columns, rows a thread or a warp).
+std::vector<codegen::KernelSource> launch_alternatives(const schedule::Kernel& k,
+                                                       const ir::Program& program);
 
 }  // namespace coil::cuda

@@ -100,6 +100,13 @@ bool warp_reducible(const Kernel& k) {
   });
 }
 
+// The runs of four a thread of `group` takes over a row of `r_numel`, or 0 where the group
+// does not cover the row in whole runs, at most kGroupMaxVectors a thread.
+int64_t group_vectors(int64_t r_numel, int64_t group) {
+  const int64_t vectors = r_numel / (kVector * group);
+  return r_numel % (kVector * group) == 0 && vectors <= kGroupMaxVectors ? vectors : 0;
+}
+
 }  // namespace
 
 Kernel bound(const Kernel& k, const sym::Bindings& b) {
@@ -133,9 +140,8 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
   if (warp_reducible(k)) {
     for (int64_t min_vectors : {2, 1})
       for (int64_t group : kGroupSizes) {
-        const int64_t vectors = r_numel / (kVector * group);
-        if (r_numel % (kVector * group) != 0 || vectors < min_vectors || vectors > kGroupMaxVectors)
-          continue;
+        const int64_t vectors = group_vectors(r_numel, group);
+        if (vectors < min_vectors) continue;
         // Several rows a block for narrow groups where there are rows enough to fill the GPU
         // and they divide (a block never has a row past the end: its threads meet at barriers).
         int64_t per_block = std::max<int64_t>(1, kGroupBlock / group);
@@ -151,6 +157,32 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
             sym::floordiv(rows + (kRowBlock / 32 - 1), kRowBlock / 32)};
   return {RowMode::per_block,
           r_numel >= kRowBlock ? kRowBlock : std::max<int64_t>(32, (r_numel + 31) / 32 * 32), rows};
+}
+
+std::vector<RowLaunch> row_launch_alternatives(const Kernel& k, const ir::Program& program) {
+  const RowLaunch chosen = row_launch(k, program);
+  const sym::Expr rows = sym_numel(k.outer);
+  const int64_t r_numel = program.hint(sym_numel(k.inner));
+  std::vector<RowLaunch> out;
+  if (chosen.mode == RowMode::per_group) {
+    for (int64_t group : kGroupSizes) {
+      const int64_t vectors = group_vectors(r_numel, group);
+      if (vectors == 0) continue;
+      for (int64_t per_block : {1, 2, 4}) {
+        if (group * per_block > 1024 ||
+            (group == chosen.group && group * per_block == chosen.block))
+          continue;
+        if (per_block > 1 && (!rows->is_const() || rows->value() % per_block != 0)) continue;
+        out.push_back({RowMode::per_group, group * per_block, sym::floordiv(rows, per_block), group,
+                       vectors});
+      }
+    }
+  } else if (chosen.mode == RowMode::per_block) {
+    for (int64_t block : {128, 256, 512, 1024})
+      if (block != chosen.block && block <= std::max<int64_t>(r_numel, 128))
+        out.push_back({RowMode::per_block, block, chosen.grid});
+  }
+  return out;
 }
 
 }  // namespace coil::cuda

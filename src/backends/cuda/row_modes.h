@@ -30,6 +30,12 @@ struct RowLaunch {
 // The launch of the row kernel `k` (its variances already two passes).
 RowLaunch row_launch(const schedule::Kernel& k, const ir::Program& program);
 
+// Other launches of the same kernel (mode="max-autotune" times them): for rows in registers,
+// the other groups that cover the row and other numbers of rows a block; for rows a block,
+// other block widths. None for the other modes.
+std::vector<RowLaunch> row_launch_alternatives(const schedule::Kernel& k,
+                                               const ir::Program& program);
+
 // `k`'s nodes with its loop variables bound to expressions of the thread's indices.
 schedule::Kernel bound(const schedule::Kernel& k, const sym::Bindings& b);
 

@@ -1,0 +1,134 @@
+#include "backends/cuda/kernel_autotune.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "debug/log.h"
+#include "jit/cache_key.h"
+#include "jit/disk_cache.h"
+#include "runtime/autotune.h"
+#include "runtime/cuda_runtime.h"
+
+namespace coil::cuda {
+
+namespace {
+
+constexpr int kTimedRuns = 5;
+
+std::string tuning_key(const TunedKernel& k, const std::string& sizes) {
+  const DeviceInfo& d = device_info(k.device);
+  jit::Hasher h;
+  h.add("kernel-autotune");
+  h.add(k.module_path);
+  h.add(k.kernel);
+  h.add(sizes);
+  h.add(d.name + " sm_" + std::to_string(d.major) + std::to_string(d.minor));
+  return h.hex();
+}
+
+// The median milliseconds of candidate `i` after a warm-up run, on the device's current stream.
+float time_candidate(const std::function<void(size_t)>& run, size_t i, int device) {
+  auto s = static_cast<cudaStream_t>(stream(device));
+  run(i);
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<float> ms;
+  for (int r = 0; r < kTimedRuns; ++r) {
+    check(cudaEventRecord(start, s), "cudaEventRecord");
+    run(i);
+    check(cudaEventRecord(stop, s), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "timing a kernel's launch");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::optional<size_t> saved_choice(const std::string& path, size_t candidates) {
+  jit::SealedFile f = jit::read_sealed(path);
+  if (f.state == jit::SealedFile::State::missing) return std::nullopt;
+  unsigned long v = 0;
+  if (f.state == jit::SealedFile::State::damaged ||
+      std::sscanf(f.contents.c_str(), "%lu", &v) != 1 || v >= candidates) {
+    jit::set_aside(path, f.state == jit::SealedFile::State::damaged ? f.why : "not a choice");
+    return std::nullopt;
+  }
+  jit::touch(path);
+  return static_cast<size_t>(v);
+}
+
+bool capturing(int device) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaStreamIsCapturing(static_cast<cudaStream_t>(stream(device)), &status);
+  return status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
+
+size_t tuned_candidate(const TunedKernel& k, const std::string& sizes, bool aliased,
+                       const std::function<void(size_t)>& run) {
+  static std::mutex mutex;
+  static auto* chosen = new std::map<std::string, size_t>();
+  if (k.candidates < 2 || !autotuning()) return 0;
+  // COIL_KERNEL_LAUNCH=n runs candidate n (or the last) of every tuned kernel, untimed: each
+  // launch's result can then be checked.
+  if (const char* forced = std::getenv("COIL_KERNEL_LAUNCH"))
+    return std::min<size_t>(std::strtoul(forced, nullptr, 10), k.candidates - 1);
+  const std::string key = tuning_key(k, sizes);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = chosen->find(key); it != chosen->end()) return it->second;
+  }
+  // A capture cannot wait for events, and aliased buffers cannot be written twice: the
+  // heuristics' launch this time, the timing at a later call that allows it.
+  if (aliased || capturing(k.device)) return 0;
+  // The cache never fails a program: without a usable folder the choice is only not kept.
+  std::string path;
+  try {
+    path = jit::open_cache_entry(key, "autotune").path(".launch");
+  } catch (const std::exception& e) {
+    debug::log("autotune", k.kernel, std::string("the choice is not kept: ") + e.what());
+  }
+  std::optional<size_t> best = path.empty() ? std::nullopt : saved_choice(path, k.candidates);
+  if (best) {
+    debug::log("autotune", k.kernel,
+               "the launch chosen in an earlier run: candidate " + std::to_string(*best));
+  } else {
+    std::string report = "launches at sizes [" + sizes + "]:";
+    float best_ms = 0, first_ms = 0;
+    for (size_t i = 0; i < k.candidates; ++i) {
+      const float ms = time_candidate(run, i, k.device);
+      char line[80];
+      std::snprintf(line, sizeof line, "\n  candidate %zu%s: %.4f ms", i,
+                    i == 0 ? " (the heuristics')" : "", ms);
+      report += line;
+      if (i == 0) first_ms = ms;
+      if (!best || ms < best_ms) best = i, best_ms = ms;
+    }
+    char kept[96];
+    std::snprintf(kept, sizeof kept, "\n  kept candidate %zu (%.2fx the heuristics' launch)", *best,
+                  best_ms > 0 ? first_ms / best_ms : 1.0);
+    debug::log("autotune", k.kernel, report + kept);
+    try {
+      if (!path.empty()) jit::write_file_atomically(path, std::to_string(*best), /*sealed=*/true);
+    } catch (const std::exception& e) {
+      debug::log("autotune", k.kernel, std::string("the choice is not kept: ") + e.what());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  chosen->emplace(key, *best);
+  return *best;
+}
+
+}  // namespace coil::cuda

@@ -1,0 +1,31 @@
+// mode="max-autotune" for generated kernels: a kernel printed with several launches (other
+// blocks, groups, rows a block: KernelSource::alternatives) is timed, every launch on the call's
+// own buffers, at its first call under an AutotuneScope, and the fastest is kept for the
+// process and on disk (keyed by the module, the kernel, the call's sizes and the GPU), so a
+// later process reads the choice instead of timing. The kernels only write their outputs, so
+// running one several times gives the same result; a call whose buffers share memory (a kernel
+// writing in place) is not timed, and runs the heuristics' launch. COIL_KERNEL_LAUNCH=n runs
+// candidate n of every such kernel instead (to check each launch's results).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace coil::cuda {
+
+struct TunedKernel {
+  std::string module_path;  // the code cache's file: its name is the source's hash
+  std::string kernel;       // the heuristics' function
+  int device = 0;
+  size_t candidates = 1;  // the heuristics' launch first, then the alternatives
+};
+
+// The candidate to run: the one an earlier call or process chose, or, the first time (and only
+// under an AutotuneScope), the fastest of `run(i)` for every candidate i, timed on the current
+// stream. `sizes` (the call's size symbols, in text) joins the disk key: a dynamic kernel's best
+// launch may differ between sizes. `aliased`: the call's buffers overlap, so it is not timed.
+size_t tuned_candidate(const TunedKernel& k, const std::string& sizes, bool aliased,
+                       const std::function<void(size_t)>& run);
+
+}  // namespace coil::cuda
