@@ -338,9 +338,9 @@ TEST(CudaCodegen, IdenticalLayersCompileOnce) {
 
 // mode="max-autotune": every kernel with a choice of launch carries the other launches —
 // pointwise blocks of 128, 512 and 1024 threads; rows in registers with other groups and rows a
-// block; rows a block with other widths — as functions of their own in the module, which
-// compiles; the wrapper's plan takes them, and the graph cache keeps them. The default mode
-// has none.
+// block; rows a block with other widths, and in registers with ragged runs — as functions of their
+// own in the module, which compiles; the wrapper's plan takes them, and the graph cache keeps them.
+// The default mode has none.
 TEST(CudaCodegen, MaxAutotuneKernelsCarryTheirOtherLaunches) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
   const backends::DeviceBackend* be = backends::cuda_backend(-1);
@@ -363,19 +363,27 @@ TEST(CudaCodegen, MaxAutotuneKernelsCarryTheirOtherLaunches) {
   std::set<std::string> names;
   for (const codegen::KernelSource& k : tuned) {
     ASSERT_FALSE(k.alternatives.empty()) << k.name;
-    std::set<std::pair<int64_t, std::string>> launches = {
-        {k.launch.block, sym::to_string(k.launch.grid)}};
+    // Each launch is another kernel: its code, less its name, differs from every other's.
+    auto body = [](const codegen::KernelSource& s) {
+      return std::regex_replace(s.code, std::regex(s.name + "\\b"), "K");
+    };
+    std::set<std::string> bodies = {body(k)};
     for (size_t n = 0; n < k.alternatives.size(); ++n) {
       const codegen::KernelSource& a = k.alternatives[n];
       EXPECT_EQ(a.name, k.name + "_at" + std::to_string(n + 1));
       EXPECT_EQ(a.args, k.args);
-      EXPECT_TRUE(launches.insert({a.launch.block, sym::to_string(a.launch.grid)}).second)
-          << a.name << " repeats a launch";
+      EXPECT_TRUE(bodies.insert(body(a)).second) << a.name << " repeats a launch";
       names.insert(a.name);
     }
   }
   const std::string source = be->module_source(tuned);
   for (const std::string& n : names) EXPECT_NE(source.find(" " + n + "("), std::string::npos) << n;
+  // The rows of 3000, a block each by the heuristics, also in registers: 128 threads with six
+  // runs of four, the last runs of some threads past the row's end.
+  EXPECT_NE(source.find("for (int coil_k = 0; coil_k < 6; ++coil_k) if (((i64)coil_k * 128 + "
+                        "coil_t) * 4 < 3000)"),
+            std::string::npos)
+      << source;
   EXPECT_EQ(cuda_compile_errors(g, /*autotune=*/true), "");
   EXPECT_EQ(be->module_source(plain).find("_at1("), std::string::npos);
 

@@ -66,7 +66,8 @@ TEST_F(MaxAutotune, ProductsKeepTheFastestCandidateAndMatchTheCpu) {
   EXPECT_EQ(run("default"), "");
 }
 
-// Generated kernels under max-autotune time their launches (other blocks, groups, rows a block)
+// Generated kernels under max-autotune time their launches (other blocks, groups, rows a block,
+// rows of 3000 in registers with ragged runs)
 // on the first call and keep the fastest, stored on disk per kernel and GPU; every launch
 // computes the same results (COIL_KERNEL_LAUNCH runs each in turn).
 TEST_F(MaxAutotune, GeneratedKernelsKeepTheFastestLaunchAndMatchTheCpu) {
@@ -90,7 +91,7 @@ TEST_F(MaxAutotune, GeneratedKernelsKeepTheFastestLaunchAndMatchTheCpu) {
   for (const std::string& file : cached_files())
     stored += file.rfind("autotune/", 0) == 0 && file.find(".launch") != std::string::npos;
   EXPECT_EQ(stored, 3u) << log;
-  for (const char* n : {"0", "1", "2", "3"}) {
+  for (const char* n : {"0", "1", "2", "3", "4", "5", "6"}) {
     setenv("COIL_KERNEL_LAUNCH", n, 1);
     check("max-autotune", std::string("launch ") + n);
   }

@@ -483,7 +483,8 @@ class Printer {
 
  private:
   // A per_group pass over the thread's runs of the row, unrolled: run coil_k from coil_base on;
-  // for a row of run-time length, the runs before its end.
+  // for a row of run-time length, the runs before its end (the same in every thread of the
+  // row); for a ragged one, the thread's runs before its end.
   CodeWriter::Scope unrolled_runs(const RowLaunch& launch, sym::Expr length) {
     w_.line("#pragma unroll");
     std::string head =
@@ -491,6 +492,9 @@ class Printer {
     if (!length->is_const())
       head += " if ((i64)coil_k * " + std::to_string(launch.group * kVector) + " < " +
               sym::to_c(length) + ")";
+    else if (launch.ragged)
+      head += " if (((i64)coil_k * " + std::to_string(launch.group) + " + coil_t) * " +
+              std::to_string(kVector) + " < " + sym::to_c(length) + ")";
     CodeWriter::Scope runs = w_.block(head);
     w_.line("const i64 coil_base = ((i64)coil_k * " + std::to_string(launch.group) +
             " + coil_t) * " + std::to_string(kVector) + ";");

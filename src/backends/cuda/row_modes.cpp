@@ -181,6 +181,13 @@ std::vector<RowLaunch> row_launch_alternatives(const Kernel& k, const ir::Progra
     for (int64_t block : {128, 256, 512, 1024})
       if (block != chosen.block && block <= std::max<int64_t>(r_numel, 128))
         out.push_back({RowMode::per_block, block, chosen.grid});
+    if (sym_numel(k.inner)->is_const() && r_numel % kVector == 0 && warp_reducible(k))
+      for (int64_t group : {128, 256}) {
+        const int64_t vectors = (r_numel / kVector + group - 1) / group;
+        if (vectors >= 2 && vectors <= kGroupMaxVectors)
+          out.push_back(
+              {RowMode::per_group, group, rows, group, vectors, r_numel % (kVector * group) != 0});
+      }
   }
   return out;
 }

@@ -25,6 +25,9 @@ struct RowLaunch {
   // per_group: `group` threads a row (block / group rows a block), each holding `vectors` runs
   // of four consecutive elements of it, the runs group * 4 elements apart.
   int64_t group = 0, vectors = 0;
+  // per_group over a row of a fixed length that the group's runs do not cover exactly (a
+  // multiple of four): the last runs of some threads lie past the row's end and are skipped.
+  bool ragged = false;
 };
 
 // The launch of the row kernel `k` (its variances already two passes).
@@ -32,7 +35,9 @@ RowLaunch row_launch(const schedule::Kernel& k, const ir::Program& program);
 
 // Other launches of the same kernel (mode="max-autotune" times them): for rows in registers,
 // the other groups that cover the row and other numbers of rows a block; for rows a block,
-// other block widths. None for the other modes.
+// other block widths, and groups of 128 or 256 threads holding the row in registers with the
+// last runs ragged (a row of 3136, an instance norm's plane, as 7 runs of 128 threads). None
+// for the other modes.
 std::vector<RowLaunch> row_launch_alternatives(const schedule::Kernel& k,
                                                const ir::Program& program);
 
