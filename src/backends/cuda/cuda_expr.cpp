@@ -146,4 +146,54 @@ std::string CudaEmitter::emit_node(const ir::ValueNode& v, const std::vector<std
   }
 }
 
+// The value a reduction starts from.
+std::string reduce_identity(ir::ReduceKind k, DType t) {
+  const bool max = k == ir::ReduceKind::Max || k == ir::ReduceKind::ArgMax;
+  switch (k) {
+    case ir::ReduceKind::Sum:
+      return cuda_literal(0, t);
+    case ir::ReduceKind::Prod:
+      return cuda_literal(1, t);
+    case ir::ReduceKind::Any:
+      return "false";
+    case ir::ReduceKind::All:
+      return "true";
+    default:
+      break;
+  }
+  if (is_floating(t))
+    return std::string(max ? "-" : "") + (t == kFloat64 ? "coil_inf_d()" : "coil_inf_f()");
+  switch (t) {
+    case DType::Bool:
+      return max ? "false" : "true";
+    case DType::UInt8:
+      return max ? "0" : "255";
+    case DType::Int8:
+      return max ? "-128" : "127";
+    case DType::Int32:
+      return max ? "(-2147483647 - 1)" : "2147483647";
+    default:
+      return max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  }
+}
+
+const char* reduce_fold(ir::ReduceKind k) {
+  switch (k) {
+    case ir::ReduceKind::Sum:
+      return "coil_sum{}";
+    case ir::ReduceKind::Prod:
+      return "coil_prod{}";
+    case ir::ReduceKind::Max:
+      return "coil_max{}";
+    case ir::ReduceKind::Min:
+      return "coil_min{}";
+    case ir::ReduceKind::Any:
+      return "coil_or{}";
+    case ir::ReduceKind::All:
+      return "coil_and{}";
+    default:
+      throw InternalError("codegen: no CUDA fold for this reduction");
+  }
+}
+
 }  // namespace coil::cuda

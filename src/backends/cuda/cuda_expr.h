@@ -16,6 +16,7 @@
 #include "codegen/c_expr.h"
 #include "codegen/code_writer.h"
 #include "codegen/kernel_source.h"
+#include "ir/program.h"
 #include "ir/value.h"
 
 namespace coil::cuda {
@@ -28,6 +29,10 @@ std::string cuda_literal(const Scalar& s, DType dtype);
 std::string to_memory(DType dtype, const std::string& value);
 // The element at `at` of a buffer of `dtype`, in its compute type.
 std::string from_memory(DType dtype, const std::string& at);
+// The value a reduction of `k` over values of `t` starts from, and the prelude's functor that
+// folds one value into it (coil_sum{}, ...; not for argmax/argmin or Welford's).
+std::string reduce_identity(ir::ReduceKind k, DType t);
+const char* reduce_fold(ir::ReduceKind k);
 
 class CudaEmitter {
  public:

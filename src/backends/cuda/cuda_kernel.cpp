@@ -50,56 +50,6 @@ std::string head(const std::string& name, const std::vector<std::string>& args,
   return h + ")";
 }
 
-// The value a reduction starts from.
-std::string identity(ReduceKind k, DType t) {
-  const bool max = k == ReduceKind::Max || k == ReduceKind::ArgMax;
-  switch (k) {
-    case ReduceKind::Sum:
-      return cuda_literal(0, t);
-    case ReduceKind::Prod:
-      return cuda_literal(1, t);
-    case ReduceKind::Any:
-      return "false";
-    case ReduceKind::All:
-      return "true";
-    default:
-      break;
-  }
-  if (is_floating(t))
-    return std::string(max ? "-" : "") + (t == kFloat64 ? "coil_inf_d()" : "coil_inf_f()");
-  switch (t) {
-    case DType::Bool:
-      return max ? "false" : "true";
-    case DType::UInt8:
-      return max ? "0" : "255";
-    case DType::Int8:
-      return max ? "-128" : "127";
-    case DType::Int32:
-      return max ? "(-2147483647 - 1)" : "2147483647";
-    default:
-      return max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
-  }
-}
-
-const char* fold(ReduceKind k) {
-  switch (k) {
-    case ReduceKind::Sum:
-      return "coil_sum{}";
-    case ReduceKind::Prod:
-      return "coil_prod{}";
-    case ReduceKind::Max:
-      return "coil_max{}";
-    case ReduceKind::Min:
-      return "coil_min{}";
-    case ReduceKind::Any:
-      return "coil_or{}";
-    case ReduceKind::All:
-      return "coil_and{}";
-    default:
-      throw InternalError("codegen: no CUDA fold for this reduction");
-  }
-}
-
 class Printer {
  public:
   Printer(const Kernel& k, const ir::Program& p, KernelSource& src, int64_t pointwise_block)
@@ -270,7 +220,7 @@ class Printer {
         em.line("if (coil_arg<" + kmax + ", " + codegen::compute_type(dt) + ">{}.better(" + v +
                 ", r, " + a + ", " + a + "_i)) { " + a + " = " + v + "; " + a + "_i = r; }");
       } else {
-        em.line(a + " = " + fold(*n->reduce) + "(" + a + ", " + v + ");");
+        em.line(a + " = " + reduce_fold(*n->reduce) + "(" + a + ", " + v + ");");
       }
     }
   }
@@ -376,7 +326,7 @@ class Printer {
         if (!n->reduce) continue;
         const DType dt = n->body->dtype();
         w_.line(std::string(codegen::compute_type(dt)) + " acc_" + n->buffer + " = " +
-                identity(*n->reduce, dt) + ";");
+                reduce_identity(*n->reduce, dt) + ";");
         if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin)
           w_.line("i64 acc_" + n->buffer + "_i = 0;");
       }
@@ -458,14 +408,15 @@ class Printer {
               "(" + type + "*)(coil_smem + " + std::to_string(reduction++ * threads / 32) + ")";
           w_.line("const " + type + " " + red + " = " +
                   (per_thread ? a
-                   : per_warp ? "coil_warp_all_reduce(" + a + ", " + fold(*n->reduce) + ")"
+                   : per_warp ? "coil_warp_all_reduce(" + a + ", " + reduce_fold(*n->reduce) + ")"
                    : per_group && launch.group == 32
-                       ? "coil_warp_all_reduce(" + a + ", " + fold(*n->reduce) + ")"
+                       ? "coil_warp_all_reduce(" + a + ", " + reduce_fold(*n->reduce) + ")"
                    : per_group ? "coil_group_all_reduce<" + group + ">(" + a + ", " +
-                                     fold(*n->reduce) + ", " + part + ")"
-                   : columns ? "coil_column_reduce(" + a + ", " + fold(*n->reduce) + ", coil_smem)"
-                             : "coil_block_reduce(" + a + ", " + fold(*n->reduce) + ", (" + type +
-                                   ")" + identity(*n->reduce, dt) + ", coil_smem)") +
+                                     reduce_fold(*n->reduce) + ", " + part + ")"
+                   : columns
+                       ? "coil_column_reduce(" + a + ", " + reduce_fold(*n->reduce) + ", coil_smem)"
+                       : "coil_block_reduce(" + a + ", " + reduce_fold(*n->reduce) + ", (" + type +
+                             ")" + reduce_identity(*n->reduce, dt) + ", coil_smem)") +
                   ";");
         }
         outer_[n->buffer] = red;
