@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <mutex>
 
@@ -266,7 +267,9 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
       std::any_of(step.allocs.begin(), step.allocs.end(), [](const auto& a) { return a.in_place; });
   const size_t nargs = step.args.size();
   const bool checks = !step.index_checks.empty();
-  return [candidates = std::move(candidates), tuned, in_place, nargs, checks,
+  // The tuned choice, once made: later calls read it here without asking again.
+  auto chosen = std::make_shared<std::atomic<int>>(-1);
+  return [candidates = std::move(candidates), tuned, in_place, nargs, checks, chosen,
           symbols = step.symbols](void* const* args, const int64_t* sizes) {
     const int device = tuned.device;
     void* record = nullptr;
@@ -293,16 +296,18 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
              static_cast<unsigned>(c.launch.block), static_cast<unsigned>(c.launch.shared),
              params.data());
     };
-    size_t pick = 0;
-    if (candidates.size() > 1) {
+    int pick = candidates.size() > 1 ? chosen->load(std::memory_order_relaxed) : 0;
+    if (pick < 0) {
       std::string at_sizes;
       for (int s : symbols) at_sizes += (at_sizes.empty() ? "" : ", ") + std::to_string(sizes[s]);
       bool aliased = in_place;
       for (size_t a = 0; a < nargs && !aliased; ++a)
         for (size_t b = a + 1; b < nargs && !aliased; ++b) aliased = args[a] == args[b];
-      pick = tuned_candidate(tuned, at_sizes, aliased, run);
+      const std::optional<size_t> decided = tuned_candidate(tuned, at_sizes, aliased, run);
+      if (decided) chosen->store(static_cast<int>(*decided), std::memory_order_relaxed);
+      pick = decided ? static_cast<int>(*decided) : 0;
     }
-    run(pick);
+    run(static_cast<size_t>(pick));
     if (checks) {
       cuda::copy(args[nargs], kCPU, record, Device(DeviceType::CUDA, device), 2 * sizeof(int64_t));
       cuda::free(record, device);

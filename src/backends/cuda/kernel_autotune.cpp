@@ -21,13 +21,12 @@ namespace {
 
 constexpr int kTimedRuns = 5;
 
-std::string tuning_key(const TunedKernel& k, const std::string& sizes) {
+std::string tuning_key(const TunedKernel& k) {
   const DeviceInfo& d = device_info(k.device);
   jit::Hasher h;
   h.add("kernel-autotune");
   h.add(k.module_path);
   h.add(k.kernel);
-  h.add(sizes);
   h.add(d.name + " sm_" + std::to_string(d.major) + std::to_string(d.minor));
   return h.hex();
 }
@@ -76,23 +75,23 @@ bool capturing(int device) {
 
 }  // namespace
 
-size_t tuned_candidate(const TunedKernel& k, const std::string& sizes, bool aliased,
-                       const std::function<void(size_t)>& run) {
+std::optional<size_t> tuned_candidate(const TunedKernel& k, const std::string& sizes, bool aliased,
+                                      const std::function<void(size_t)>& run) {
   static std::mutex mutex;
   static auto* chosen = new std::map<std::string, size_t>();
-  if (k.candidates < 2 || !autotuning()) return 0;
+  if (k.candidates < 2 || !autotuning()) return std::nullopt;
   // COIL_KERNEL_LAUNCH=n runs candidate n (or the last) of every tuned kernel, untimed: each
   // launch's result can then be checked.
   if (const char* forced = std::getenv("COIL_KERNEL_LAUNCH"))
     return std::min<size_t>(std::strtoul(forced, nullptr, 10), k.candidates - 1);
-  const std::string key = tuning_key(k, sizes);
+  const std::string key = tuning_key(k);
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = chosen->find(key); it != chosen->end()) return it->second;
   }
   // A capture cannot wait for events, and aliased buffers cannot be written twice: the
   // heuristics' launch this time, the timing at a later call that allows it.
-  if (aliased || capturing(k.device)) return 0;
+  if (aliased || capturing(k.device)) return std::nullopt;
   // The cache never fails a program: without a usable folder the choice is only not kept.
   std::string path;
   try {
