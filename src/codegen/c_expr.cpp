@@ -33,6 +33,23 @@ const char* compute_type(DType t) {
   return "?";
 }
 
+std::string c_extreme(DType dtype, bool lowest, const CDialect& d) {
+  if (is_floating(dtype))
+    return std::string(lowest ? "-" : "") + (dtype == kFloat64 ? d.inf_d : d.inf_f);
+  switch (dtype) {
+    case DType::Bool:
+      return lowest ? "false" : "true";
+    case DType::UInt8:
+      return lowest ? "0" : "255";
+    case DType::Int8:
+      return lowest ? "-128" : "127";
+    case DType::Int32:
+      return lowest ? "(-2147483647 - 1)" : "2147483647";
+    default:
+      return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+  }
+}
+
 std::string c_literal(const Scalar& s, DType dtype, const CDialect& d) {
   if (dtype == kBool) return s.to_bool() ? "true" : "false";
   if (!is_floating(dtype))

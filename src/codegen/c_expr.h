@@ -29,6 +29,10 @@ const char* compute_type(DType t);
 // A C literal of `s` in `dtype`'s compute type.
 std::string c_literal(const Scalar& s, DType dtype, const CDialect& d);
 
+// The lowest (or highest) value of `dtype` as a C literal: minus (or plus) infinity for floats,
+// the type's extreme for integers — where a max (or min) reduction starts.
+std::string c_extreme(DType dtype, bool lowest, const CDialect& d);
+
 // `v` (not a load, constant, index or cast) as a C expression over its operands' texts `x`.
 std::string scalar_op(const ir::ValueNode& v, const std::vector<std::string>& x, const CDialect& d);
 

@@ -4,27 +4,14 @@
 
 namespace coil::cpu {
 
-namespace {
-
 using ir::ReduceKind;
+
+namespace {
 
 // The identity of max (lowest) or min (highest) for dtype t, as a C++ literal.
 std::string extreme(DType t, bool lowest) {
-  if (is_floating(t))
-    return std::string(lowest ? "-" : "") +
-           (t == kFloat64 ? "__builtin_inf()" : "__builtin_inff()");
-  switch (t) {
-    case DType::Bool:
-      return lowest ? "false" : "true";
-    case DType::UInt8:
-      return lowest ? "0" : "255";
-    case DType::Int8:
-      return lowest ? "-128" : "127";
-    case DType::Int32:
-      return lowest ? "(-2147483647 - 1)" : "2147483647";
-    default:
-      return lowest ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
-  }
+  static const codegen::CDialect cpp = cpp_dialect();
+  return codegen::c_extreme(t, lowest, cpp);
 }
 
 }  // namespace

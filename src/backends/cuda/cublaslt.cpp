@@ -17,6 +17,7 @@
 #include <coil/cuda.h>
 #include <coil/error.h>
 
+#include "backends/cuda/kernel_autotune.h"
 #include "debug/log.h"
 #include "jit/cache_key.h"
 #include "jit/disk_cache.h"
@@ -277,25 +278,8 @@ std::optional<cublasLtMatmulAlgo_t> saved_algo(const std::string& path, const Pl
 // when cuBLASLt refuses to launch it.
 std::optional<float> time_algo(const Plan& plan, cublasLtHandle_t handle, const Operands& o,
                                const cublasLtMatmulAlgo_t& algo) {
-  if (launch(plan, handle, o, algo) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<float> ms;
-  for (int r = 0; r < kTimedRuns; ++r) {
-    check(cudaEventRecord(start, o.stream), "cudaEventRecord");
-    const cublasStatus_t s = launch(plan, handle, o, algo);
-    check(cudaEventRecord(stop, o.stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "timing a cuBLASLt algorithm");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
-    if (s == CUBLAS_STATUS_SUCCESS) ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  if (ms.empty()) return std::nullopt;
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  return median_device_ms(o.stream, kTimedRuns,
+                          [&] { return launch(plan, handle, o, algo) == CUBLAS_STATUS_SUCCESS; });
 }
 
 // max-autotune: the fastest of the heuristic's candidates on the call's own operands (their

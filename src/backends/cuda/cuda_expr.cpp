@@ -161,20 +161,8 @@ std::string reduce_identity(ir::ReduceKind k, DType t) {
     default:
       break;
   }
-  if (is_floating(t))
-    return std::string(max ? "-" : "") + (t == kFloat64 ? "coil_inf_d()" : "coil_inf_f()");
-  switch (t) {
-    case DType::Bool:
-      return max ? "false" : "true";
-    case DType::UInt8:
-      return max ? "0" : "255";
-    case DType::Int8:
-      return max ? "-128" : "127";
-    case DType::Int32:
-      return max ? "(-2147483647 - 1)" : "2147483647";
-    default:
-      return max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
-  }
+  static const codegen::CDialect d = cuda_dialect();
+  return codegen::c_extreme(t, max, d);
 }
 
 const char* reduce_fold(ir::ReduceKind k) {

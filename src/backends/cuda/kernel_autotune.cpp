@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "debug/log.h"
 #include "jit/cache_key.h"
@@ -31,29 +32,6 @@ std::string tuning_key(const TunedKernel& k) {
   return h.hex();
 }
 
-// The median milliseconds of candidate `i` after a warm-up run, on the device's current stream.
-float time_candidate(const std::function<void(size_t)>& run, size_t i, int device) {
-  auto s = static_cast<cudaStream_t>(stream(device));
-  run(i);
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<float> ms;
-  for (int r = 0; r < kTimedRuns; ++r) {
-    check(cudaEventRecord(start, s), "cudaEventRecord");
-    run(i);
-    check(cudaEventRecord(stop, s), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "timing a kernel's launch");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
-    ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
-}
-
 std::optional<size_t> saved_choice(const std::string& path, size_t candidates) {
   jit::SealedFile f = jit::read_sealed(path);
   if (f.state == jit::SealedFile::State::missing) return std::nullopt;
@@ -74,6 +52,29 @@ bool capturing(int device) {
 }
 
 }  // namespace
+
+std::optional<float> median_device_ms(void* stream, int runs, const std::function<bool()>& run) {
+  if (!run()) return std::nullopt;
+  auto s = static_cast<cudaStream_t>(stream);
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<float> ms;
+  for (int r = 0; r < runs; ++r) {
+    check(cudaEventRecord(start, s), "cudaEventRecord");
+    const bool ok = run();
+    check(cudaEventRecord(stop, s), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "timing an autotuning candidate");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    if (ok) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (ms.empty()) return std::nullopt;
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
 
 std::optional<size_t> tuned_candidate(const TunedKernel& k, const std::string& sizes, bool aliased,
                                       const std::function<void(size_t)>& run) {
@@ -107,7 +108,10 @@ std::optional<size_t> tuned_candidate(const TunedKernel& k, const std::string& s
     std::string report = "launches at sizes [" + sizes + "]:";
     float best_ms = 0, first_ms = 0;
     for (size_t i = 0; i < k.candidates; ++i) {
-      const float ms = time_candidate(run, i, k.device);
+      const float ms = *median_device_ms(stream(k.device), kTimedRuns, [&] {
+        run(i);
+        return true;
+      });
       char line[80];
       std::snprintf(line, sizeof line, "\n  candidate %zu%s: %.4f ms", i,
                     i == 0 ? " (the heuristics')" : "", ms);

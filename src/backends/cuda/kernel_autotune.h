@@ -15,6 +15,12 @@
 
 namespace coil::cuda {
 
+// How max-autotune times a candidate (a kernel's launch, cuBLASLt's algorithm): a warm-up call
+// of `run`, then the median device milliseconds of `runs` more, each between two events on
+// `stream`; the calls where `run` returns false (a launch the library refused) are left out.
+// nullopt when the warm-up or every timed call failed.
+std::optional<float> median_device_ms(void* stream, int runs, const std::function<bool()>& run);
+
 struct TunedKernel {
   std::string module_path;  // the code cache's file: its name is the source's hash
   std::string kernel;       // the heuristics' function
