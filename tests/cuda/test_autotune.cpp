@@ -81,7 +81,10 @@ TEST_F(MaxAutotune, GeneratedKernelsKeepTheFastestLaunchAndMatchTheCpu) {
     auto cf = compile(f, CompileOptions{.mode = mode});
     for (int call = 0; call < 2; ++call) {
       std::vector<Tensor> got = cf(x.cuda(), y.cuda(), z.cuda());
-      for (size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], what);
+      // The sum of 3000 values in [-2, 2] adds in another order at each launch: its results
+      // agree to an ulp of its partial sums, not of the total.
+      for (size_t i = 0; i < want.size(); ++i)
+        expect_same(got[i], want[i], what, 2e-5, i == 2 ? 1e-4 : 0);
     }
   };
   std::string log = log_of("autotune", [&] { check("max-autotune-no-cudagraphs", "tuned"); });
