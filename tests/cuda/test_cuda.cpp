@@ -422,6 +422,23 @@ TEST(Cuda, ColumnReductionsMatchTheCpu) {
 // an input read by every pass (softmax, layer norm, variance) or by one (a sum), rows whose
 // views are not aligned to a vector (the passes then loop one element at a time), and rows of
 // a batch of run-time size; eager and compiled, against the CPU.
+// Softmax over logits as wide as a product makes: most probabilities lie far below FLT_MIN.
+// The compiled division keeps them (nothing flushed to zero) and is exact where they are normal
+// numbers: each element within 1e-5 of the CPU's, relative, or within eight subnormal steps.
+TEST(Cuda, SoftmaxOfWideLogitsKeepsItsTinyProbabilities) {
+  COIL_REQUIRE_GPU();
+  Tensor x = random({512, 2048}, kFloat32, -100, 100);
+  auto f = [](const Tensor& a) { return softmax(a, 1); };
+  const std::vector<double> want = values(f(x)), got = values(compile(f)(x.cuda()).cpu());
+  size_t subnormal = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_LE(std::fabs(got[i] - want[i]), 1e-5 * std::fabs(want[i]) + 8 * 0x1p-149)
+        << "at " << i << ": " << got[i] << " against " << want[i];
+    subnormal += want[i] != 0 && want[i] < 0x1p-126;
+  }
+  EXPECT_GT(subnormal, want.size() / 50);  // the case under test: 8 % of the elements
+}
+
 TEST(Cuda, RowsInRegistersMatchTheCpu) {
   COIL_REQUIRE_GPU();
   auto f = [](const Tensor& x, const Tensor& w) {

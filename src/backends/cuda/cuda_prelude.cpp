@@ -56,9 +56,18 @@ template <typename T, int N> struct alignas(sizeof(T) * N) coil_vec { T v[N]; };
 template <int N, typename T> __device__ __forceinline__ bool coil_vec_aligned(const T* p) {
   return reinterpret_cast<u64>(p) % (sizeof(T) * N) == 0;
 }
-// GPUs compute with subnormal numbers at full speed: softmax's exponentials need no scaling.
+// GPUs multiply and add subnormal numbers at full speed: softmax's exponentials need no
+// scaling. Its division must not be `e / sum`, though: IEEE division checks each quotient and
+// branches to a slow routine where the quotient may be subnormal, which a row of wide logits
+// (those a product makes) hits in most warps. sum lies in [1, row length], so its reciprocal is
+// never slow, and the compiler hoists it out of the row; q = e * r corrected by one FMA
+// remainder step is the correctly rounded quotient wherever the remainder is exact (quotients
+// above 2^-102), and within one unit in the last place below.
 __device__ __forceinline__ float coil_softmax_exp(float s) { return expf(s); }
-__device__ __forceinline__ float coil_softmax_div(float e, float sum) { return e / sum; }
+__device__ __forceinline__ float coil_softmax_div(float e, float sum) {
+  const float r = __frcp_rn(sum), q = e * r;
+  return fmaf(fmaf(-q, sum, e), r, q);
+}
 __device__ __forceinline__ float coil_h2f(unsigned short h) {
   float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
 }
