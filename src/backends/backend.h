@@ -66,6 +66,13 @@ class DeviceBackend {
     return std::nullopt;
   }
 
+  // The kernels this backend writes by hand, compiled into the disk cache unless they are
+  // there (jit::precompile): what the build ships as the seed cache (jit/seed_cache.h). Returns
+  // how many it compiled, naming each in `names` when that is given.
+  virtual int precompile_library_kernels(std::vector<std::string>* names = nullptr) const {
+    return 0;
+  }
+
   // The wrapper: the kernel of `step` in `module`, as the wrapper calls it with a pointer per
   // argument (and the index error record, when the step has checks).
   virtual codegen::KernelCall bind(const jit::Module& module,

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "jit/cache_key.h"
 #include "jit/cache_prune.h"
 #include "jit/disk_cache.h"
+#include "jit/seed_cache.h"
 
 namespace coil::jit {
 
@@ -103,14 +105,23 @@ ModulePtr load_from_disk_or_compile(const std::string& source, const std::string
   std::string binary = entry.path(compiler.binary_extension());
   SealedFile found = read_sealed(binary);
   if (found.state == SealedFile::State::damaged) set_aside(binary, found.why);
+  bool from_seed = false;
+  if (found.state != SealedFile::State::ok) {
+    if (std::optional<std::string> shipped = seeded(info.key, compiler.binary_extension())) {
+      write_file_atomically(entry.path(compiler.source_extension()), source);
+      write_file_atomically(binary, *shipped, /*sealed=*/true);
+      found.state = SealedFile::State::ok;
+      from_seed = true;
+    }
+  }
   if (found.state == SealedFile::State::ok) {
     try {
       ModulePtr module = load_binary(compiler, binary, info);
       touch(binary);
-      info.outcome = CacheOutcome::disk_hit;
+      info.outcome = from_seed ? CacheOutcome::seed_hit : CacheOutcome::disk_hit;
       State& s = state();
       std::lock_guard<std::mutex> lock(s.mutex);
-      ++s.stats.disk_hits;
+      ++(from_seed ? s.stats.seed_hits : s.stats.disk_hits);
       return module;
     } catch (const Error& e) {
       set_aside(binary, std::string("it does not load: ") + e.what());
@@ -143,6 +154,8 @@ const char* to_string(CacheOutcome outcome) {
       return "memory hit";
     case CacheOutcome::disk_hit:
       return "disk hit";
+    case CacheOutcome::seed_hit:
+      return "seed hit";
     case CacheOutcome::compiled:
       return "miss";
   }
@@ -199,6 +212,16 @@ ModulePtr load(const std::string& source, const Compiler& compiler, const std::s
   log_load(name_hint, info, module);
   if (info_out) *info_out = info;
   return module;
+}
+
+bool precompile(const std::string& source, const Compiler& compiler, const std::string& name_hint) {
+  LoadInfo info;
+  info.key = cache_key(source, compiler.key_fields());
+  CacheEntry entry = open_cache_entry(info.key);
+  if (read_sealed(entry.path(compiler.binary_extension())).state == SealedFile::State::ok)
+    return false;
+  compile(compiler, entry, source, name_hint, info);
+  return true;
 }
 
 JitStats stats() {

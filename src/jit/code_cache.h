@@ -2,7 +2,8 @@
 // backend's compiler (compiler.h). Modules are cached by content (cache_key.h): in memory while
 // anyone uses them, so a second load in this process costs a hash and a map lookup, and on disk
 // (disk_cache.h), so a new process loads instead of compiling. A damaged file on disk is set
-// aside and compiled again.
+// aside and compiled again. A miss on disk looks in the seed cache (seed_cache.h), the compiled
+// code coil ships, before it compiles.
 #pragma once
 
 #include <chrono>
@@ -15,7 +16,7 @@
 
 namespace coil::jit {
 
-enum class CacheOutcome { memory_hit, disk_hit, compiled };
+enum class CacheOutcome { memory_hit, disk_hit, seed_hit, compiled };
 const char* to_string(CacheOutcome outcome);
 
 // What one load did, for the compile timeline.
@@ -37,10 +38,15 @@ struct LoadInfo {
 std::shared_ptr<const Module> load(const std::string& source, const Compiler& compiler,
                                    const std::string& name_hint, LoadInfo* info = nullptr);
 
+// Compiles `source` into the disk cache unless it holds it already, loading nothing (GPU code
+// needs no GPU here): how the build makes the seed cache. Returns whether it compiled.
+bool precompile(const std::string& source, const Compiler& compiler, const std::string& name_hint);
+
 // Process-wide counts since start or the last reset_stats().
 struct JitStats {
   int64_t compiles = 0;  // compiler runs, failed ones included
   int64_t disk_hits = 0;
+  int64_t seed_hits = 0;  // of the disk's misses, found in the seed cache
   int64_t memory_hits = 0;
   double compile_ms = 0;  // total time in the compiler
 };

@@ -1,6 +1,6 @@
 // A fixture for JIT tests: each test gets a fresh, empty COIL_CACHE_DIR (never the user's
-// cache), an empty in-memory cache and zeroed counters; the JIT's environment variables are
-// restored afterwards.
+// cache) and no seed cache, an empty in-memory cache and zeroed counters; the JIT's environment
+// variables are restored afterwards.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@ class JitTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name : {"COIL_CACHE_DIR", "COIL_CXX", "COIL_CXXFLAGS", "COIL_COMPILE_THREADS",
-                             "XDG_CACHE_HOME"}) {
+                             "XDG_CACHE_HOME", "COIL_SEED_DIR"}) {
       const char* value = std::getenv(name);
       saved_env_[name] = value ? std::optional<std::string>(value) : std::nullopt;
     }
@@ -30,6 +30,7 @@ class JitTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     cache_dir_ = pattern;
     setenv("COIL_CACHE_DIR", cache_dir_.c_str(), 1);
+    setenv("COIL_SEED_DIR", "", 1);  // no seed cache (jit/seed_cache.h) unless a test makes one
     jit::clear_memory_cache();
     jit::reset_stats();
   }

@@ -41,6 +41,8 @@ class CudaBackend : public backends::DeviceBackend {
       OpId op, const std::vector<Arg>& args, const std::vector<TensorMeta>& metas) const override;
   codegen::KernelCall bind(const jit::Module& module,
                            const codegen::WrapperPlan::Step& step) const override;
+  // shipped_kernels.cpp: flash attention, random draws, copies, pooling, cumsum, scatter_add.
+  int precompile_library_kernels(std::vector<std::string>* names) const override;
 
  private:
   int device_;

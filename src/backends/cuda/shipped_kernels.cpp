@@ -1,0 +1,94 @@
+// The kernels the CUDA backend writes by hand, as the build compiles them into the seed cache
+// (jit/seed_cache.h): the dtypes and head sizes models use most. Any other is compiled at its
+// first use, as before.
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "backends/cuda/avg_pool.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_compiler.h"
+#include "backends/cuda/flash_attention.h"
+#include "backends/cuda/max_pool.h"
+#include "backends/cuda/runtime_kernels.h"
+#include "backends/cuda/scan_scatter.h"
+#include "jit/code_cache.h"
+
+namespace coil::cuda {
+
+namespace {
+
+struct Shipped {
+  std::string name;
+  std::function<std::string()> source;
+};
+
+std::vector<Shipped> shipped_kernels() {
+  std::vector<Shipped> out;
+  auto add = [&](std::string name, std::function<std::string()> source) {
+    out.push_back({std::move(name), std::move(source)});
+  };
+  // Attention: GPT-2's and most models' heads of 64, and heads of 128, in every floating dtype.
+  for (DType t : {kFloat32, kFloat16, kBFloat16, kFloat64})
+    for (int64_t head : {64, 128})
+      add(std::string("attention_") + dtype_short_name(t) + "_" + std::to_string(head),
+          [t, head] { return attention_kernel_source(t, head, head); });
+  add("random", [] { return random_kernel_source(); });
+  // Copies and fills: each dtype to itself, and the float conversions.
+  const std::pair<DType, DType> copies[] = {
+      {kFloat32, kFloat32}, {kFloat64, kFloat64},  {kFloat16, kFloat16},  {kBFloat16, kBFloat16},
+      {kInt64, kInt64},     {kInt32, kInt32},      {kBool, kBool},        {kFloat32, kFloat16},
+      {kFloat16, kFloat32}, {kFloat32, kBFloat16}, {kBFloat16, kFloat32}, {kFloat32, kFloat64},
+      {kFloat64, kFloat32}, {kFloat32, kInt64}};
+  for (auto [dst, src] : copies)
+    add(std::string("copy_") + dtype_short_name(dst) + "_" + dtype_short_name(src),
+        [dst, src] { return copy_kernel_source(dst, src); });
+  add("max_pool_f32", [] { return max_pool_kernel_source(kFloat32); });
+  add("avg_pool_f32", [] { return avg_pool_kernel_source(kFloat32); });
+  for (DType t : {kFloat32, kInt64})
+    add(std::string("cumsum_") + dtype_short_name(t), [t] { return cumsum_kernel_source(t); });
+  add("scatter_add_f32_i64", [] { return scatter_add_kernel_source(kFloat32, kInt64); });
+  return out;
+}
+
+}  // namespace
+
+int CudaBackend::precompile_library_kernels(std::vector<std::string>* names) const {
+  const std::vector<Shipped> kernels = shipped_kernels();
+  const NvrtcCompiler compiler(device_);
+  // NVRTC's calls are thread-safe: a kernel a thread at a time, as many threads as cores.
+  std::atomic<size_t> next{0};
+  std::atomic<int> compiled{0};
+  std::vector<char> made(kernels.size(), 0);
+  std::mutex mutex;
+  std::exception_ptr failure;  // the first kernel that failed to compile, thrown after the join
+  auto work = [&] {
+    for (size_t i; (i = next++) < kernels.size();) {
+      try {
+        if (jit::precompile(kernels[i].source(), compiler, kernels[i].name)) {
+          made[i] = 1;
+          ++compiled;
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  const unsigned threads =
+      std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kernels.size()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  if (names)
+    for (size_t i = 0; i < kernels.size(); ++i)
+      if (made[i]) names->push_back(kernels[i].name);
+  return compiled;
+}
+
+}  // namespace coil::cuda
