@@ -1,7 +1,7 @@
 // The seed cache: compiled code that ships with coil, read-only, consulted when the code cache
 // (disk_cache.h) misses. The build compiles the GPU kernels coil writes by hand (flash
-// attention, random draws, pooling, cumsum, scatter_add) into it, so that a first call that
-// needs one loads it instead of waiting for NVRTC, as PyTorch ships its own kernels compiled.
+// attention, random draws, copies, pooling, cumsum, scatter_add) into it, so that a first call
+// that needs one loads it instead of waiting for NVRTC, as PyTorch ships its kernels compiled.
 // Its files are the code cache's (same keys, same seals): a hit is copied into the code cache
 // and loaded from there. It lives in coil-kernels/ beside libcoil (the build folder, or the
 // installed library's folder); $COIL_SEED_DIR names another, and COIL_SEED_DIR= (empty) none.
