@@ -2,11 +2,7 @@
 // (jit/seed_cache.h): the dtypes and head sizes models use most. Any other is compiled at its
 // first use, as before.
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <thread>
 
 #include "backends/cuda/avg_pool.h"
 #include "backends/cuda/cuda_backend.h"
@@ -16,6 +12,7 @@
 #include "backends/cuda/runtime_kernels.h"
 #include "backends/cuda/scan_scatter.h"
 #include "jit/code_cache.h"
+#include "jit/source_parts.h"
 
 namespace coil::cuda {
 
@@ -59,35 +56,18 @@ std::vector<Shipped> shipped_kernels() {
 int CudaBackend::precompile_library_kernels(std::vector<std::string>* names) const {
   const std::vector<Shipped> kernels = shipped_kernels();
   const NvrtcCompiler compiler(device_);
-  // NVRTC's calls are thread-safe: a kernel a thread at a time, as many threads as cores.
-  std::atomic<size_t> next{0};
-  std::atomic<int> compiled{0};
+  // NVRTC's calls are thread-safe: as many compiles at once as COIL_COMPILE_THREADS or cores.
+  const size_t jobs = std::min(jit::compile_jobs(), kernels.size());
   std::vector<char> made(kernels.size(), 0);
-  std::mutex mutex;
-  std::exception_ptr failure;  // the first kernel that failed to compile, thrown after the join
-  auto work = [&] {
-    for (size_t i; (i = next++) < kernels.size();) {
-      try {
-        if (jit::precompile(kernels[i].source(), compiler, kernels[i].name)) {
-          made[i] = 1;
-          ++compiled;
-        }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  const unsigned threads =
-      std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kernels.size()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-  if (names)
-    for (size_t i = 0; i < kernels.size(); ++i)
-      if (made[i]) names->push_back(kernels[i].name);
+  jit::run_parts(jobs, [&](size_t job) {
+    for (size_t i = job; i < kernels.size(); i += jobs)
+      made[i] = jit::precompile(kernels[i].source(), compiler, kernels[i].name);
+  });
+  int compiled = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    compiled += made[i];
+    if (made[i] && names) names->push_back(kernels[i].name);
+  }
   return compiled;
 }
 
