@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "jit/seed_cache.h"
 #include "tool_testing.h"
 
 using namespace coil::testing;
@@ -248,4 +249,22 @@ TEST(CoilTool, DynamicGraphFiles) {
   ShellResult explain = run_shell("coil explain " + file);
   expect_ok(explain);
   EXPECT_CONTAINS(explain.out, "red_fused_add_amax_sub_exp_sum_div_0: reduction over [s0] x [s1]");
+}
+
+// `coil cache seed`, as the build runs it: into the build's seed cache, which holds every
+// shipped kernel already (nothing to compile); without CUDA it says there is nothing to ship.
+TEST(CoilTool, CacheSeedFillsTheSeedCache) {
+  EXPECT_EQ(run_shell("coil cache bogus").exit_code, 1);
+  EXPECT_CONTAINS(run_shell("coil cache bogus").err, "(stats, prune, clear or seed)");
+  if (!coil::cuda::is_built()) {
+    ShellResult r = run_shell("COIL_CACHE_DIR=" + shell_quote(scratch_dir()) + " coil cache seed");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_CONTAINS(r.err, "coil was built without CUDA");
+    return;
+  }
+  const std::string seed = coil::jit::seed_root();
+  if (seed.empty()) GTEST_SKIP() << "no seed cache: built with COIL_SEED_KERNELS=OFF";
+  ShellResult r = run_shell("COIL_CACHE_DIR=" + shell_quote(seed) + " coil cache seed");
+  expect_ok(r);
+  EXPECT_CONTAINS(r.out, "compiled:      0 kernel modules");
 }
