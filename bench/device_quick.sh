@@ -3,7 +3,8 @@
 # coil's tests and coil-bench once (build-gpu/), then runs, each under its own time limit so
 # that one slow step leaves the others' results, and in this order: bench/probes/long_rows.cu;
 # PyTorch's own product and softmax kernels for mm_softmax (torch.profiler); coil-bench on the
-# GPU for WORKLOADS (default the row, reduction and training workloads); the CUDA tests
+# GPU for WORKLOADS (default the row, reduction and training workloads) and attention without
+# the seed cache (its first call compiling the kernel, unless SEED_AB=0); the CUDA tests
 # (scripts/test_gpu.sh's first step); compare_torch.py for COMPARE (each in a process of its own).
 # Everything is printed as it comes (call it without `| tail`: a call cut short by the device's
 # time limit returns only what was printed), and $OUT holds few files: the logs, the tests'
@@ -46,6 +47,11 @@ for w in ${WORKLOADS:-softmax layernorm_gelu long_rows_sum instance_norm train_m
     --json "/tmp/reports/coil_bench_$w.json" 2>&1 | grep -E "^$w "
 done
 gather
+if [ "${SEED_AB:-1}" = 1 ]; then  # attention's first call without the seed cache, for comparison
+  echo "== attention without the seed cache (COIL_SEED_DIR=)"
+  COIL_SEED_DIR= timeout 60 build-gpu/bench/coil-bench --device cuda --filter "=attention" 2>&1 |
+    grep -E "^attention "
+fi
 echo "== CUDA tests (at $SECONDS s)"
 timeout ${TEST_LIMIT:-200} build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" \
   > "$OUT/cuda_tests.txt" 2>&1
