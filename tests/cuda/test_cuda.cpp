@@ -417,14 +417,9 @@ TEST(Cuda, ColumnReductionsMatchTheCpu) {
   }
 }
 
-// Rows a group of threads covers in runs of four (lengths a multiple of 128, up to 8192) hold
-// the row in registers across its passes: group sizes 32 to 256, one row a block or several,
-// an input read by every pass (softmax, layer norm, variance) or by one (a sum), rows whose
-// views are not aligned to a vector (the passes then loop one element at a time), and rows of
-// a batch of run-time size; eager and compiled, against the CPU.
 // Softmax over logits as wide as a product makes: most probabilities lie far below FLT_MIN.
-// The compiled division keeps them (nothing flushed to zero) and is exact where they are normal
-// numbers: each element within 1e-5 of the CPU's, relative, or within eight subnormal steps.
+// The compiled division keeps them (nothing flushed to zero): each element within 1e-5 of the
+// CPU's, relative, or within eight subnormal steps.
 TEST(Cuda, SoftmaxOfWideLogitsKeepsItsTinyProbabilities) {
   COIL_REQUIRE_GPU();
   Tensor x = random({512, 2048}, kFloat32, -100, 100);
@@ -439,6 +434,11 @@ TEST(Cuda, SoftmaxOfWideLogitsKeepsItsTinyProbabilities) {
   EXPECT_GT(subnormal, want.size() / 50);  // the case under test: 8 % of the elements
 }
 
+// Rows a group of threads covers in runs of four (lengths a multiple of 128, up to 8192) hold
+// the row in registers across its passes: group sizes 32 to 256, one row a block or several,
+// an input read by every pass (softmax, layer norm, variance) or by one (a sum), rows whose
+// views are not aligned to a vector (the passes then loop one element at a time), and rows of
+// a batch of run-time size; eager and compiled, against the CPU.
 TEST(Cuda, RowsInRegistersMatchTheCpu) {
   COIL_REQUIRE_GPU();
   auto f = [](const Tensor& x, const Tensor& w) {
