@@ -10,21 +10,31 @@ using namespace coil;
 using coil::testing::JitTest;
 
 namespace {
+
 const std::string kAdd2 = "extern \"C\" int add2(int x) { return x + 2; }\n";
+
+// The build's way of making a seed: kAdd2 precompiled into the cache folder `seed`, nothing
+// loaded. Whether it compiled.
+bool precompile_into(const std::string& seed) {
+  setenv("COIL_CACHE_DIR", seed.c_str(), 1);
+  return jit::precompile(kAdd2, cpu::CppCompiler(cpu::current_toolchain()), "add2");
+}
+
+// A program with an empty cache of its own (`user`) and the seed `seed`.
+void use_seed(const std::string& user, const std::string& seed) {
+  setenv("COIL_CACHE_DIR", user.c_str(), 1);
+  setenv("COIL_SEED_DIR", seed.c_str(), 1);
+}
+
 }  // namespace
 
 TEST_F(JitTest, AMissFoundInTheSeedIsLoadedWithoutACompile) {
-  // The build's way: the code precompiled into a cache folder of its own, nothing loaded.
   const std::string seed = cache_dir_ + "/seed", user = cache_dir_ + "/user";
-  setenv("COIL_CACHE_DIR", seed.c_str(), 1);
-  const cpu::CppCompiler compiler(cpu::current_toolchain());
-  EXPECT_TRUE(jit::precompile(kAdd2, compiler, "add2"));
-  EXPECT_FALSE(jit::precompile(kAdd2, compiler, "add2"));  // there already
+  EXPECT_TRUE(precompile_into(seed));
+  EXPECT_FALSE(precompile_into(seed));  // there already
   EXPECT_EQ(jit::stats().compiles, 1);
 
-  // A program with an empty cache of its own, and that seed.
-  setenv("COIL_CACHE_DIR", user.c_str(), 1);
-  setenv("COIL_SEED_DIR", seed.c_str(), 1);
+  use_seed(user, seed);
   jit::LoadInfo info;
   auto lib = cpu::load_cpp(kAdd2, "add2", &info);
   EXPECT_EQ(info.outcome, jit::CacheOutcome::seed_hit);
@@ -44,15 +54,12 @@ TEST_F(JitTest, AMissFoundInTheSeedIsLoadedWithoutACompile) {
 
 TEST_F(JitTest, ADamagedSeedFileIsPassedOver) {
   const std::string seed = cache_dir_ + "/seed";
-  setenv("COIL_CACHE_DIR", seed.c_str(), 1);
-  const cpu::CppCompiler compiler(cpu::current_toolchain());
-  ASSERT_TRUE(jit::precompile(kAdd2, compiler, "add2"));
+  ASSERT_TRUE(precompile_into(seed));
   for (const std::string& file : cached_files())
     if (file.size() > 3 && file.substr(file.size() - 3) == ".so")
       std::ofstream(cache_dir_ + "/" + file, std::ios::trunc) << "not a library";
 
-  setenv("COIL_CACHE_DIR", (cache_dir_ + "/user").c_str(), 1);
-  setenv("COIL_SEED_DIR", seed.c_str(), 1);
+  use_seed(cache_dir_ + "/user", seed);
   jit::LoadInfo info;
   auto lib = cpu::load_cpp(kAdd2, "add2", &info);
   EXPECT_EQ(info.outcome, jit::CacheOutcome::compiled);
