@@ -31,9 +31,35 @@ __device__ float block_sum(float v) {
   return v;
 }
 
+// How a float4 is read: 0 plain; 1 streaming (__ldcs, ld.global.cs); 2 with a 256-byte L2
+// prefetch hint; 3 L1 evict-first behind an L2 evict-first cache policy (what Triton emits for
+// Inductor's eviction_policy='evict_first').
+template <int LOAD>
+__device__ __forceinline__ float4 load4(const float* p) {
+  if constexpr (LOAD == 1) {
+    return __ldcs(reinterpret_cast<const float4*>(p));
+  } else if constexpr (LOAD == 2) {
+    float4 v;
+    asm volatile("ld.global.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p));
+    return v;
+  } else if constexpr (LOAD == 3) {
+    float4 v;
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p), "l"(policy));
+    return v;
+  } else {
+    return *reinterpret_cast<const float4*>(p);
+  }
+}
+
 // Block b sums piece b % pieces of row b / pieces; with LAST, the last block of a row to finish
 // also sums the row's partials.
-template <int BLOCK, int U, bool LAST>
+template <int BLOCK, int U, bool LAST, int LOAD = 0>
 __global__ void __launch_bounds__(BLOCK)
     partials(const float* __restrict__ x, float* __restrict__ part, float* __restrict__ out,
              unsigned* __restrict__ done, int pieces) {
@@ -45,9 +71,8 @@ __global__ void __launch_bounds__(BLOCK)
     float4 v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      v[u] = base + u * BLOCK * 4L < len
-                 ? *reinterpret_cast<const float4*>(p + base + u * BLOCK * 4L)
-                 : make_float4(0, 0, 0, 0);
+      v[u] = base + u * BLOCK * 4L < len ? load4<LOAD>(p + base + u * BLOCK * 4L)
+                                         : make_float4(0, 0, 0, 0);
 #pragma unroll
     for (int u = 0; u < U; ++u) acc[u] += (v[u].x + v[u].y) + (v[u].z + v[u].w);
   }
@@ -121,17 +146,19 @@ int main() {
   const double read_ms = timer.median_ms([&] { read_all<256><<<n / 1024, 256>>>(x, out); });
   std::printf("%-34s              %.4f ms  %6.0f GB/s\n", "read alone (256 threads, 1 float4)",
               read_ms, bytes / read_ms / 1e6);
-#define VARIANT(BLOCK, U, LAST, PIECES)                                                        \
+#define VARIANT_LOAD(BLOCK, U, LAST, PIECES, LOAD)                                             \
   {                                                                                            \
     const int pieces = PIECES;                                                                 \
     double ms = timer.median_ms([&] {                                                          \
-      partials<BLOCK, U, LAST><<<kRows * pieces, BLOCK>>>(x, part, out, done, pieces);         \
+      partials<BLOCK, U, LAST, LOAD><<<kRows * pieces, BLOCK>>>(x, part, out, done, pieces);   \
       if (!LAST) finish<<<kRows, 32>>>(part, out, pieces);                                     \
     });                                                                                        \
-    report((std::string(#BLOCK " threads, U " #U) + (LAST ? ", last block" : ", two kernels")) \
+    report((std::string(#BLOCK " threads, U " #U) + (LAST ? ", last block" : ", two kernels") + \
+            (LOAD ? ", load " #LOAD : ""))                                                     \
                .c_str(),                                                                       \
            pieces, ms);                                                                        \
   }
+#define VARIANT(BLOCK, U, LAST, PIECES) VARIANT_LOAD(BLOCK, U, LAST, PIECES, 0)
   VARIANT(256, 1, false, 256)  // coil's kernels
   VARIANT(256, 1, true, 256)
   VARIANT(256, 2, false, 256)
@@ -156,5 +183,13 @@ int main() {
   VARIANT(512, 4, true, 64)
   VARIANT(256, 4, true, 32)
   VARIANT(1024, 4, true, 32)
+  // The loads' cache hints (see load4), on coil's split and on Inductor's.
+  VARIANT_LOAD(256, 1, false, 256, 1)
+  VARIANT_LOAD(256, 1, false, 256, 2)
+  VARIANT_LOAD(256, 1, false, 256, 3)
+  VARIANT_LOAD(256, 2, false, 64, 1)
+  VARIANT_LOAD(256, 2, false, 64, 2)
+  VARIANT_LOAD(256, 2, false, 64, 3)
+  VARIANT_LOAD(256, 4, true, 64, 3)
   return 0;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct Kernel {
   // parallel region, each a kernel of its own; `nodes` then holds every part's nodes and
   // `outer` the parts' total points.
   std::vector<Kernel> parts;
+  // The buffers it reads that no later step reads and the graph does not return: a GPU kernel
+  // reads those so that the L2 cache evicts them first (Inductor's evict_first for a buffer's
+  // last use in a reduction).
+  std::set<std::string> final_reads;
   bool is_reduction() const;
 };
 

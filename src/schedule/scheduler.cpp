@@ -183,6 +183,40 @@ std::string fused_name(const std::string& kind, const std::vector<std::string>& 
   return name + std::to_string(number);
 }
 
+// Fills each kernel's final_reads. An extern's result may be a view of its arguments (views run
+// as externs): whatever reads it later reads them too.
+void mark_final_reads(const ir::Program& program, Schedule& s) {
+  std::vector<std::set<std::string>> reads(s.steps.size());
+  std::map<std::string, size_t> last;  // buffer -> the last step that reads it
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const Step& st = s.steps[i];
+    if (st.kernel >= 0) {
+      const Kernel& k = s.kernels[st.kernel];
+      for (const KernelNode& n : k.nodes)
+        ir::for_each_load(n.body, [&](const ir::ValueNode& l) { reads[i].insert(l.buffer()); });
+      for (const KernelNode& n : k.nodes) reads[i].erase(n.buffer);
+    } else {
+      for (const ir::ExternArg& a : program.buffer(st.buffer).call->args) {
+        if (auto* r = std::get_if<ir::TensorRef>(&a)) reads[i].insert(r->buffer);
+        if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a))
+          for (const ir::TensorRef& r : *rs) reads[i].insert(r.buffer);
+      }
+    }
+    for (const std::string& r : reads[i]) last[r] = i;
+  }
+  for (const ir::TensorRef& o : program.outputs) last[o.buffer] = s.steps.size();
+  for (size_t i = s.steps.size(); i-- > 0;) {
+    if (s.steps[i].kernel >= 0) continue;
+    auto it = last.find(s.steps[i].buffer);
+    if (it == last.end()) continue;
+    for (const std::string& r : reads[i]) last[r] = std::max(last[r], it->second);
+  }
+  for (size_t i = 0; i < s.steps.size(); ++i)
+    if (s.steps[i].kernel >= 0)
+      for (const std::string& r : reads[i])
+        if (last[r] == i) s.kernels[s.steps[i].kernel].final_reads.insert(r);
+}
+
 Schedule schedule(const ir::Program& program) {
   Schedule s;
   std::vector<Group> groups;
@@ -263,6 +297,7 @@ Schedule schedule(const ir::Program& program) {
     d = named.append(at, d.cend());
   }
   fuse_horizontally(s);
+  mark_final_reads(program, s);
   return s;
 }
 

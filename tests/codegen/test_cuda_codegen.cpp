@@ -136,6 +136,42 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
   EXPECT_EQ(cuda_compile_errors(odd), "");
 }
 
+// A reduction reads a buffer's last use with the streaming hint (evict first: the L2 cache keeps
+// what later kernels read instead), in the last pass that reads it; a buffer that a later step
+// reads again, or that a write of the kernel may alias, keeps to plain loads, as does a weight
+// that every row reads (its last use too, but read again by each row).
+TEST(CudaCodegen, ReductionsStreamTheLastUseOfABuffer) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  const TensorMeta rows = ops::contiguous_meta(kFloat32, {64, 3000});
+  Graph last;
+  last.output({last.call(OpId::sum, {last.placeholder("x", rows), Shape{1}})});
+  const std::string streamed = cuda_module_source(last);
+  EXPECT_NE(streamed.find("coil_ld_stream(reinterpret_cast<const coil_vec<float, 4>*>(in0 + "),
+            std::string::npos)
+      << streamed;
+  EXPECT_NE(streamed.find("coil_ld_stream(&in0["), std::string::npos) << streamed;
+  EXPECT_EQ(cuda_compile_errors(last), "");
+
+  // Softmax over long rows: three passes read x, the last of them streams it.
+  Graph passes;
+  passes.output({passes.call(OpId::softmax, {passes.placeholder("x", rows), int64_t{1}})});
+  const std::string soft = cuda_module_source(passes);
+  const size_t first_stream = soft.find("coil_ld_stream(reinterpret_cast");
+  const size_t first_plain = soft.find("= *reinterpret_cast<const coil_vec<float, 4>*>(in0 + ");
+  ASSERT_NE(first_stream, std::string::npos) << soft;
+  EXPECT_LT(first_plain, first_stream) << soft;  // the earlier passes' plain loads
+  EXPECT_EQ(cuda_compile_errors(passes), "");
+
+  // x read again by the product after the sum: no hint.
+  Graph again;
+  Node* x = again.placeholder("x", rows);
+  Node* w = again.placeholder("w", ops::contiguous_meta(kFloat32, {3000, 8}));
+  again.output({again.call(OpId::sum, {x, Shape{1}}), again.call(OpId::mm, {x, w})});
+  const std::string kept = cuda_module_source(again);
+  EXPECT_EQ(kept.find("coil_ld_stream(&"), std::string::npos) << kept;
+  EXPECT_EQ(kept.find("coil_ld_stream(reinterpret_cast"), std::string::npos) << kept;
+}
+
 // Rows a group of threads covers in runs of four keep the row in registers: softmax's three
 // passes read it from memory once, 128 threads a row, a row a block (narrower groups share
 // blocks of 128 threads: a layer norm over 768, 64 threads a row, two rows a block); a layer
@@ -159,7 +195,8 @@ TEST(CudaCodegen, RowsAGroupCoversStayInRegisters) {
   Node* v = norm.placeholder("v", ops::contiguous_meta(kFloat32, {1024}));
   norm.output({norm.call(OpId::layer_norm, {y, Shape{1024}, v, v})});
   const std::string ln = cuda_module_source(norm);
-  EXPECT_NE(ln.find("coil_row0[coil_k] = *reinterpret_cast"), std::string::npos) << ln;
+  EXPECT_NE(ln.find("coil_row0[coil_k] = coil_ld_stream(reinterpret_cast"), std::string::npos)
+      << ln;
   EXPECT_EQ(ln.find("coil_row1"), std::string::npos) << ln;
   EXPECT_EQ(cuda_compile_errors(norm), "");
   Graph narrow;

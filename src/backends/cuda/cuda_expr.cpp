@@ -114,7 +114,8 @@ std::string CudaEmitter::emit_load(const ir::ValueNode& v, const std::vector<std
     }
     where = sym::substitute(where, at);
   }
-  const std::string at = v.buffer() + "[" + index(where) + "]";
+  std::string at = v.buffer() + "[" + index(where) + "]";
+  if (!v.is_indirect() && stream_load && stream_load(v)) at = "coil_ld_stream(&" + at + ")";
   const DType t = v.dtype();
   if (t == kFloat16) return temp("float", "coil_h2f(" + at + ")");
   if (t == kBFloat16) return temp("float", "coil_bf2f(" + at + ")");

@@ -49,6 +49,9 @@ class CudaEmitter {
   std::function<std::optional<ir::Value>(const std::string&)> recompute;
   // A load's value from elsewhere than memory (a vectorised kernel's registers), or nullopt.
   std::function<std::optional<std::string>(const ir::ValueNode&)> load_override;
+  // Whether a direct load reads its buffer with the streaming hint (coil_ld_stream); unset: no
+  // load does.
+  std::function<bool(const ir::ValueNode&)> stream_load;
   // Where indirect loads register their checks (a kernel's list).
   std::vector<codegen::IndexCheck>* checks = nullptr;
   // Names the kernel's divider of a run-time divisor (a kernel parameter); unset, indices

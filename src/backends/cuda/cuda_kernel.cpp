@@ -52,8 +52,13 @@ std::string head(const std::string& name, const std::vector<std::string>& args,
 
 class Printer {
  public:
-  Printer(const Kernel& k, const ir::Program& p, KernelSource& src, int64_t pointwise_block)
-      : k_(k), p_(p), src_(src), pointwise_block_(pointwise_block) {
+  Printer(const Kernel& k, const ir::Program& p, KernelSource& src, int64_t pointwise_block,
+          std::set<std::string> streamable = {})
+      : k_(k),
+        p_(p),
+        src_(src),
+        pointwise_block_(pointwise_block),
+        streamable_(std::move(streamable)) {
     for (const KernelNode& n : k.nodes) nodes_[n.buffer] = &n;
   }
 
@@ -67,6 +72,10 @@ class Printer {
     };
     em.checks = &src_.index_checks;
     em.divider = [this](sym::Expr d) { return divider(d); };
+    if (!stream_.empty())
+      em.stream_load = [this](const ir::ValueNode& l) {
+        return stream_.count(l.buffer()) && streams(l.index());
+      };
     return em;
   }
 
@@ -260,6 +269,27 @@ class Printer {
     }
     std::vector<VectorAccess> cached =
         per_group ? cache_rows(pass_vectors, launch.vectors) : std::vector<VectorAccess>{};
+    // The buffers each pass reads with the streaming hint: those of the kernel's final reads
+    // that no later pass reads, where the threads of a row read it together (not a row a
+    // thread, not down columns) and each row reads elements of its own (not a weight every row
+    // reads). Rows kept in registers are read from memory once.
+    std::vector<std::set<std::string>> streamed(blocks.size());
+    if (!per_thread && !columns) {
+      std::map<std::string, size_t> last_pass;
+      for (size_t i = 0; i < blocks.size(); ++i)
+        for (const KernelNode* n :
+             blocks[i].outer ? std::vector<const KernelNode*>{blocks[i].outer} : blocks[i].section)
+          ir::for_each_load(n->body, [&](const ir::ValueNode& l) { last_pass[l.buffer()] = i; });
+      for (const auto& [buffer, pass] : last_pass)
+        if (streamable_.count(buffer)) streamed[pass].insert(buffer);
+      stream_row_ = row;
+      stream_r_ = r;
+      for (size_t i = 0; i < blocks.size(); ++i)
+        for (VectorAccess& a : pass_vectors[i])
+          a.stream = !a.store && streamed[i].count(a.buffer) && streams(a.offset + r);
+      for (VectorAccess& a : cached)
+        a.stream = streamable_.count(a.buffer) && streams(a.offset + r);
+    }
     if (per_group) {
       w_.line("const int coil_t = threadIdx.x % " + group + ";");
       w_.line("const i64 row = (i64)blockIdx.x * " + std::to_string(threads / launch.group) +
@@ -312,6 +342,7 @@ class Printer {
     int reduction = 0;  // per_group: the reductions' slots in coil_smem
     for (size_t bi = 0; bi < blocks.size(); ++bi) {
       const codegen::RowBlock& blk = blocks[bi];
+      stream_ = streamed[bi];
       if (blk.outer) {
         CudaEmitter em = emitter();
         const KernelNode& n = *blk.outer;
@@ -480,6 +511,16 @@ class Printer {
   std::map<std::string, const KernelNode*> nodes_;
   std::map<std::string, std::string> outer_;
   std::deque<Kernel> bound_;  // the kernels nodes_ points into (a deque: they never move)
+  // Whether a row kernel's read at `index` may take the streaming hint: consecutive along the
+  // row's r, and a different element for each row.
+  bool streams(sym::Expr index) const {
+    return unit_offset(index, stream_r_).has_value() && sym::depends_on(index, stream_row_);
+  }
+
+  // The kernel's final reads that no write of it may alias; those the pass being printed
+  // streams where streams() allows.
+  std::set<std::string> streamable_, stream_;
+  sym::Expr stream_row_, stream_r_;
 };
 
 // Every variance a row's two passes (its mean, then the squared deviations): block reductions
@@ -497,17 +538,26 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
   const bool rows = k.parts.empty() && k.is_reduction();
   Kernel rewritten = rows ? codegen::two_pass_variances(k, always) : k;
   int64_t block = choice.pointwise_block ? choice.pointwise_block : kPointwiseBlock;
-  Printer pr(rewritten, program, src, block);
+  // A read that a write may alias keeps to plain loads: the hinted one is an asm statement,
+  // which the compiler may move past the write.
+  std::set<std::string> streamable;
   if (rows) {
-    const RowLaunch launch = choice.rows ? *choice.rows : row_launch(rewritten, program);
-    block = launch.block;
-    pr.row_body(rewritten, launch);
-    src.launch = {launch.grid, block, 0};
     std::map<const KernelNode*, size_t> pass_of;
     std::vector<codegen::RowBlock> bs = codegen::row_blocks(rewritten);
     for (size_t b = 0; b < bs.size(); ++b)
       for (const KernelNode* n : bs[b].section) pass_of[n] = b;
     src.inplace = codegen::inplace_pairs(rewritten, program, pass_of);
+    streamable = k.final_reads;
+    for (const auto& [w, r] : src.inplace) streamable.erase(r);
+  } else if (k.parts.empty()) {
+    src.inplace = codegen::inplace_pairs(k, program, {});
+  }
+  Printer pr(rewritten, program, src, block, std::move(streamable));
+  if (rows) {
+    const RowLaunch launch = choice.rows ? *choice.rows : row_launch(rewritten, program);
+    block = launch.block;
+    pr.row_body(rewritten, launch);
+    src.launch = {launch.grid, block, 0};
   } else {
     sym::Expr blocks = sym::constant(0);
     for (const Kernel& part : parts) {
@@ -520,7 +570,6 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
       blocks = blocks + pw.blocks;
     }
     src.launch = {blocks, block, 0};
-    if (k.parts.empty()) src.inplace = codegen::inplace_pairs(k, program, {});
   }
   std::set<std::string> written;
   std::set<std::string> seen;

@@ -56,6 +56,30 @@ template <typename T, int N> struct alignas(sizeof(T) * N) coil_vec { T v[N]; };
 template <int N, typename T> __device__ __forceinline__ bool coil_vec_aligned(const T* p) {
   return reinterpret_cast<u64>(p) % (sizeof(T) * N) == 0;
 }
+// A read of a buffer's last use (schedule::Kernel::final_reads) by a reduction: loaded with the
+// streaming hint (ld.global.cs, evict first), so that the L2 cache does not keep it at the cost
+// of what later kernels read. T's bytes are read in the widest pieces its alignment allows.
+template <typename T> __device__ __forceinline__ T coil_ld_stream(const T* p) {
+  T v;
+  if constexpr (sizeof(T) % 16 == 0 && alignof(T) >= 16) {
+    for (int k = 0; k < (int)(sizeof(T) / 16); ++k)
+      reinterpret_cast<uint4*>(&v)[k] = __ldcs(reinterpret_cast<const uint4*>(p) + k);
+  } else if constexpr (sizeof(T) % 8 == 0 && alignof(T) >= 8) {
+    for (int k = 0; k < (int)(sizeof(T) / 8); ++k)
+      reinterpret_cast<uint2*>(&v)[k] = __ldcs(reinterpret_cast<const uint2*>(p) + k);
+  } else if constexpr (sizeof(T) % 4 == 0 && alignof(T) >= 4) {
+    for (int k = 0; k < (int)(sizeof(T) / 4); ++k)
+      reinterpret_cast<unsigned*>(&v)[k] = __ldcs(reinterpret_cast<const unsigned*>(p) + k);
+  } else if constexpr (sizeof(T) % 2 == 0 && alignof(T) >= 2) {
+    for (int k = 0; k < (int)(sizeof(T) / 2); ++k)
+      reinterpret_cast<unsigned short*>(&v)[k] =
+          __ldcs(reinterpret_cast<const unsigned short*>(p) + k);
+  } else {
+    for (int k = 0; k < (int)sizeof(T); ++k)
+      reinterpret_cast<unsigned char*>(&v)[k] = __ldcs(reinterpret_cast<const unsigned char*>(p) + k);
+  }
+  return v;
+}
 // GPUs multiply and add subnormal numbers at full speed: softmax's exponentials need no
 // scaling. Its division must not be `e / sum`, though: IEEE division checks each quotient and
 // branches to a slow routine where the quotient may be subnormal, which a row of wide logits

@@ -23,7 +23,8 @@ std::string VectorAccess::type() const {
 }
 
 std::string VectorAccess::load(const std::string& i) const {
-  return "*reinterpret_cast<const " + type() + "*>(" + at() + " + " + i + ")";
+  const std::string address = "reinterpret_cast<const " + type() + "*>(" + at() + " + " + i + ")";
+  return stream ? "coil_ld_stream(" + address + ")" : "*" + address;
 }
 
 std::string VectorAccess::aligned() const {
@@ -35,7 +36,7 @@ std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::Kern
                                           const std::function<bool(const std::string&)>& computed) {
   std::vector<VectorAccess> out;
   auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
-    VectorAccess a{buffer, offset, dtype, store, "coil_v" + std::to_string(out.size()), ""};
+    VectorAccess a{buffer, offset, dtype, store, "coil_v" + std::to_string(out.size()), "", false};
     if (std::none_of(out.begin(), out.end(),
                      [&](const VectorAccess& o) { return o.same_element(a); }))
       out.push_back(std::move(a));

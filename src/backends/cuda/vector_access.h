@@ -32,6 +32,7 @@ struct VectorAccess {
   // A row kernel's input that several passes read: the registers holding the thread's runs of
   // it (indexed by coil_k), read once before the first pass; empty for the others.
   std::string cache;
+  bool stream = false;  // read with the streaming hint (coil_ld_stream)
 
   std::string at() const;                        // the address of element i = 0
   std::string type() const;                      // coil_vec<T, kVector>
