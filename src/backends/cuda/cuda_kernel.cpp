@@ -270,11 +270,12 @@ class Printer {
     std::vector<VectorAccess> cached =
         per_group ? cache_rows(pass_vectors, launch.vectors) : std::vector<VectorAccess>{};
     // The buffers each pass reads with the streaming hint: those of the kernel's final reads
-    // that no later pass reads, where the threads of a row read it together (not a row a
-    // thread, not down columns) and each row reads elements of its own (not a weight every row
-    // reads). Rows kept in registers are read from memory once.
+    // that no later pass reads, where the threads of a row loop over it together (a row a block
+    // or a warp) and each row reads elements of its own (not a weight every row reads). Rows
+    // in registers (per_group) keep plain loads, as Inductor's persistent reductions do: the
+    // hint made softmax's slower there.
     std::vector<std::set<std::string>> streamed(blocks.size());
-    if (!per_thread && !columns) {
+    if (per_warp || mode == RowMode::per_block) {
       std::map<std::string, size_t> last_pass;
       for (size_t i = 0; i < blocks.size(); ++i)
         for (const KernelNode* n :
@@ -287,8 +288,6 @@ class Printer {
       for (size_t i = 0; i < blocks.size(); ++i)
         for (VectorAccess& a : pass_vectors[i])
           a.stream = !a.store && streamed[i].count(a.buffer) && streams(a.offset + r);
-      for (VectorAccess& a : cached)
-        a.stream = streamable_.count(a.buffer) && streams(a.offset + r);
     }
     if (per_group) {
       w_.line("const int coil_t = threadIdx.x % " + group + ";");
