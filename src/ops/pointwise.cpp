@@ -21,16 +21,28 @@ TensorMeta unary_meta(const Args& a, const char* op, UnaryOut rule) {
   return elementwise_meta(a, {0}, t, x.sizes(), x.device());
 }
 
+// Calls f.template operator()<T>() for `t`: any dtype, or with kFloating only the floating
+// ones (ops that compute in floating point whatever their inputs).
+template <bool kFloating, typename F>
+void dispatch_compute(DType t, F&& f) {
+  if constexpr (kFloating)
+    dispatch_floating(t, f);
+  else
+    dispatch_dtype(t, f);
+}
+
 // out = f(x) with x first converted to `compute`: the output dtype, or for a predicate
-// (kPredicate: bool results whatever the input) the input's. A template flag rather than a
-// test of the output dtype, so that each op instantiates its loops once per dtype: most of
-// this file's compile time is those instantiations.
-template <bool kPredicate, typename F>
+// (kPredicate: bool results whatever the input) the input's; kFloating where `compute` is
+// always floating. Template flags rather than tests of the dtypes, so that each op instantiates
+// its loops once per dtype it can meet: most of this file's compile time is those
+// instantiations.
+template <bool kPredicate, typename F, bool kFloating = false>
 Tensor unary_apply(const Tensor& x_in, const TensorMeta& out_meta, DType compute, F f) {
   COIL_ASSERT(kPredicate ? out_meta.dtype == kBool : out_meta.dtype == compute);
+  COIL_ASSERT(!kFloating || is_floating(compute));
   Tensor x = as_dtype(x_in, compute);
   Tensor out = empty_from_meta(out_meta);
-  dispatch_dtype(compute, [&]<typename T>() {
+  dispatch_compute<kFloating>(compute, [&]<typename T>() {
     using C = acc_type<T>;
     using Out = std::conditional_t<kPredicate, bool, T>;
     map_unary<T, Out>(x, out, [&](T v) { return convert<Out>(f(static_cast<C>(v))); });
@@ -58,13 +70,13 @@ void reject_bool(const Tensor& x, const char* op, const char* hint) {
 // ---- unary ------------------------------------------------------------------------------------
 
 // Ops whose result is floating: integer inputs compute in float32.
-#define COIL_FLOAT_UNARY(name, expr)                                                              \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                            \
-    return one(unary_meta(a, #name, UnaryOut::Float));                                            \
-  }                                                                                               \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {           \
-    return one(unary_apply<false>(a.tensor(0), out[0], out[0].dtype,                              \
-                                  [](auto v) { return fmath(v, [](auto x) { return expr; }); })); \
+#define COIL_FLOAT_UNARY(name, expr)                                                         \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                       \
+    return one(unary_meta(a, #name, UnaryOut::Float));                                       \
+  }                                                                                          \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {      \
+    auto f = [](auto x) { return expr; };                                                    \
+    return one(unary_apply<false, decltype(f), true>(a.tensor(0), out[0], out[0].dtype, f)); \
   }
 
 COIL_FLOAT_UNARY(exp, std::exp(x))
@@ -93,16 +105,15 @@ std::vector<TensorMeta> meta_gelu(const Args& a) {
 }
 std::vector<Tensor> eager_gelu(const Args& a, const std::vector<TensorMeta>& out) {
   bool tanh_mode = a.str(1) == "tanh";
-  return one(unary_apply<false>(a.tensor(0), out[0], out[0].dtype, [tanh_mode](auto v) {
-    return fmath(v, [tanh_mode](auto x) {
-      using C = decltype(x);
-      if (tanh_mode) {
-        const C k = static_cast<C>(0.7978845608028654);  // sqrt(2/pi)
-        return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
-      }
-      return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
-    });
-  }));
+  auto f = [tanh_mode](auto x) {
+    using C = decltype(x);
+    if (tanh_mode) {
+      const C k = static_cast<C>(0.7978845608028654);  // sqrt(2/pi)
+      return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+    }
+    return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
+  };
+  return one(unary_apply<false, decltype(f), true>(a.tensor(0), out[0], out[0].dtype, f));
 }
 
 // Ops that keep the input dtype (integers included).
@@ -245,12 +256,13 @@ BinaryPlan binary_plan(const Args& a, const char* op, BinaryOut rule) {
 }
 
 // As unary_apply: kPredicate for the comparisons (bool results).
-template <bool kPredicate, typename F>
+template <bool kPredicate, typename F, bool kFloating = false>
 Tensor binary_apply(const Args& a, const TensorMeta& out_meta, DType compute, F f) {
   COIL_ASSERT(kPredicate ? out_meta.dtype == kBool : out_meta.dtype == compute);
+  COIL_ASSERT(!kFloating || is_floating(compute));
   Tensor x = operand(a, 0, compute), y = operand(a, 1, compute);
   Tensor out = empty_from_meta(out_meta);
-  dispatch_dtype(compute, [&]<typename T>() {
+  dispatch_compute<kFloating>(compute, [&]<typename T>() {
     using C = acc_type<T>;
     using Out = std::conditional_t<kPredicate, bool, T>;
     map_binary<T, T, Out>(
@@ -305,20 +317,21 @@ C py_remainder(C x, C y) {
 
 }  // namespace
 
-#define COIL_BINARY(name, rule, check, expr)                                             \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                   \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                               \
-    check;                                                                               \
-    return one(p.out);                                                                   \
-  }                                                                                      \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {  \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                               \
-    return one(binary_apply<BinaryOut::rule == BinaryOut::Bool>(a, out[0], p.compute,    \
-                                                                [](auto x, auto y) {     \
-                                                                  using C = decltype(x); \
-                                                                  (void)sizeof(C);       \
-                                                                  return expr;           \
-                                                                }));                     \
+#define COIL_BINARY(name, rule, check, expr)                                                \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                      \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                  \
+    check;                                                                                  \
+    return one(p.out);                                                                      \
+  }                                                                                         \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {     \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                  \
+    auto f = [](auto x, auto y) {                                                           \
+      using C = decltype(x);                                                                \
+      (void)sizeof(C);                                                                      \
+      return expr;                                                                          \
+    };                                                                                      \
+    return one(binary_apply<BinaryOut::rule == BinaryOut::Bool, decltype(f),                \
+                            BinaryOut::rule == BinaryOut::Float>(a, out[0], p.compute, f)); \
   }
 
 COIL_BINARY(add, Common, (void)0, C(x + y))
@@ -336,7 +349,7 @@ COIL_BINARY(minimum, Common, (void)0, fmath(x, [&](auto v) {
                                         return std::isnan(v) || std::isnan(y) ? v + y
                                                                               : (v < y ? v : y);
                                       }) + (std::is_floating_point_v<C> ? C(0) : (x < y ? x : y)))
-COIL_BINARY(atan2, Float, (void)0, fmath(x, [&](auto v) { return std::atan2(v, y); }))
+COIL_BINARY(atan2, Float, (void)0, std::atan2(x, y))
 COIL_BINARY(eq, Bool, (void)0, x == y)
 COIL_BINARY(ne, Bool, (void)0, x != y)
 COIL_BINARY(lt, Bool, (void)0, x < y)
@@ -359,8 +372,10 @@ std::vector<TensorMeta> meta_div(const Args& a) {
 std::vector<Tensor> eager_div(const Args& a, const std::vector<TensorMeta>& out) {
   auto mode = a.opt_str(2);
   BinaryPlan p = binary_plan(a, "div", mode ? BinaryOut::Common : BinaryOut::Float);
-  if (!mode)
-    return one(binary_apply<false>(a, out[0], p.compute, [](auto x, auto y) { return x / y; }));
+  if (!mode) {
+    auto f = [](auto x, auto y) { return x / y; };
+    return one(binary_apply<false, decltype(f), true>(a, out[0], p.compute, f));
+  }
   check_int_divisor(a, p.compute, "div");
   if (*mode == "floor")
     return one(
