@@ -43,7 +43,7 @@ steps=" ${COIL_GPU_STEPS:-cuda suite sanitizer} "
 [ "${COIL_GPU_SANITIZER:-1}" = 0 ] && steps=${steps/ sanitizer / }
 if [[ $steps == *" cuda "* ]]; then
   echo "== CUDA tests"
-  build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}" 2>&1 |
+  build-gpu/tests/coil_tests --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*:ShippedKernels.*:MaxAutotune.*}" 2>&1 |
     tee "$out/cuda_tests.txt" || status=1
 fi
 if [[ $steps == *" suite "* ]]; then
@@ -58,7 +58,7 @@ echo "== the CUDA tests under compute-sanitizer (memcheck; racecheck for the blo
 # where the failed captures one test provokes on purpose are not counted as errors.
 COIL_CUDA_NO_CACHE=1 compute-sanitizer --tool memcheck --error-exitcode 1 \
   build-gpu/tests/coil_tests \
-  --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*}:-Cuda.AllocatorStatistics*:Cuda.OutOfMemory*:CudaGraphs*" \
+  --gtest_filter="${COIL_GPU_FILTER:-Cuda*:*OnCuda*:ShippedKernels.*}:-Cuda.AllocatorStatistics*:Cuda.OutOfMemory*:CudaGraphs*" \
   2>&1 | tail -30 | tee "$out/memcheck.txt" || status=1
 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
   build-gpu/tests/coil_tests --gtest_filter='CudaGraphs*' 2>&1 | tail -12 | tee "$out/memcheck_graphs.txt" || status=1
