@@ -17,12 +17,12 @@ namespace coil {
 namespace {
 
 using detail_passes::node_arg;
+using detail_passes::single_user;
 using detail_passes::uniform_value;
 
 bool is_call(const Node* n, OpId op) {
   return n != nullptr && n->kind() == NodeKind::Call && n->op() == op;
 }
-bool single_user(const Node* n) { return n->users().size() == 1; }
 const Shape& sizes(const Node* n) { return n->tensor_meta().sizes; }
 
 // The leading (batch) sizes of a matrix operand.

@@ -21,6 +21,9 @@ std::optional<double> uniform_value(const NodeArg& a);
 // The argument as a node (nullptr when it is a plain number or not a tensor).
 Node* node_arg(const NodeArg& a);
 
+// Whether exactly one node reads `n` (a pattern may then rewrite it without leaving a copy).
+inline bool single_user(const Node* n) { return n->users().size() == 1; }
+
 // Whether `n`'s value, or a view of it, is one of the graph's results.
 bool reaches_output(const Node* n);
 // Whether `n`'s value, or a view of it, is read by as_strided, which addresses the storage

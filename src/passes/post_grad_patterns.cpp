@@ -12,6 +12,7 @@
 // (bench/probes/gelu_postop.cpp measures it; measured: docs/performance.md).
 #include <optional>
 
+#include "passes/pass_util.h"
 #include "passes/passes.h"
 #include "passes/pattern_matcher.h"
 
@@ -19,7 +20,7 @@ namespace coil {
 
 namespace {
 
-bool single_user(const Node* n) { return n->users().size() == 1; }
+using detail_passes::single_user;
 
 // add(mm(a, b), bias), either way round -> addmm(bias, a, b), when the bias broadcasts to the
 // product without promoting it (addmm does not promote, nor grow the product).

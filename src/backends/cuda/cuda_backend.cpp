@@ -122,14 +122,15 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
     case OpId::cumsum: {
       Tensor out = empty_from_meta(metas.at(0));
       const Tensor& x = a.tensor(0);
-      cumsum(x.dtype() == out.dtype() ? x : x.to(out.dtype()),
-             wrap_dim(a.i64(1), x.dim(), "cumsum"), out);
+      cuda::cumsum(x.dtype() == out.dtype() ? x : x.to(out.dtype()),
+                   wrap_dim(a.i64(1), x.dim(), "cumsum"), out);
       return std::vector<Tensor>{out};
     }
     case OpId::scatter_add: {
       Tensor out = empty_from_meta(metas.at(0));
       copy_into(out, a.tensor(0));
-      scatter_add(out, wrap_dim(a.i64(1), out.dim(), "scatter_add"), a.tensor(2), a.tensor(3));
+      cuda::scatter_add(out, wrap_dim(a.i64(1), out.dim(), "scatter_add"), a.tensor(2),
+                        a.tensor(3));
       return std::vector<Tensor>{out};
     }
     // Convolutions: cuDNN's, when it loads (else the CPU's kernel on copies).
