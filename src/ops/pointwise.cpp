@@ -36,7 +36,7 @@ void dispatch_compute(DType t, F&& f) {
 // always floating. Template flags rather than tests of the dtypes, so that each op instantiates
 // its loops once per dtype it can meet: most of this file's compile time is those
 // instantiations.
-template <bool kPredicate, typename F, bool kFloating = false>
+template <bool kPredicate, bool kFloating = false, typename F>
 Tensor unary_apply(const Tensor& x_in, const TensorMeta& out_meta, DType compute, F f) {
   COIL_ASSERT(kPredicate ? out_meta.dtype == kBool : out_meta.dtype == compute);
   COIL_ASSERT(!kFloating || is_floating(compute));
@@ -70,13 +70,13 @@ void reject_bool(const Tensor& x, const char* op, const char* hint) {
 // ---- unary ------------------------------------------------------------------------------------
 
 // Ops whose result is floating: integer inputs compute in float32.
-#define COIL_FLOAT_UNARY(name, expr)                                                         \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                       \
-    return one(unary_meta(a, #name, UnaryOut::Float));                                       \
-  }                                                                                          \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {      \
-    auto f = [](auto x) { return expr; };                                                    \
-    return one(unary_apply<false, decltype(f), true>(a.tensor(0), out[0], out[0].dtype, f)); \
+#define COIL_FLOAT_UNARY(name, expr)                                                               \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                             \
+    return one(unary_meta(a, #name, UnaryOut::Float));                                             \
+  }                                                                                                \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {            \
+    return one(                                                                                    \
+        unary_apply<false, true>(a.tensor(0), out[0], out[0].dtype, [](auto x) { return expr; })); \
   }
 
 COIL_FLOAT_UNARY(exp, std::exp(x))
@@ -105,15 +105,14 @@ std::vector<TensorMeta> meta_gelu(const Args& a) {
 }
 std::vector<Tensor> eager_gelu(const Args& a, const std::vector<TensorMeta>& out) {
   bool tanh_mode = a.str(1) == "tanh";
-  auto f = [tanh_mode](auto x) {
+  return one(unary_apply<false, true>(a.tensor(0), out[0], out[0].dtype, [tanh_mode](auto x) {
     using C = decltype(x);
     if (tanh_mode) {
       const C k = static_cast<C>(0.7978845608028654);  // sqrt(2/pi)
       return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
     }
     return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.7071067811865476)));
-  };
-  return one(unary_apply<false, decltype(f), true>(a.tensor(0), out[0], out[0].dtype, f));
+  }));
 }
 
 // Ops that keep the input dtype (integers included).
@@ -256,7 +255,7 @@ BinaryPlan binary_plan(const Args& a, const char* op, BinaryOut rule) {
 }
 
 // As unary_apply: kPredicate for the comparisons (bool results).
-template <bool kPredicate, typename F, bool kFloating = false>
+template <bool kPredicate, bool kFloating = false, typename F>
 Tensor binary_apply(const Args& a, const TensorMeta& out_meta, DType compute, F f) {
   COIL_ASSERT(kPredicate ? out_meta.dtype == kBool : out_meta.dtype == compute);
   COIL_ASSERT(!kFloating || is_floating(compute));
@@ -317,21 +316,21 @@ C py_remainder(C x, C y) {
 
 }  // namespace
 
-#define COIL_BINARY(name, rule, check, expr)                                                \
-  std::vector<TensorMeta> meta_##name(const Args& a) {                                      \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                  \
-    check;                                                                                  \
-    return one(p.out);                                                                      \
-  }                                                                                         \
-  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {     \
-    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                  \
-    auto f = [](auto x, auto y) {                                                           \
-      using C = decltype(x);                                                                \
-      (void)sizeof(C);                                                                      \
-      return expr;                                                                          \
-    };                                                                                      \
-    return one(binary_apply<BinaryOut::rule == BinaryOut::Bool, decltype(f),                \
-                            BinaryOut::rule == BinaryOut::Float>(a, out[0], p.compute, f)); \
+#define COIL_BINARY(name, rule, check, expr)                                                   \
+  std::vector<TensorMeta> meta_##name(const Args& a) {                                         \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                     \
+    check;                                                                                     \
+    return one(p.out);                                                                         \
+  }                                                                                            \
+  std::vector<Tensor> eager_##name(const Args& a, const std::vector<TensorMeta>& out) {        \
+    BinaryPlan p = binary_plan(a, #name, BinaryOut::rule);                                     \
+    return one(                                                                                \
+        binary_apply<BinaryOut::rule == BinaryOut::Bool, BinaryOut::rule == BinaryOut::Float>( \
+            a, out[0], p.compute, [](auto x, auto y) {                                         \
+              using C = decltype(x);                                                           \
+              (void)sizeof(C);                                                                 \
+              return expr;                                                                     \
+            }));                                                                               \
   }
 
 COIL_BINARY(add, Common, (void)0, C(x + y))
@@ -372,10 +371,9 @@ std::vector<TensorMeta> meta_div(const Args& a) {
 std::vector<Tensor> eager_div(const Args& a, const std::vector<TensorMeta>& out) {
   auto mode = a.opt_str(2);
   BinaryPlan p = binary_plan(a, "div", mode ? BinaryOut::Common : BinaryOut::Float);
-  if (!mode) {
-    auto f = [](auto x, auto y) { return x / y; };
-    return one(binary_apply<false, decltype(f), true>(a, out[0], p.compute, f));
-  }
+  if (!mode)
+    return one(
+        binary_apply<false, true>(a, out[0], p.compute, [](auto x, auto y) { return x / y; }));
   check_int_divisor(a, p.compute, "div");
   if (*mode == "floor")
     return one(
