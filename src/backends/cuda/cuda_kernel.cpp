@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_expr.h"
 #include "backends/cuda/row_modes.h"
+#include "backends/cuda/streamed_reads.h"
 #include "backends/cuda/vector_access.h"
 #include "codegen/code_writer.h"
 #include "codegen/kernel_args.h"
@@ -72,9 +73,9 @@ class Printer {
     };
     em.checks = &src_.index_checks;
     em.divider = [this](sym::Expr d) { return divider(d); };
-    if (!stream_.empty())
+    if (!streamed_.per_pass.empty())
       em.stream_load = [this](const ir::ValueNode& l) {
-        return stream_.count(l.buffer()) && streams(l.index());
+        return streamed_.streams(l.buffer(), pass_, l.index());
       };
     return em;
   }
@@ -269,25 +270,14 @@ class Printer {
     }
     std::vector<VectorAccess> cached =
         per_group ? cache_rows(pass_vectors, launch.vectors) : std::vector<VectorAccess>{};
-    // The buffers each pass reads with the streaming hint: those of the kernel's final reads
-    // that no later pass reads, where the threads of a row loop over it together (a row a block
-    // or a warp) and each row reads elements of its own (not a weight every row reads). Rows
-    // in registers (per_group) keep plain loads, as Inductor's persistent reductions do: the
-    // hint made softmax's slower there.
-    std::vector<std::set<std::string>> streamed(blocks.size());
+    // Where a row's threads loop over it together, a final read in the last pass that reads it
+    // takes the streaming hint. Rows in registers (per_group) keep plain loads, as Inductor's
+    // persistent reductions do: the hint made softmax's slower there.
     if (per_warp || mode == RowMode::per_block) {
-      std::map<std::string, size_t> last_pass;
-      for (size_t i = 0; i < blocks.size(); ++i)
-        for (const KernelNode* n :
-             blocks[i].outer ? std::vector<const KernelNode*>{blocks[i].outer} : blocks[i].section)
-          ir::for_each_load(n->body, [&](const ir::ValueNode& l) { last_pass[l.buffer()] = i; });
-      for (const auto& [buffer, pass] : last_pass)
-        if (streamable_.count(buffer)) streamed[pass].insert(buffer);
-      stream_row_ = row;
-      stream_r_ = r;
+      streamed_ = streamed_reads(blocks, streamable_, row, r);
       for (size_t i = 0; i < blocks.size(); ++i)
         for (VectorAccess& a : pass_vectors[i])
-          a.stream = !a.store && streamed[i].count(a.buffer) && streams(a.offset + r);
+          a.stream = !a.store && streamed_.streams(a.buffer, i, a.offset + r);
     }
     if (per_group) {
       w_.line("const int coil_t = threadIdx.x % " + group + ";");
@@ -341,7 +331,7 @@ class Printer {
     int reduction = 0;  // per_group: the reductions' slots in coil_smem
     for (size_t bi = 0; bi < blocks.size(); ++bi) {
       const codegen::RowBlock& blk = blocks[bi];
-      stream_ = streamed[bi];
+      pass_ = bi;
       if (blk.outer) {
         CudaEmitter em = emitter();
         const KernelNode& n = *blk.outer;
@@ -510,16 +500,11 @@ class Printer {
   std::map<std::string, const KernelNode*> nodes_;
   std::map<std::string, std::string> outer_;
   std::deque<Kernel> bound_;  // the kernels nodes_ points into (a deque: they never move)
-  // Whether a row kernel's read at `index` may take the streaming hint: consecutive along the
-  // row's r, and a different element for each row.
-  bool streams(sym::Expr index) const {
-    return unit_offset(index, stream_r_).has_value() && sym::depends_on(index, stream_row_);
-  }
-
-  // The kernel's final reads that no write of it may alias; those the pass being printed
-  // streams where streams() allows.
-  std::set<std::string> streamable_, stream_;
-  sym::Expr stream_row_, stream_r_;
+  // The kernel's final reads that no write of it may alias; which of them each pass of a row
+  // kernel streams, and the pass being printed.
+  std::set<std::string> streamable_;
+  StreamedReads streamed_;
+  size_t pass_ = 0;
 };
 
 // Every variance a row's two passes (its mean, then the squared deviations): block reductions
