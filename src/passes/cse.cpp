@@ -1,7 +1,10 @@
 // Common subexpression elimination: a node that computes what an earlier node computes is
 // replaced by it. Calls are compared by op and normalized arguments (so `add(x, 1)` and
 // `add(x, 1)` written with a default spelled out or not are the same), numbers bit for bit
-// (0.0 and -0.0 differ, NaN equals NaN). Random calls are never merged: two draws differ.
+// (0.0 and -0.0 differ, NaN equals NaN), and a dim of an op's first operand counted from its
+// end as the same dim counted from its front (a reduction's dims as a set). Random calls are
+// never merged: two draws differ.
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -34,13 +37,38 @@ bool same_constant(const Tensor& a, const Tensor& b) {
          std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0;
 }
 
+// Argument `i` of call `n` as it is compared: a dim of the first operand (an argument named
+// "dim" of type int or int[]) counted from the front, a reduction's dims sorted. A
+// decomposition and a derivative formula spell one reduction apart (layer norm's statistics
+// over [-1] in the forward, over [1] in its gradient), and unmerged, both would be computed
+// and saved. unsqueeze's dim counts in its result's rank, and is left as written.
+NodeArg canonical_arg(const Node& n, size_t i) {
+  const NodeArg& a = n.args()[i];
+  if (n.kind() != NodeKind::Call || n.op() == OpId::unsqueeze) return a;
+  const auto& params = op_info(n.op()).schema.args;
+  if (i >= params.size() || params[i].name != "dim" || params[0].type != "Tensor" ||
+      n.inputs().empty() || n.inputs()[0]->meta().size() != 1)
+    return a;
+  const auto rank =
+      std::max<int64_t>(1, static_cast<int64_t>(n.inputs()[0]->meta()[0].sizes.size()));
+  auto front = [rank](int64_t d) { return d < 0 && d >= -rank ? d + rank : d; };
+  if (const auto* d = std::get_if<int64_t>(&a)) return front(*d);
+  if (const auto* dims = std::get_if<Shape>(&a)) {
+    Shape out;
+    for (int64_t d : *dims) out.push_back(front(d));
+    if (op_info(n.op()).kind == OpKind::Reduction) std::sort(out.begin(), out.end());
+    return out;
+  }
+  return a;
+}
+
 bool same_computation(const Node& a, const Node& b) {
   if (a.kind() != b.kind()) return false;
   if (a.kind() == NodeKind::Constant) return same_constant(a.value(), b.value());
   if (a.kind() == NodeKind::Call && a.op() != b.op()) return false;
   if (a.args().size() != b.args().size()) return false;
   for (size_t i = 0; i < a.args().size(); ++i)
-    if (!same_arg(a.args()[i], b.args()[i])) return false;
+    if (!same_arg(canonical_arg(a, i), canonical_arg(b, i))) return false;
   return true;
 }
 

@@ -63,6 +63,36 @@ TEST(Cse, KeepsCallsThatDifferInAnyArgument) {
                                 "    return (a, b, c, d, e, f, g, h, i)\n");
 }
 
+// A dim counted from the end is the dim counted from the front (layer norm's decomposition
+// sums over [-1], its derivative formula over [1]), and a reduction's dims are a set; an
+// unsqueeze's dim counts in its result's rank, so unsqueeze(x, -1) is not unsqueeze(x, 1).
+TEST(Cse, MergesDimsCountedFromEitherEnd) {
+  expect_pass(run_cse,
+              std::string(kHead) +
+                  "    a = coil.sum(x, [-1], True)\n"
+                  "    b = coil.sum(x, [1], True)\n"
+                  "    c = coil.var(x, [0, -1])\n"
+                  "    d = coil.var(x, [1, 0])\n"
+                  "    e = coil.softmax(x, -1)\n"
+                  "    f = coil.softmax(x, 1)\n"
+                  "    u = coil.unsqueeze(x, -1)\n"
+                  "    v = coil.unsqueeze(x, 1)\n"
+                  "    ab = coil.add(a, b)\n"
+                  "    cd = coil.add(c, d)\n"
+                  "    ef = coil.add(e, f)\n"
+                  "    return (ab, cd, ef, u, v)\n",
+              std::string(kHead) +
+                  "    a = coil.sum(x, [-1], True)\n"
+                  "    c = coil.var(x, [0, -1])\n"
+                  "    e = coil.softmax(x, -1)\n"
+                  "    u = coil.unsqueeze(x, -1)\n"
+                  "    v = coil.unsqueeze(x, 1)\n"
+                  "    ab = coil.add(a, a)\n"
+                  "    cd = coil.add(c, c)\n"
+                  "    ef = coil.add(e, e)\n"
+                  "    return (ab, cd, ef, u, v)\n");
+}
+
 TEST(Cse, MergesNaNArguments) {
   expect_pass(run_cse,
               std::string(kHead) +
