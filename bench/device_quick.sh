@@ -3,7 +3,8 @@
 # coil's tests and coil-bench once (build-gpu/), then runs, each under its own time limit so
 # that one slow step leaves the others' results, and in this order: bench/probes/long_rows.cu;
 # PyTorch's own product and softmax kernels for mm_softmax (torch.profiler); coil-bench on the
-# GPU for WORKLOADS (default the row, reduction and training workloads) and attention without
+# GPU for WORKLOADS (default the row, reduction and training workloads; with AB_ENV, in rounds
+# without and with that setting) and attention without
 # the seed cache (its first call compiling the kernel, unless SEED_AB=0); the CUDA tests
 # (scripts/test_gpu.sh's first step); compare_torch.py for COMPARE (each in a process of its own).
 # Everything is printed as it comes (call it without `| tail`: a call cut short by the device's
@@ -47,6 +48,21 @@ for w in ${WORKLOADS:-softmax layernorm_gelu long_rows_sum instance_norm train_m
     --json "/tmp/reports/coil_bench_$w.json" 2>&1 | grep -E "^$w "
 done
 gather
+# AB_ENV="NAME=value": coil-bench for WORKLOADS in ROUNDS rounds of turns, without the setting
+# and with it, so that its effect can be told from run-to-run noise.
+if [ -n "${AB_ENV:-}" ]; then
+  for round in ${ROUNDS:-1 2 3}; do
+    for side in without with; do
+      echo "== round $round, $side $AB_ENV"
+      setting=(); [ $side = with ] && setting=("$AB_ENV")
+      for w in ${WORKLOADS:-softmax layernorm_gelu long_rows_sum instance_norm train_mlp}; do
+        env "${setting[@]}" timeout 60 build-gpu/bench/coil-bench --device cuda --filter "=$w" \
+          --json "/tmp/reports/ab_${round}_${side}_$w.json" 2>&1 | grep -E "^$w "
+      done
+    done
+  done
+  gather
+fi
 if [ "${SEED_AB:-1}" = 1 ]; then  # attention's first call without the seed cache, for comparison
   echo "== attention without the seed cache (COIL_SEED_DIR=)"
   COIL_SEED_DIR= timeout 60 build-gpu/bench/coil-bench --device cuda --filter "=attention" 2>&1 |

@@ -19,6 +19,30 @@ TEST(CudaCodegen, EveryOpCompilesWithNvrtc) {
   EXPECT_EQ(cuda_compile_errors(g), "");
 }
 
+// Every generated kernel may be launched while the kernel before it still runs (driver.h), so
+// its first statement, before any access to memory, waits for that kernel: pointwise, combo,
+// row and column kernels alike (here a row kernel with sin fused, and a column sum with cos).
+TEST(CudaCodegen, EveryKernelFirstWaitsForThePreviousOne) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {64, 48}));
+  Node* w = g.placeholder("w", ops::contiguous_meta(kFloat32, {48}));
+  Node* s = g.call(OpId::softmax, {g.call(OpId::add, {x, w}), int64_t{1}});
+  g.output({s, g.call(OpId::sum, {x, Shape{0}}), g.call(OpId::sin, {x}), g.call(OpId::cos, {w})});
+  const std::string source = cuda_module_source(g);
+  size_t kernels = 0;
+  for (size_t at = source.find("__global__"); at != std::string::npos;
+       at = source.find("__global__", at + 1)) {
+    const size_t body = source.find(") {\n", at);
+    ASSERT_NE(body, std::string::npos);
+    EXPECT_EQ(source.compare(body, 34, ") {\n  coil_wait_previous_kernel();"), 0)
+        << source.substr(at, 400);
+    ++kernels;
+  }
+  EXPECT_GE(kernels, 2u) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
+}
+
 // A dynamic graph's kernels (sizes as by-value arguments, loop bounds and indices over them)
 // compile too.
 TEST(CudaCodegen, DynamicKernelsCompileWithNvrtc) {

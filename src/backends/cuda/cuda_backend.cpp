@@ -295,7 +295,7 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
       launch(c.function, c.name, device,
              static_cast<unsigned>(evaluate_sizes(c.launch.grid, sizes)),
              static_cast<unsigned>(c.launch.block), static_cast<unsigned>(c.launch.shared),
-             params.data());
+             params.data(), /*after_previous=*/true);
     };
     int pick = candidates.size() > 1 ? chosen->load(std::memory_order_relaxed) : 0;
     if (pick < 0) {

@@ -568,7 +568,7 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
   src.divisors = pr.divisors();
   src.code = head(k.name, src.args, written, program, aliased, !src.index_checks.empty(),
                   src.symbols, src.divisors, block) +
-             " {\n" + pr.writer().text() + "}\n";
+             " {\n  coil_wait_previous_kernel();\n" + pr.writer().text() + "}\n";
   return src;
 }
 

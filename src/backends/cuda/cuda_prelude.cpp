@@ -51,6 +51,17 @@ template <typename T> __device__ __forceinline__ T coil_remainder_float(T x, T y
   if (m != T(0) && ((m < T(0)) != (y < T(0)))) m += y;
   return m;
 }
+// Programmatic dependent launch (sm_90 and later): a generated kernel may be launched while the
+// kernel before it on the stream still runs (driver.h). Its first statement waits until that
+// kernel has finished and its writes are visible, then lets the next kernel's blocks be
+// scheduled in turn, so that a launch's latency hides behind its predecessor's last blocks.
+// A kernel launched without the attribute passes both at once.
+__device__ __forceinline__ void coil_wait_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 // A vectorised pointwise kernel's N consecutive elements, read or written in one access.
 template <typename T, int N> struct alignas(sizeof(T) * N) coil_vec { T v[N]; };
 template <int N, typename T> __device__ __forceinline__ bool coil_vec_aligned(const T* p) {

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -25,6 +26,7 @@ struct Driver {
   decltype(&cuModuleEnumerateFunctions) enumerate_functions;
   decltype(&cuFuncGetName) function_name;
   decltype(&cuLaunchKernel) launch;
+  decltype(&cuLaunchKernelEx) launch_ex;
   decltype(&cuFuncSetAttribute) set_attribute;
   decltype(&cuGetErrorName) error_name;
   decltype(&cuGetErrorString) error_string;
@@ -48,6 +50,7 @@ const Driver& driver() {
     get("cuModuleEnumerateFunctions", out->enumerate_functions, 12040);
     get("cuFuncGetName", out->function_name, 12030);
     get("cuLaunchKernel", out->launch);
+    get("cuLaunchKernelEx", out->launch_ex);
     get("cuFuncSetAttribute", out->set_attribute);
     get("cuGetErrorName", out->error_name);
     get("cuGetErrorString", out->error_string);
@@ -172,8 +175,16 @@ void* CudaModule::function(const std::string& name) const {
   return f;
 }
 
+bool programmatic_launches(int device) {
+  static const bool allowed = [] {
+    const char* v = std::getenv("COIL_CUDA_PDL");
+    return !(v && std::string(v) == "0");
+  }();
+  return allowed && device_info(device).major >= 9;
+}
+
 void launch(void* function, const std::string& kernel, int device, unsigned grid, unsigned block,
-            unsigned shared, void** args) {
+            unsigned shared, void** args, bool after_previous) {
   if (grid == 0) return;
   auto f = static_cast<CUfunction>(function);
   set_device(device);  // the driver launches in the thread's current context: the device's
@@ -181,8 +192,25 @@ void launch(void* function, const std::string& kernel, int device, unsigned grid
     check_cu(driver().set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                     static_cast<int>(shared)),
              "launching " + kernel);
-  CUresult r = driver().launch(f, grid, 1, 1, block, 1, 1, shared,
-                               static_cast<CUstream>(stream(device)), args, nullptr);
+  const auto s = static_cast<CUstream>(stream(device));
+  CUresult r;
+  if (after_previous && programmatic_launches(device)) {
+    CUlaunchAttribute overlap{};
+    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    overlap.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = shared;
+    config.hStream = s;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+    r = driver().launch_ex(&config, f, args, nullptr);
+  } else {
+    r = driver().launch(f, grid, 1, 1, block, 1, 1, shared, s, args, nullptr);
+  }
   // An error here may be an earlier kernel's, showing now: the message names that one too.
   if (r != CUDA_SUCCESS) check_cu(r, "launching kernel '" + kernel + "'", last_launch(device));
   note_launch(device, "kernel", kernel);

@@ -49,8 +49,14 @@ inline unsigned grid_stride_blocks(int64_t n, int64_t block, int64_t most) {
 
 // Launches `function` on the current stream of device `device`: `grid` blocks of `block` threads,
 // with `shared` bytes of dynamic shared memory; `args[i]` points at the value of parameter i.
-// coil::Error naming `kernel` when the launch fails.
+// coil::Error naming `kernel` when the launch fails. `after_previous`, for a kernel that calls
+// coil_wait_previous_kernel() (the prelude) before it touches memory: on sm_90 and later it is
+// launched with programmatic stream serialisation, so that its blocks are scheduled while the
+// kernel before it finishes instead of after (COIL_CUDA_PDL=0 turns that off).
 void launch(void* function, const std::string& kernel, int device, unsigned grid, unsigned block,
-            unsigned shared, void** args);
+            unsigned shared, void** args, bool after_previous = false);
+// Whether launches on `device` may overlap the kernel before them (sm_90 and later, and
+// COIL_CUDA_PDL is not 0).
+bool programmatic_launches(int device);
 
 }  // namespace coil::cuda
