@@ -41,6 +41,7 @@
 
 #include <coil/cuda.h>
 
+#include "timeline.h"
 #include "workloads.h"
 
 using namespace coil;
@@ -64,7 +65,8 @@ struct Options {
   Device device = kCPU;  // where the workloads run (--device cuda: the GPU, at GPU sizes)
   int threads = 0;
   std::string filter, json, probe;
-  int reps = 0;  // 0: as many as fit in about half a second
+  std::string trace;  // --trace FILE: the GPU timeline of a few calls of each workload
+  int reps = 0;       // 0: as many as fit in about half a second
   bool dynamic = false;
   bool tf32 = false;  // float32 products and convolutions on the GPU in TF32
   std::string mode = "default";
@@ -102,10 +104,12 @@ Options parse(int argc, char** argv) {
       o.tf32 = true;
     else if (a == "--mode")
       o.mode = next();
+    else if (a == "--trace")
+      o.trace = next();
     else {
       std::cerr << "usage: coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] "
                    "[--filter [=]NAME] [--json FILE] "
-                   "[--reps N] [--dynamic] [--tf32] [--mode reduce-overhead]\n";
+                   "[--reps N] [--dynamic] [--tf32] [--mode reduce-overhead] [--trace FILE]\n";
       std::exit(2);
     }
   }
@@ -462,6 +466,7 @@ int run_bench(int argc, char** argv) {
         "%-15s %10.3f %10.3f %7.2fx %10.3f %10.3f %6.0f%% %6.0f%% %7lld %9.1fms %9.1fms %6s\n",
         w.name.c_str(), eager, compiled, eager / compiled, device, roof, 100 * roof / timed,
         100 * lib / in_turns, static_cast<long long>(kernels), cold, warm, good ? "ok" : "FAIL");
+    if (gpu && !o.trace.empty()) trace_calls(cf, sets, o.trace + "." + w.name + ".json");
     if (o.dynamic)
       std::printf("%-15s dynamic / static, in turns%s: %.3f / %.3f ms = %.2f\n", "",
                   gpu ? " (device time)" : "", dynamic_turn, static_turn,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,7 @@ struct Record {
 }  // namespace
 
 struct Profiler::Recording {
+  Clock::time_point begin = Clock::now();
   std::mutex mutex;
   std::deque<Record> records;  // addresses stay put as it grows
 };
@@ -116,6 +118,58 @@ std::vector<Profiler::Row> Profiler::rows() {
   std::stable_sort(out.begin(), out.end(),
                    [](const Row& a, const Row& b) { return a.total_ms > b.total_ms; });
   return out;
+}
+
+std::vector<Profiler::Span> Profiler::timeline() {
+  Recording* mine = recording_.get();
+  active.compare_exchange_strong(mine, nullptr);
+  auto ms_since = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  std::map<int, const cuda::Event*> first;  // each device's first mark: its clock's zero
+  std::vector<Span> out;
+  for (Record& rec : recording_->records) {
+    Span s{rec.name, rec.kind, rec.device.str()};
+    if (rec.stop) {
+      rec.stop->synchronize();
+      const cuda::Event*& zero = first[rec.device.index];
+      if (!zero) zero = &*rec.start;
+      s.start_ms = zero->elapsed_time(*rec.start);
+      s.end_ms = zero->elapsed_time(*rec.stop);
+    } else {
+      if (rec.host_ms < 0) continue;  // still running when recording stopped
+      s.start_ms = ms_since(recording_->begin, rec.begin);
+      s.end_ms = s.start_ms + rec.host_ms;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void Profiler::export_chrome_trace(const std::string& path) {
+  auto quoted = [](const std::string& text) {
+    std::string q = "\"";
+    for (char c : text) {
+      if (c == '"' || c == '\\') q += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) q += c;
+    }
+    return q + "\"";
+  };
+  std::string json = "{\"traceEvents\": [";
+  char times[96];
+  bool first = true;
+  for (const Span& s : timeline()) {
+    std::snprintf(times, sizeof times, "\"ts\": %.3f, \"dur\": %.3f", 1e3 * s.start_ms,
+                  1e3 * (s.end_ms - s.start_ms));
+    json += std::string(first ? "\n" : ",\n") + "{\"name\": " + quoted(s.name) +
+            ", \"cat\": " + quoted(s.kind) + ", \"ph\": \"X\", " + times +
+            ", \"pid\": " + quoted(s.device) + ", \"tid\": 0}";
+    first = false;
+  }
+  json += "\n]}\n";
+  std::ofstream out(path);
+  out << json;
+  COIL_CHECK(out.good(), "Profiler::export_chrome_trace: cannot write '", path, "'");
 }
 
 std::string Profiler::table(size_t max_rows) {

@@ -6,6 +6,8 @@
 #include <coil/cuda.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "testing.h"
 
@@ -54,7 +56,56 @@ void profile_on(const Device& device) {
 
 }  // namespace
 
+// The timeline: each record in the order it was queued, its spans in order on its device's
+// clock and not overlapping (one stream); the Chrome trace holds one event per span.
+void timeline_on(const Device& device) {
+  Tensor a = randn({64, 32}).to(device), b = randn({32, 16}).to(device);
+  auto f = compile([](const Tensor& x, const Tensor& w) { return softmax(matmul(x, w) + 1.0, 1); });
+  f(a, b);
+  Profiler p;
+  f(a, b);
+  relu(a);
+  const std::vector<Profiler::Span> spans = p.timeline();
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].kind, "library");
+  EXPECT_EQ(spans[1].kind, "kernel");
+  EXPECT_EQ(spans[2].kind, "eager");
+  EXPECT_EQ(spans[2].name, "relu");
+  // A GPU's clock starts at its first record; the host's at the profiler's start.
+  if (device.is_cuda()) {
+    EXPECT_EQ(spans[0].start_ms, 0.0);
+  } else {
+    EXPECT_GE(spans[0].start_ms, 0.0);
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    EXPECT_EQ(spans[i].device, device.str());
+    EXPECT_GE(spans[i].end_ms, spans[i].start_ms);
+    if (i > 0) {
+      EXPECT_GE(spans[i].start_ms, spans[i - 1].end_ms) << spans[i].name;
+    }
+  }
+  const std::string path = ::testing::TempDir() + "coil_trace_" + device.str() + ".json";
+  p.export_chrome_trace(path);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("{\"traceEvents\": [", 0), 0u) << text;
+  size_t events = 0;
+  for (size_t at = text.find("\"ph\": \"X\""); at != std::string::npos;
+       at = text.find("\"ph\": \"X\"", at + 1))
+    ++events;
+  EXPECT_EQ(events, 3u) << text;
+  EXPECT_NE(text.find("\"name\": \"relu\""), std::string::npos) << text;
+  EXPECT_COIL_ERROR(p.export_chrome_trace("/nonexistent/dir/trace.json"), "cannot write");
+}
+
 TEST(Profiler, SumsKernelsLibraryCallsAndEagerOps) { profile_on(kCPU); }
+
+TEST(Profiler, TimelineInQueueOrderAndAsAChromeTrace) { timeline_on(kCPU); }
+
+TEST(Profiler, TimelineInQueueOrderAndAsAChromeTraceOnCuda) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no GPU";
+  timeline_on(kCUDA);
+}
 
 TEST(Profiler, SumsKernelsLibraryCallsAndEagerOpsOnCuda) {
   if (!cuda::is_available()) GTEST_SKIP() << "no GPU";
