@@ -3,7 +3,8 @@
 # coil's tests and coil-bench once (build-gpu/), then runs, each under its own time limit so
 # that one slow step leaves the others' results, and in this order: bench/probes/long_rows.cu;
 # PyTorch's own product and softmax kernels for mm_softmax (torch.profiler); coil-bench on the
-# GPU for WORKLOADS (default the row, reduction and training workloads; with AB_ENV, in rounds
+# GPU for WORKLOADS (default the row, reduction and training workloads; BENCH_ARGS, such as
+# "--trace $OUT/trace", added to its command line; with AB_ENV, in rounds
 # without and with that setting) and attention without
 # the seed cache (its first call compiling the kernel, unless SEED_AB=0); the CUDA tests
 # (scripts/test_gpu.sh's first step); compare_torch.py for COMPARE (each in a process of its own).
@@ -44,8 +45,8 @@ PY
 fi
 echo "== coil-bench (at $SECONDS s)"
 for w in ${WORKLOADS:-softmax layernorm_gelu long_rows_sum instance_norm train_mlp}; do
-  timeout 60 build-gpu/bench/coil-bench --device cuda --filter "=$w" \
-    --json "/tmp/reports/coil_bench_$w.json" 2>&1 | grep -E "^$w "
+  timeout 60 build-gpu/bench/coil-bench --device cuda --filter "=$w" ${BENCH_ARGS:-} \
+    --json "/tmp/reports/coil_bench_$w.json" 2>&1 | grep -E "^$w |^timeline|^  call|^    "
 done
 gather
 # AB_ENV="NAME=value": coil-bench for WORKLOADS in ROUNDS rounds of turns, without the setting
