@@ -107,6 +107,23 @@ void reduce_partials(ir::Computation& c, Pieces pieces, const sym::Expr& len,
                     ir::substitute(tail, bind));
 }
 
+// A full reduction over rows of a long last dim (a loss summed over a layer norm's output) is
+// split at those rows, from 16 to 8192 of them of 512 elements or more: its partials are then a
+// row reduction over the rows of whatever made its input, which fuses into that kernel (the
+// loss's squares summed in the layer norm's own row kernel, as Inductor's persistent reductions
+// do) where pieces of several rows each would read the input again in a kernel of their own,
+// and need the layer norm's statistics from a kernel before it. The row count (0: not so).
+int64_t row_pieces(Context& cx, const ir::Computation& c) {
+  const sym::Expr numel = sym_numel(c.reduction_ranges);
+  if (c.reduction_ranges.size() < 2 || !numel->is_const() ||
+      cx.program().hint(sym_numel(c.ranges)) != 1)
+    return 0;
+  const sym::Expr last = c.reduction_ranges.back();
+  if (!last->is_const() || cx.program().hint(last) < 512) return 0;
+  const int64_t rows = cx.program().hint(numel) / cx.program().hint(last);
+  return rows >= 16 && rows <= 8192 ? rows : 0;
+}
+
 // Rewrites `c`, a reduction to a few values, as a reduction over a new buffer of partials,
 // when each value has enough elements and its kind combines partials with itself. A static
 // count is cut into pieces that divide it, and so is a count known only at run time that the
@@ -125,7 +142,8 @@ void split_reduction(Context& cx, ir::Computation& c) {
     return;
   // A count known only at run time may still be a multiple of the pieces whatever the sizes
   // (256 * s0: a full reduction over rows of 256): then no tail.
-  Pieces pieces{exact_pieces(cx, numel, {256, 128, 64, 32, 16}, 512), false};
+  Pieces pieces{row_pieces(cx, c), false};
+  if (pieces.count == 0) pieces = {exact_pieces(cx, numel, {256, 128, 64, 32, 16}, 512), false};
   if (pieces.count == 0 && !numel->is_const()) pieces = {256, true};
   if (pieces.count == 0) return;
   const sym::Expr len = sym::floordiv(numel, pieces.count);
@@ -166,6 +184,11 @@ void split_reduction(Context& cx, ir::Computation& c) {
 // elements per value is split too, so that its blocks fill the GPU: GPT-2's 768 bias gradients
 // over 4096 tokens were 768 blocks each reading one element per sector.
 constexpr int64_t kColumnSplitMin = 1024;
+// The GPU's split takes the fewest of 8, 16 or 32 pieces that still give the partials' kernel
+// this many column pieces (512 blocks of 32): more pieces make more blocks that each fold fewer
+// rows for the same meeting in shared memory; fewer leave multiprocessors idle
+// (bench/probes/column_sum.cu: [4096, 4096] was summed fastest in 8 pieces, [4096, 1024] in 16).
+constexpr int64_t kColumnPiecesGpu = 16384;
 // On the CPU, the column kernel shares such a reduction among threads by chunks of 256 values
 // (backends/cpu/column_kernel.cpp): a batch norm's statistics over 64 channels of channels-last
 // memory (8 x 56 x 56 rows) were one chunk, one thread. Below this many chunks, and with at
@@ -209,8 +232,12 @@ Pieces column_pieces(Context& cx, const ir::Computation& c) {
   if (!gpu && ((values + kColumnChunkCpu - 1) / kColumnChunkCpu >= kColumnChunksCpu ||
                values * n < kColumnSplitMinCpu))
     return {};
-  const std::vector<int64_t> counts =
-      gpu ? std::vector<int64_t>{32, 16, 8} : std::vector<int64_t>{32, 16, 8, 4, 2};
+  std::vector<int64_t> counts = {32, 16, 8, 4, 2};
+  if (gpu) {
+    counts = {8, 16, 32};
+    while (counts.size() > 1 && counts.front() * values < kColumnPiecesGpu)
+      counts.erase(counts.begin());
+  }
   const int64_t min_len = gpu ? 128 : kColumnPieceMinCpu;
   if (int64_t exact = exact_pieces(cx, numel, counts, min_len)) return {exact, false};
   if (numel->is_const()) return {};

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <coil/coil.h>
+#include <coil/cuda.h>
 
 #include "testing_stages.h"
 #include "ops/meta_util.h"
@@ -48,6 +49,43 @@ TEST(SplitReduction, MatchesFloat64) {
   EXPECT_TRUE(anyv.item<bool>());
   EXPECT_FALSE(allv.item<bool>());
   EXPECT_NEAR(pr.item<double>(), std::pow(1.0001f, 131072), 1e-2 * std::pow(1.0001, 131072));
+}
+
+// A full reduction over rows of a long last dim splits at those rows (16 to 8192 of them), so
+// that its partials fuse into the kernel that makes the rows: a layer norm's output squared and
+// summed (a loss) is one row kernel with the layer norm, then the rows' partials summed (pieces
+// of 4096 elements, four rows each, made the statistics a kernel of their own). The result
+// matches float64.
+TEST(SplitReduction, FullReductionsOverLongRowsSplitAtTheRows) {
+  auto loss = [](const Tensor& x) {
+    Tensor y = layer_norm(x, {x.size(-1)});
+    return sum(y * y * x);
+  };
+  for (const Device& device : {Device(kCPU), Device(kCUDA)}) {
+    if (device.is_cuda() && !cuda::is_built()) continue;
+    Graph g;
+    Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {1024, 1024}, device));
+    Node* y = g.call(OpId::layer_norm, {x, Shape{1024}});
+    g.output({g.call(OpId::sum, {g.call(OpId::mul, {g.call(OpId::mul, {y, y}), x})})});
+    schedule::Schedule s = testing_stages::lowered_and_scheduled(g).schedule;
+    ASSERT_EQ(s.kernels.size(), 2u) << device.str();
+    EXPECT_EQ(sym_numel(s.kernels[0].outer), sym::constant(1024)) << device.str();
+    EXPECT_EQ(s.kernels[0].inner, sym_constants({1024})) << device.str();
+    EXPECT_EQ(s.kernels[1].inner, sym_constants({1024})) << device.str();
+  }
+  manual_seed(6);
+  Tensor x = random({1024, 1024});
+  const double want = loss(x.to(kFloat64)).item<double>();  // float32 sums: to 1e-5 or so
+  EXPECT_NEAR(compile(loss)(x).item<double>(), want, 1e-4 * std::abs(want));
+  // Rows too short (256) or too few (8) keep the pieces of several rows.
+  for (Shape shape : {Shape{1024, 256}, Shape{8, 32768}}) {
+    Graph g;
+    Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, shape, kCPU));
+    g.output({g.call(OpId::sum, {x})});
+    schedule::Schedule s = testing_stages::lowered_and_scheduled(g).schedule;
+    ASSERT_EQ(s.kernels.size(), 2u) << shape_str(shape);
+    EXPECT_EQ(s.kernels[0].outer, sym_constants({256})) << shape_str(shape);
+  }
 }
 
 // Few long rows (and few long columns): each value's elements in pieces, the partials laid out
