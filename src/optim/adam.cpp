@@ -39,14 +39,17 @@ const AdamOptions& as_adam(const AdamOptions& o) { return o; }
 struct StepScalars {
   Tensor step_size, bias_correction2_sqrt, decay;
 };
-StepScalars step_scalars(const Tensor& p, int64_t step, const AdamOptions& o) {
+// Their values at step `step`, each made into a tensor by `make(slot, value)`.
+template <typename Make>
+StepScalars step_scalars(int64_t step, const AdamOptions& o, Make make) {
   const double n = static_cast<double>(step);
   const double bias_correction1 = 1 - std::pow(o.betas.first, n);
-  const DType t = p.dtype();
-  const Device d = p.device();
-  return {scalar_tensor(o.lr / bias_correction1, t, d),
-          scalar_tensor(std::sqrt(1 - std::pow(o.betas.second, n)), t, d),
-          scalar_tensor(1 - o.lr * o.weight_decay, t, d)};
+  return {make(0, o.lr / bias_correction1), make(1, std::sqrt(1 - std::pow(o.betas.second, n))),
+          make(2, 1 - o.lr * o.weight_decay)};
+}
+StepScalars step_scalars(const Tensor& p, int64_t step, const AdamOptions& o) {
+  return step_scalars(step, o,
+                      [&p](size_t, double v) { return scalar_tensor(v, p.dtype(), p.device()); });
 }
 
 // One parameter's update, in place (torch/optim/adam.py's single-tensor form).
@@ -119,13 +122,15 @@ void adam_step(std::vector<ParamGroup<O>>& groups,
       continue;
     }
     // Parameters at the same step, of one dtype and device, share their scalars: three small
-    // tensors a step (on a GPU three fills) rather than three per parameter.
+    // tensors (on a GPU fills) rather than three per parameter, and only those whose value
+    // changed since the last step are made again (CompiledSteps::scalar).
     struct Shared {
       int64_t step;
       DType dtype;
       Device device;
       StepScalars scalars;
     };
+    if (!compiled) compiled = std::make_shared<detail::CompiledSteps>();
     std::vector<Shared> shared;
     std::vector<Tensor> all;
     for (size_t i = 0; i < params.size(); ++i) {
@@ -135,13 +140,18 @@ void adam_step(std::vector<ParamGroup<O>>& groups,
       auto same = std::find_if(shared.begin(), shared.end(), [&](const Shared& s) {
         return s.step == steps[i] && s.dtype == p.dtype() && s.device == p.device();
       });
-      if (same == shared.end())
-        same = shared.insert(shared.end(),
-                             {steps[i], p.dtype(), p.device(), step_scalars(p, steps[i], o)});
+      if (same == shared.end()) {
+        // Parameters at other steps (added to the group later) take the slots after these.
+        const size_t first = 3 * shared.size();
+        same = shared.insert(
+            shared.end(),
+            {steps[i], p.dtype(), p.device(), step_scalars(steps[i], o, [&](size_t k, double v) {
+               return compiled->scalar(gi, first + k, v, p.dtype(), p.device());
+             })});
+      }
       const StepScalars& k = same->scalars;
       all.insert(all.end(), {k.step_size, k.bias_correction2_sqrt, k.decay});
     }
-    if (!compiled) compiled = std::make_shared<detail::CompiledSteps>();
     compiled->run(
         gi, std::string(name) + "_step",
         [o, decoupled](const std::vector<Tensor>& t) { adam_update_all(t, o, decoupled); }, all);

@@ -19,4 +19,14 @@ void CompiledSteps::run(size_t group, const std::string& name, const Update& upd
   groups_[group](tensors);
 }
 
+Tensor CompiledSteps::scalar(size_t group, size_t slot, double value, DType dtype,
+                             const Device& device) {
+  // float32's rounding decides most steps' sameness; other dtypes compare the exact number.
+  const double stored = dtype == kFloat32 ? static_cast<double>(static_cast<float>(value)) : value;
+  Made& made = scalars_[{group, slot, dtype, device.str()}];
+  if (!made.tensor.defined() || made.stored != stored)
+    made = {stored, scalar_tensor(value, dtype, device)};
+  return made.tensor;
+}
+
 }  // namespace coil::optim::detail

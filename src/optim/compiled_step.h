@@ -7,7 +7,9 @@
 #include <coil/optim.h>
 
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace coil::optim::detail {
@@ -21,8 +23,19 @@ class CompiledSteps {
   void run(size_t group, const std::string& name, const Update& update,
            const std::vector<Tensor>& tensors);
 
+  // The 0-dim tensor of `value` for scalar `slot` of group `group`'s step, on `dtype` and
+  // `device`: the one made for the last step while it holds the same number in that dtype. A
+  // scalar that did not change (a learning rate, Adam's bias corrections once they round to
+  // their limit) is not made again: on a GPU each is a fill launched every step.
+  Tensor scalar(size_t group, size_t slot, double value, DType dtype, const Device& device);
+
  private:
   std::vector<std::function<void(const std::vector<Tensor>&)>> groups_;
+  struct Made {
+    double stored;  // the value as the tensor holds it
+    Tensor tensor;
+  };
+  std::map<std::tuple<size_t, size_t, DType, std::string>, Made> scalars_;
 };
 
 }  // namespace coil::optim::detail

@@ -77,7 +77,9 @@ void SGD::step() {
     for (const Tensor& b : bufs) buffers_ready = buffers_ready && b.defined();
     if (o.compiled && !params.empty() && (o.momentum == 0 || buffers_ready)) {
       // Per parameter: p, g, [buf,] -lr; parameters of one dtype and device share their -lr (one
-      // small tensor a step, on a GPU one fill, rather than one per parameter).
+      // small tensor, on a GPU a fill, rather than one per parameter; made again only when the
+      // learning rate changes: CompiledSteps::scalar).
+      if (!compiled_) compiled_ = std::make_shared<detail::CompiledSteps>();
       std::vector<Tensor> all, steps;
       for (size_t i = 0; i < params.size(); ++i) {
         const Tensor& p = params[i];
@@ -87,10 +89,10 @@ void SGD::step() {
           return s.dtype() == p.dtype() && s.device() == p.device();
         });
         if (same == steps.end())
-          same = steps.insert(steps.end(), scalar_tensor(-o.lr, p.dtype(), p.device()));
+          same = steps.insert(steps.end(),
+                              compiled_->scalar(gi, steps.size(), -o.lr, p.dtype(), p.device()));
         all.push_back(*same);
       }
-      if (!compiled_) compiled_ = std::make_shared<detail::CompiledSteps>();
       compiled_->run(
           gi, "SGD_step",
           [o](const std::vector<Tensor>& t) {

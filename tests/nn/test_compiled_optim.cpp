@@ -71,6 +71,33 @@ TEST(CompiledOptim, SgdNesterovMatchesEager) {
 // updates, independent of one another, fill kernels up to the scheduler's bounds (on the CPU,
 // the arrays a loop walks) and no further, so no generated function grows with the model; the
 // step still matches eager.
+// The step's scalars are made again only when their value changes (on a GPU each is a fill a
+// step): Adam's weight-decay factor once, its bias corrections while they move; SGD's learning
+// rate once, and again after a scheduler changes it.
+TEST(CompiledOptim, UnchangedStepScalarsAreNotMadeAgain) {
+  auto fills = [](auto& opt) {
+    Profiler p;
+    opt.step();
+    int64_t n = 0;
+    for (const Profiler::Row& r : p.rows()) n += r.name == "full" ? r.calls : 0;
+    return n;
+  };
+  const auto a = make(4), b = make(5);
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    a.params[i].set_grad(a.grads[i]);
+    b.params[i].set_grad(b.grads[i]);
+  }
+  optim::Adam adam(a.params, optim::AdamOptions{.compiled = true});
+  // The first step makes each parameter's two moments (zeros_like) and the three scalars.
+  EXPECT_EQ(fills(adam), static_cast<int64_t>(2 * a.params.size() + 3));
+  EXPECT_EQ(fills(adam), 2);  // the bias corrections moved; 1 - lr * weight_decay did not
+  optim::SGD sgd(b.params, optim::SGDOptions{.lr = 0.1, .compiled = true});
+  EXPECT_EQ(fills(sgd), 1);
+  EXPECT_EQ(fills(sgd), 0);
+  sgd.set_lr(0.05);
+  EXPECT_EQ(fills(sgd), 1);
+}
+
 TEST(CompiledOptim, ManyParametersSplitIntoBoundedKernels) {
   std::vector<Shape> shapes;
   for (int i = 0; i < 40; ++i)
