@@ -88,45 +88,45 @@ __global__ void finish(const float* __restrict__ part, float* __restrict__ out, 
   out[c] = acc;
 }
 
-template <int V, int PARTS>
-void run(Timer& timer, const float* x, float* part, float* out, long rows, long cols,
-         long pieces, const std::vector<double>& want) {
-  const long len = rows / pieces;
-  const long lanes = pieces * cols / V;
-  const unsigned grid = static_cast<unsigned>((lanes + 31) / 32);
-  auto launch = [&] {
-    partials<V, PARTS><<<grid, 32 * PARTS>>>(x, part, cols, len, pieces);
+// Times `partials` followed by the final sum, checks the sums against `want`, and prints a row
+// labelled `variant`.
+template <typename Partials>
+void measure(Timer& timer, const char* variant, unsigned grid, Partials partials, float* part,
+             float* out, long rows, long cols, long pieces, const std::vector<double>& want) {
+  const double ms = timer.median_ms([&] {
+    partials();
     finish<<<static_cast<unsigned>((cols + 255) / 256), 256>>>(part, out, cols, pieces);
-  };
-  const double ms = timer.median_ms(launch);
+  });
   std::vector<float> got(cols);
   CHECK(cudaMemcpy(got.data(), out, cols * sizeof(float), cudaMemcpyDeviceToHost));
   double worst = 0;
   for (long c = 0; c < cols; ++c)
     worst = std::max(worst, std::abs(got[c] - want[c]) / (std::abs(want[c]) + 1));
-  const double gbps = rows * cols * 4.0 / (ms * 1e-3) / 1e9;
-  std::printf("  %4ld x %4ld  V=%d  parts=%2d  pieces=%2ld  blocks=%6u  %8.4f ms  %6.0f GB/s  %s\n",
-              rows, cols, V, PARTS, pieces, grid, ms, gbps, worst < 1e-3 ? "ok" : "WRONG");
+  std::printf("  %4ld x %4ld  %-22s pieces=%3ld  blocks=%6u  %8.4f ms  %6.0f GB/s  %s\n", rows,
+              cols, variant, pieces, grid, ms, rows * cols * 4.0 / (ms * 1e-3) / 1e9,
+              worst < 1e-3 ? "ok" : "WRONG");
+}
+
+template <int V, int PARTS>
+void run(Timer& timer, const float* x, float* part, float* out, long rows, long cols,
+         long pieces, const std::vector<double>& want) {
+  const unsigned grid = static_cast<unsigned>((pieces * cols / V + 31) / 32);
+  char variant[32];
+  std::snprintf(variant, sizeof variant, "V=%d  parts=%2d", V, PARTS);
+  measure(timer, variant, grid, [&] {
+    partials<V, PARTS><<<grid, 32 * PARTS>>>(x, part, cols, rows / pieces, pieces);
+  }, part, out, rows, cols, pieces, want);
 }
 
 template <int V>
 void run_by_thread(Timer& timer, const float* x, float* part, float* out, long rows, long cols,
                    long pieces, const std::vector<double>& want) {
-  const long len = rows / pieces;
   const unsigned grid = static_cast<unsigned>((pieces * cols / V + 255) / 256);
-  auto launch = [&] {
-    partials_by_thread<V><<<grid, 256>>>(x, part, cols, len, pieces);
-    finish<<<static_cast<unsigned>((cols + 255) / 256), 256>>>(part, out, cols, pieces);
-  };
-  const double ms = timer.median_ms(launch);
-  std::vector<float> got(cols);
-  CHECK(cudaMemcpy(got.data(), out, cols * sizeof(float), cudaMemcpyDeviceToHost));
-  double worst = 0;
-  for (long c = 0; c < cols; ++c)
-    worst = std::max(worst, std::abs(got[c] - want[c]) / (std::abs(want[c]) + 1));
-  std::printf("  %4ld x %4ld  by thread V=%d  pieces=%3ld  blocks=%6u  %8.4f ms  %6.0f GB/s  %s\n",
-              rows, cols, V, pieces, grid, ms, rows * cols * 4.0 / (ms * 1e-3) / 1e9,
-              worst < 1e-3 ? "ok" : "WRONG");
+  char variant[32];
+  std::snprintf(variant, sizeof variant, "by thread V=%d", V);
+  measure(timer, variant, grid, [&] {
+    partials_by_thread<V><<<grid, 256>>>(x, part, cols, rows / pieces, pieces);
+  }, part, out, rows, cols, pieces, want);
 }
 
 int main() {

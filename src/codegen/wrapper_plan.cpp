@@ -6,16 +6,6 @@
 
 namespace coil::codegen {
 
-std::vector<std::string> extern_inputs(const ir::ExternCall& call) {
-  std::vector<std::string> out;
-  for (const ir::ExternArg& a : call.args) {
-    if (auto* r = std::get_if<ir::TensorRef>(&a)) out.push_back(r->buffer);
-    if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a))
-      for (const ir::TensorRef& r : *rs) out.push_back(r.buffer);
-  }
-  return out;
-}
-
 int64_t WrapperPlan::SizeSource::value(const std::vector<Tensor>& inputs) const {
   const Tensor& t = inputs.at(static_cast<size_t>(input));
   return stride ? t.stride(dim) : t.size(dim);
@@ -85,7 +75,7 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       for (const schedule::KernelNode& n : schedule.kernels[st.kernel].nodes)
         if (n.store) writes[i].push_back(n.buffer);
     } else {
-      reads[i] = extern_inputs(*program.buffer(st.buffer).call);
+      reads[i] = ir::extern_inputs(*program.buffer(st.buffer).call);
       writes[i].push_back(st.buffer);
     }
     for (const std::string& r : reads[i]) last_use[r] = static_cast<int>(i);

@@ -75,9 +75,6 @@ struct WrapperPlan {
   size_t kernel_count() const;
 };
 
-// The buffers an extern call reads, in argument order.
-std::vector<std::string> extern_inputs(const ir::ExternCall& call);
-
 WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& schedule,
                          const std::vector<KernelSource>& kernels);
 

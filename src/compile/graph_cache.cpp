@@ -365,7 +365,7 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
   for (const codegen::WrapperPlan::Slot& slot : plan.slots) names.insert(slot.name);
   for (const codegen::WrapperPlan::Slot& slot : plan.slots)
     if (slot.call)
-      for (const std::string& name : codegen::extern_inputs(*slot.call))
+      for (const std::string& name : ir::extern_inputs(*slot.call))
         if (!names.count(name)) throw std::runtime_error("a call reads an unknown buffer");
   auto slot_index = [&](const json& v, bool or_none = false) {
     int i = v.get<int>();

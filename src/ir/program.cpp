@@ -183,4 +183,14 @@ std::vector<sym::Expr> unravel(sym::Expr flat, const SymShape& sizes) {
   return out;
 }
 
+std::vector<std::string> extern_inputs(const ExternCall& call) {
+  std::vector<std::string> out;
+  for (const ExternArg& a : call.args) {
+    if (auto* r = std::get_if<TensorRef>(&a)) out.push_back(r->buffer);
+    if (auto* rs = std::get_if<std::vector<TensorRef>>(&a))
+      for (const TensorRef& r : *rs) out.push_back(r.buffer);
+  }
+  return out;
+}
+
 }  // namespace coil::ir

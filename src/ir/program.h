@@ -81,6 +81,8 @@ struct ExternCall {
   std::vector<ExternArg> args;  // one per schema argument
   std::string reason;           // why this op runs a library/eager kernel: logs say it
 };
+// The buffers an extern call reads, in argument order.
+std::vector<std::string> extern_inputs(const ExternCall& call);
 
 enum class BufferKind : uint8_t {
   Input,     // a graph placeholder: bound per call

@@ -96,22 +96,14 @@ Profiler::~Profiler() {
 }
 
 std::vector<Profiler::Row> Profiler::rows() {
-  Recording* mine = recording_.get();
-  active.compare_exchange_strong(mine, nullptr);
   std::map<std::tuple<std::string, std::string, std::string>, Row> sums;
-  for (Record& rec : recording_->records) {
-    double ms = rec.host_ms;
-    if (rec.stop) {
-      rec.stop->synchronize();
-      ms = rec.start->elapsed_time(*rec.stop);
-    }
-    if (ms < 0) continue;  // still running when recording stopped
-    Row& row = sums[{rec.name, rec.kind, rec.device.str()}];
-    row.name = rec.name;
-    row.kind = rec.kind;
-    row.device = rec.device.str();
+  for (Span& s : timeline()) {
+    Row& row = sums[{s.name, s.kind, s.device}];
+    row.name = std::move(s.name);
+    row.kind = std::move(s.kind);
+    row.device = std::move(s.device);
     row.calls += 1;
-    row.total_ms += ms;
+    row.total_ms += s.end_ms - s.start_ms;
   }
   std::vector<Row> out;
   for (auto& [key, row] : sums) out.push_back(std::move(row));

@@ -29,17 +29,6 @@ std::set<std::string> reads_of(const ir::Computation& c) {
   return out;
 }
 
-// The buffers an extern call reads.
-std::set<std::string> reads_of(const ir::ExternCall& call) {
-  std::set<std::string> out;
-  for (const ir::ExternArg& a : call.args) {
-    if (auto* r = std::get_if<ir::TensorRef>(&a)) out.insert(r->buffer);
-    if (auto* rs = std::get_if<std::vector<ir::TensorRef>>(&a))
-      for (const ir::TensorRef& r : *rs) out.insert(r.buffer);
-  }
-  return out;
-}
-
 // A kernel under construction: its members, in order.
 struct Group {
   std::vector<const ir::Buffer*> members;
@@ -207,7 +196,8 @@ void mark_final_reads(const ir::Program& program, Schedule& s) {
         ir::for_each_load(n.body, [&](const ir::ValueNode& l) { reads[i].insert(l.buffer()); });
       for (const KernelNode& n : k.nodes) reads[i].erase(n.buffer);
     } else {
-      reads[i] = reads_of(*program.buffer(st.buffer).call);
+      for (const std::string& r : ir::extern_inputs(*program.buffer(st.buffer).call))
+        reads[i].insert(r);
     }
     for (const std::string& r : reads[i]) last[r] = i;
   }
@@ -275,7 +265,7 @@ Schedule schedule(const ir::Program& program) {
   for (const ir::TensorRef& o : program.outputs) needed.insert(o.buffer);
   for (const ir::Buffer& b : program.buffers) {
     if (b.kind == ir::BufferKind::Extern) {
-      for (const std::string& r : reads_of(*b.call)) needed.insert(r);
+      for (const std::string& r : ir::extern_inputs(*b.call)) needed.insert(r);
     } else if (b.kind == ir::BufferKind::Computed) {
       int mine = step_of.at(b.name);
       for (const std::string& r : reads_of(*b.compute))
