@@ -14,6 +14,7 @@
 # output and one results.json that gathers every JSON report after each step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+[ "${PREBUILT:-0}" = 1 ] && export COIL_DEPS=${COIL_DEPS:-.deps-run}
 COIL_SKIP_BUILD=1 source bench/device_setup.sh  # the Debian packages from .deps/
 set +e
 SECONDS=0

@@ -3,7 +3,9 @@
 # Debian packages carried in .deps/ (fetched here with `apt-get download`, see
 # docs/performance.md) and build coil's benchmarks into build-device/.
 set -euo pipefail
-for f in .deps/*.deb; do dpkg -x "$f" /tmp/debroot; done
+# COIL_DEPS: another folder of them, such as .deps-run/ (the run-time libraries alone, for
+# binaries built elsewhere: bench/device_prebuilt.sh).
+for f in "${COIL_DEPS:-.deps}"/*.deb; do dpkg -x "$f" /tmp/debroot; done
 cp -rn /tmp/debroot/usr/include/* /usr/include/ 2>/dev/null || true
 cp -rn /tmp/debroot/usr/lib/x86_64-linux-gnu/* /usr/lib/x86_64-linux-gnu/ 2>/dev/null || true
 cp -rn /tmp/debroot/usr/share/* /usr/share/ 2>/dev/null || true

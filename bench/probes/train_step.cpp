@@ -4,14 +4,23 @@
 // coil-bench-models: GPT-2 small at 8 x 512 tokens with AdamW, ResNet-50 at 32 images of 224²
 // with SGD (momentum 0.9); or coil-bench's train_mlp (Linear 1024 -> 4096, GELU, Linear back,
 // LayerNorm, loss mean(y^2), Adam) at 4096 rows. Usage: train_step gpt2|resnet50|mlp eager|compiled
+// [gaps]. With "gaps" it profiles the step with coil's own profiler instead: the step's wall time,
+// the work's device time by name, and the device's idle time summed by the work that came after
+// it (a host-bound step waits for the host before each piece of work: where the host is slow).
 #include <cuda_profiler_api.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <coil/coil.h>
+#include <coil/cuda.h>
+#include <coil/profiler.h>
 #include <coil/nn/gpt2.h>
 #include <coil/nn/resnet.h>
 
@@ -76,6 +85,40 @@ int main(int argc, char** argv) {
     return l.item<double>();
   };
   for (int i = 0; i < 3; ++i) step();
+  if (argc > 3 && std::string(argv[3]) == "gaps") {
+    cuda::synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    Profiler p;
+    step();
+    const double wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<Profiler::Span> spans = p.timeline();
+    std::map<std::string, std::pair<double, int>> idle_before;  // ms, count
+    double covered_to = -1, idle = 0, busy = 0;
+    for (const Profiler::Span& sp : spans) {
+      if (sp.device == "cpu") continue;
+      if (covered_to >= 0 && sp.start_ms > covered_to) {
+        idle += sp.start_ms - covered_to;
+        auto& [ms, n] = idle_before[sp.kind + " " + sp.name];
+        ms += sp.start_ms - covered_to, ++n;
+      }
+      busy += sp.end_ms - sp.start_ms;
+      covered_to = std::max(covered_to, sp.end_ms);
+    }
+    std::printf("%s %s step: %.2f ms wall, %zu spans, %.2f ms of work, %.2f ms idle between\n",
+                model_name.c_str(), compiled ? "compiled" : "eager", wall, spans.size(), busy,
+                idle);
+    std::vector<std::pair<std::string, std::pair<double, int>>> order(idle_before.begin(),
+                                                                      idle_before.end());
+    std::sort(order.begin(), order.end(),
+              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    std::printf("idle before (the host's time to get there), largest first:\n");
+    for (size_t i = 0; i < order.size() && i < 25; ++i)
+      std::printf("  %9.3f ms  %5dx  %s\n", order[i].second.first, order[i].second.second,
+                  order[i].first.c_str());
+    std::printf("%s", p.table(25).c_str());
+    return 0;
+  }
   cudaProfilerStart();
   double loss = step();
   cudaProfilerStop();

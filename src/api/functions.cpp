@@ -287,12 +287,13 @@ Tensor rms_norm(const Tensor& x, const Shape& shape, const Tensor& w, std::optio
 }
 Tensor batch_norm(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& rm,
                   const Tensor& rv, bool training, double momentum, double eps) {
-  if (training && (rm.defined() || rv.defined()) && current_dispatch_hook() && x.dim() >= 2 &&
-      x.numel() > 0) {
+  if (training && (rm.defined() || rv.defined()) && x.dim() >= 2 && x.numel() > 0 &&
+      (current_dispatch_hook() || !x.device().is_cpu())) {
     // Being captured: the update of the running statistics, a side effect of the eager kernel,
     // is recorded as ops and in-place copies instead, which capture turns into extra results
     // written back after each call. The normalisation itself then decomposes and fuses like
-    // any other op rather than running the eager kernel inside the compiled graph.
+    // any other op rather than running the eager kernel inside the compiled graph. On a GPU,
+    // eagerly, the same: the eager kernel is the CPU's (its input copied there and back).
     Tensor y = batch_norm(x, w, b, Tensor(), Tensor(), true, momentum, eps);
     NoGradGuard no_grad;
     Shape dims{0};

@@ -1,5 +1,6 @@
 // Derivatives of the neural-network ops: softmaxes, normalisations, products, losses,
 // embedding.
+#include <coil/autograd.h>
 #include <coil/ops.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include "graph/sym_node.h"
 #include "autograd/record.h"
 #include "graph/dims.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/loops.h"
 
 namespace coil::autograd {
@@ -212,10 +214,22 @@ void embedding_rule(C c) {
 // scaled_dot_product_attention without dropout, as flash attention's backward: the weights p
 // are recomputed from q and k (no sequence x sequence tensor is kept from the forward), then
 // dv = p^T g, ds = p * (dp - rowsum(dp * p)) with dp = g v^T (softmax's backward), dq = ds k
-// and dk = ds^T q, each times the scale; a float mask's gradient is ds.
+// and dk = ds^T q, each times the scale; a float mask's gradient is ds. Self-attention on a GPU
+// (q, k, v of one float32 shape, heads up to kAttentionBackwardMaxHead, no mask) calls the op
+// that computes all three so, in the backend's fused kernels, without the p and dp tensors
+// (unless the backward is itself differentiated: create_graph takes the ops below).
 void attention_rule(C c) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2), &g = c.grad();
   const double scale = c.args.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (!grad_mode_enabled() && q.device().is_cuda() && c.args.is_none(3) && q.dtype() == kFloat32 &&
+      q.dim() >= 2 && k.sizes() == q.sizes() && v.sizes() == q.sizes() && k.dtype() == q.dtype() &&
+      v.dtype() == q.dtype() && q.size(-1) <= cuda::kAttentionBackwardMaxHead) {
+    Tensor grads = call_op1(OpId::scaled_dot_product_attention_backward,
+                            {g, q, k, v, c.out(), c.args.b(5), c.args[6]});
+    for (size_t i = 0; i < 3; ++i)
+      if (c.wants(i)) c.set(i, grads.select(0, static_cast<int64_t>(i)));
+    return;
+  }
   Tensor p = attention_weights(c.args);
   if (c.wants(2)) c.set(2, matmul(p.transpose(-2, -1), g));
   Tensor dp = matmul(g, v.transpose(-2, -1));

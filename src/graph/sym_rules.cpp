@@ -280,6 +280,13 @@ Layouts attention(const SymCall& c) {
   return one(c.result(out));
 }
 
+// Self-attention's gradients stacked: every operand has the query's sizes.
+Layouts attention_backward(const SymCall& c) {
+  const SymShape q = c.sizes(1);
+  for (size_t i : {0, 2, 3, 4}) eq_all(c, c.sizes(i), q);
+  return one(c.result(concat({sym::constant(3)}, q)));
+}
+
 // ---- indexing, joining ----------------------------------------------------------------------
 
 Layouts embedding(const SymCall& c) { return one(c.result(concat(c.sizes(1), {c.sizes(0)[1]}))); }
@@ -414,6 +421,7 @@ const std::unordered_map<OpId, Rule>& rules() {
         {OpId::matmul, matmul},
         {OpId::linear, linear},
         {OpId::scaled_dot_product_attention, attention},
+        {OpId::scaled_dot_product_attention_backward, attention_backward},
         {OpId::embedding, embedding},
         {OpId::gather, gather},
         {OpId::scatter_add, gather},

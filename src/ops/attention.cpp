@@ -269,3 +269,76 @@ std::vector<Tensor> eager_scaled_dot_product_attention(const Args& a,
 }
 
 }  // namespace coil::ops
+
+namespace coil::ops {
+
+// scaled_dot_product_attention_backward(grad_out, query, key, value, out, is_causal, scale):
+// self-attention's gradients, [dq, dk, dv] stacked. On the CPU as the math path's backward
+// (attention's derivative rule without this op): the weights p made again, dv = p^T g,
+// ds = p (dp - D) with dp = g v^T, dq = ds k s, dk = ds^T q s; D = rowsum(g out), which is
+// rowsum(dp p) when `out` is the attention's output.
+std::vector<TensorMeta> meta_scaled_dot_product_attention_backward(const Args& a) {
+  const char* op = "scaled_dot_product_attention_backward";
+  const Tensor& q = a.tensor(1);
+  const char* names[] = {"grad_out", "query", "key", "value", "out"};
+  for (size_t i = 0; i < 5; ++i)
+    COIL_CHECK(a.tensor(i).sizes() == q.sizes() && a.tensor(i).dtype() == q.dtype(), op, ": ",
+               names[i], " ", describe(a.tensor(i)), " must have the query's sizes and dtype ",
+               describe(q),
+               " (self-attention; other attention takes the decomposed backward of "
+               "scaled_dot_product_attention)");
+  COIL_CHECK(q.dim() >= 2 && is_floating(q.dtype()), op,
+             ": the query must be floating-point and at least 2-D (..., seq, features), got ",
+             describe(q));
+  Shape sizes = {3};
+  sizes.insert(sizes.end(), q.sizes().begin(), q.sizes().end());
+  return one(contiguous_meta(q.dtype(), sizes, common_device(a, {0, 1, 2, 3, 4}, op)));
+}
+
+std::vector<Tensor> eager_scaled_dot_product_attention_backward(
+    const Args& a, const std::vector<TensorMeta>& out) {
+  Tensor r = empty_from_meta(out[0]);
+  if (r.numel() == 0) return one(r);
+  const DType ct = r.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  const Tensor g = as_dtype(a.tensor(0), ct), q = as_dtype(a.tensor(1), ct),
+               k = as_dtype(a.tensor(2), ct), v = as_dtype(a.tensor(3), ct);
+  const AttentionShape sh{batch_of(q), q.size(-2), k.size(-2), v.size(-1)};
+  const double scale = a.opt_f64(6).value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  Shape score_sizes = sh.batch;
+  score_sizes.push_back(sh.l);
+  score_sizes.push_back(sh.s);
+  Tensor p = empty_contiguous(score_sizes, ct), dp = empty_contiguous(score_sizes, ct);
+  batched_product(p, sh.batch, mat_operand(q, true), transposed(mat_operand(k, true)), false);
+  batched_product(dp, sh.batch, mat_operand(g, true), transposed(mat_operand(v, true)), false);
+  const Tensor gc = as_contiguous(g), oc = as_contiguous(as_dtype(a.tensor(4), ct));
+  dispatch_floating(ct, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      softmax_rows<T>(p, sh, scale, Tensor(), a.b(5), Tensor(), 0.0);
+      // dp becomes ds, times the scale that both of its products take; rowsum(dp p) is
+      // rowsum(g out), as the GPU's kernels compute it.
+      T *pp = p.data_ptr<T>(), *dpp = dp.data_ptr<T>();
+      const T *gp = gc.data_ptr<T>(), *op = oc.data_ptr<T>();
+      const int64_t rows = numel_of(sh.batch) * sh.l, e = sh.ev;
+#pragma omp parallel for schedule(static) if (rows * sh.s >= kParallelGrain)
+      for (int64_t row = 0; row < rows; ++row) {
+        T *pr = pp + row * sh.s, *dr = dpp + row * sh.s, dot = 0;
+        for (int64_t c = 0; c < e; ++c) dot += gp[row * e + c] * op[row * e + c];
+        for (int64_t j = 0; j < sh.s; ++j) dr[j] = pr[j] * (dr[j] - dot) * static_cast<T>(scale);
+      }
+    }
+  });
+  Tensor acc = r.dtype() == ct ? r : empty_contiguous(r.sizes(), ct);
+  const int64_t each = q.numel();
+  auto part = [&](int64_t i) {
+    return alias_with(acc, q.sizes(), contiguous_strides(q.sizes()),
+                      acc.storage_offset() + i * each);
+  };
+  batched_product(part(0), sh.batch, mat_operand(dp, true), mat_operand(k, true), false);
+  batched_product(part(1), sh.batch, transposed(mat_operand(dp, true)), mat_operand(q, true),
+                  false);
+  batched_product(part(2), sh.batch, transposed(mat_operand(p, true)), mat_operand(g, true), false);
+  if (!acc.is_same(r)) copy_into(r, acc);
+  return one(r);
+}
+
+}  // namespace coil::ops

@@ -23,6 +23,8 @@ namespace coil::cuda {
 // scaled_dot_product_attention without a mask (or with a causal one) in one kernel: the
 // decomposition leaves those calls to it.
 constexpr int64_t kFusedAttentionMaxHead = 128;
+// The head sizes of its backward's kernels (self-attention, float32).
+constexpr int64_t kAttentionBackwardMaxHead = 64;
 
 // Built with CUDA, with a driver and at least one device.
 bool available();

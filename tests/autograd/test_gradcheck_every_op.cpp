@@ -14,10 +14,12 @@
 namespace coil::testing {
 namespace {
 
-// Ops with floating inputs and outputs whose backward is still missing (none now): calling
-// backward through such an op is a clear error, never a wrong gradient.
+// Ops with floating inputs and outputs whose backward is missing: calling backward through such
+// an op is a clear error, never a wrong gradient. Attention's backward op is called by
+// attention's rule only when that backward is not itself differentiated (create_graph takes
+// the decomposed math instead), as PyTorch's fused attention backward kernels.
 const std::set<std::string>& without_derivative() {
-  static const std::set<std::string> s = {};
+  static const std::set<std::string> s = {"scaled_dot_product_attention_backward"};
   return s;
 }
 

@@ -1,7 +1,7 @@
 // The CUDA backend's hand-written kernels (the runtime's copies, fills and random draws, the
-// fused attention, max pooling, cumsum and scatter_add) compile with NVRTC, with no GPU needed: CI
-// checks them as it checks the generated kernels. And the dividers a launch hands a dynamic
-// kernel divide exactly.
+// fused attention and its backward, max pooling, cumsum and scatter_add) compile with NVRTC, with
+// no GPU needed: CI checks them as it checks the generated kernels. And the dividers a launch hands
+// a dynamic kernel divide exactly.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/flash_attention_backward.h"
 #include "backends/cuda/avg_pool.h"
 #include "backends/cuda/max_pool.h"
 #include "backends/cuda/runtime_kernels.h"
@@ -57,6 +58,9 @@ TEST(CudaRuntimeKernels, AttentionCompilesWithNvrtc) {
   EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat32, 64, 64)), "");
   EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kFloat32, 128, 96)), "");
   EXPECT_EQ(nvrtc_errors(cuda::attention_kernel_source(kBFloat16, 5, 7)), "");
+  // The backward's two kernels (float32 self-attention).
+  EXPECT_EQ(nvrtc_errors(cuda::attention_backward_source(64)), "");
+  EXPECT_EQ(nvrtc_errors(cuda::attention_backward_source(40)), "");
 }
 
 // cumsum (a floating accumulator) and scatter_add's kinds of addition (64-bit integers by the

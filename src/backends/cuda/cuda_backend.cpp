@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_prelude.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/flash_attention_backward.h"
 #include "backends/cuda/kernel_autotune.h"
 #include "backends/cuda/max_pool.h"
 #include "backends/cuda/scan_scatter.h"
@@ -193,6 +194,16 @@ std::optional<std::vector<Tensor>> CudaBackend::library_kernel(
       Tensor out = empty_from_meta(metas.at(0));
       const double scale = a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
       attention(q, a.tensor(1), v, out, scale, a.b(5));
+      return std::vector<Tensor>{out};
+    }
+    // Its backward for self-attention: two kernels of coil's own, where they take the head
+    // size and dtype (else the CPU, on copies).
+    case OpId::scaled_dot_product_attention_backward: {
+      const Tensor& q = a.tensor(1);
+      if (!attention_backward_fits(q)) return std::nullopt;
+      Tensor out = empty_from_meta(metas.at(0));
+      const double scale = a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+      attention_backward(a.tensor(0), q, a.tensor(2), a.tensor(3), a.tensor(4), out, scale, a.b(5));
       return std::vector<Tensor>{out};
     }
     default:

@@ -391,15 +391,9 @@ void* kernel(int device, DType dt, int64_t e, int64_t ev) {
   return it->second.second;
 }
 
-// An operand as the kernel reads it: its batch folded into two levels (outer, inner) with a
-// stride each, then rows, with unit stride along the features. A broadcast batch dim has stride
-// 0; a layout that does not fold is copied first.
-struct Operand {
-  Tensor t;
-  int64_t outer = 0, inner = 0, row = 0;
-};
+}  // namespace
 
-Operand operand(const Tensor& x, const Shape& batch) {
+AttentionOperand attention_operand(const Tensor& x, const Shape& batch) {
   Shape sizes = batch;
   sizes.push_back(x.size(-2));
   sizes.push_back(x.size(-1));
@@ -412,14 +406,12 @@ Operand operand(const Tensor& x, const Shape& batch) {
     return true;
   };
   if (!folds(t)) t = contiguous_copy(t);
-  Operand op{t};
+  AttentionOperand op{t};
   op.inner = n >= 1 ? t.strides()[n - 1] : 0;
   op.outer = n >= 2 ? t.strides()[n - 2] : 0;
   op.row = t.stride(-2);
   return op;
 }
-
-}  // namespace
 
 bool attention_fits(int64_t head, int64_t value_head) {
   return head <= kFusedAttentionMaxHead && value_head <= kFusedAttentionMaxHead;
@@ -439,7 +431,8 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   const int64_t row_blocks = (L + p.rows - 1) / p.rows;
   COIL_CHECK(total * row_blocks < (int64_t{1} << 31), "attention on the GPU: ", total,
              " batches of ", L, " queries exceed the grid; split the batch");
-  const Operand qo = operand(q, batch), ko = operand(k, batch), vo = operand(v, batch);
+  const AttentionOperand qo = attention_operand(q, batch), ko = attention_operand(k, batch),
+                         vo = attention_operand(v, batch);
   const int device = out.device().index;
   void* fn = kernel(device, dt, e, ev);
   const void* qp = qo.t.impl()->data();
@@ -452,7 +445,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   float scale2f = static_cast<float>(scale2);
   int causal_flag = causal ? 1 : 0;
   // Keys and values copied 16 bytes at a time: float32 rows that start 16-byte aligned.
-  auto aligned = [](const Operand& x) {
+  auto aligned = [](const AttentionOperand& x) {
     return reinterpret_cast<uintptr_t>(x.t.impl()->data()) % 16 == 0 && x.outer % 4 == 0 &&
            x.inner % 4 == 0 && x.row % 4 == 0;
   };

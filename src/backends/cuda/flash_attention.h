@@ -11,6 +11,15 @@
 
 namespace coil::cuda {
 
+// An operand as the attention kernels read it: its batch folded into two levels (outer, inner)
+// with a stride each, then rows, with unit stride along the features. A broadcast batch dim has
+// stride 0; a layout that does not fold is copied first (into `t`).
+struct AttentionOperand {
+  Tensor t;
+  int64_t outer = 0, inner = 0, row = 0;
+};
+AttentionOperand attention_operand(const Tensor& x, const Shape& batch);
+
 // Whether the kernel takes these head sizes (query/key features, value features).
 bool attention_fits(int64_t head, int64_t value_head);
 

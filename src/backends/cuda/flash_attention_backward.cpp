@@ -1,0 +1,350 @@
+#include "backends/cuda/flash_attention_backward.h"
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <coil/error.h>
+
+#include "backends/cuda/cuda_compiler.h"
+#include "backends/cuda/cuda_prelude.h"
+#include "backends/cuda/driver.h"
+#include "backends/cuda/flash_attention.h"
+#include "runtime/copy.h"
+#include "runtime/tensor_impl.h"
+
+namespace coil::cuda {
+
+namespace {
+
+// Tiles of 64 queries and 64 keys, 256 threads a block; shared rows of 64 floats padded by 4, so
+// that the 8 rows a quarter-warp reads at once start in different banks.
+constexpr int64_t kTile = 64;
+constexpr unsigned kThreads = 256;
+constexpr unsigned kRowFloats = 68;
+constexpr unsigned kRowsShared = 2 * kTile * kRowFloats * 4;  // queries and keys
+constexpr unsigned kMainShared = 6 * kTile * kRowFloats * 4 + 2 * kTile * 4;
+
+// Two kernels (float32). coil_attention_rows, a block per 64 query rows: each row's
+// log-sum-exp of its scaled scores in base 2 (the forward's softmax statistics, made again:
+// the forward op keeps only its output) and D = rowsum(dO * O). coil_attention_backward, a
+// block per 64 keys, which go through every block of queries that sees them (from the keys'
+// own block on when causal): S = Q K^T and dP = dO V^T with a 4 x 4 register tile each per
+// thread (queries ty + 16 i, keys tx + 16 j: conflict-free float4 rows), P = exp2(S s - lse),
+// dS = P (dP - D); P and dS through shared memory, then dV += P^T dO and dK += dS^T Q in
+// registers (keys 4 ty + i, features 4 tx + c), then dS transposed into P's room and
+// dQ += dS K, added to dQ in global memory atomically (each block of keys adds its share).
+const char* kKernels = R"(
+#define RS 68
+struct coil_operand { const float* p; i64 outer, inner, row; };
+__device__ __forceinline__ const float* coil_at(const coil_operand& x, i64 b, i64 inner) {
+  return x.p + (b / inner) * x.outer + (b % inner) * x.inner;
+}
+// Rows r0 .. r0 + 64 of x (features past E and rows past L as zeros) into t[64][RS].
+__device__ __forceinline__ void coil_tile(float* t, const float* x, i64 row, i64 r0, i64 L) {
+  for (int i = threadIdx.x; i < 64 * 64; i += 256) {
+    const int r = i / 64, c = i % 64;
+    t[r * RS + c] = r0 + r < L && c < E ? x[(r0 + r) * row + c] : 0.0f;
+  }
+}
+__device__ __forceinline__ float coil_dot4(float4 a, float4 b, float acc) {
+  return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
+}
+extern "C" __global__ void __launch_bounds__(256)
+coil_attention_rows(coil_operand q, coil_operand k, coil_operand g, coil_operand o,
+                    float* __restrict__ lse, float* __restrict__ dd, i64 L, i64 inner,
+                    i64 row_blocks, float scale2, int causal) {
+  extern __shared__ float4 coil_smem4[];
+  float* qs = (float*)coil_smem4;
+  float* ks = qs + 64 * RS;
+  coil_wait_previous_kernel();
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const i64 rb = blockIdx.x % row_blocks, b = blockIdx.x / row_blocks, i0 = rb * 64;
+  const float* qp = coil_at(q, b, inner);
+  const float* kp = coil_at(k, b, inner);
+  coil_tile(qs, qp, q.row, i0, L);
+  {  // D: four threads a row
+    const int r = threadIdx.x / 4, c = threadIdx.x % 4;
+    const float* gp = coil_at(g, b, inner);
+    const float* op = coil_at(o, b, inner);
+    float d = 0;
+    if (i0 + r < L)
+      for (int e = c; e < E; e += 4) d = fmaf(gp[(i0 + r) * g.row + e], op[(i0 + r) * o.row + e], d);
+    d += __shfl_xor_sync(0xffffffffu, d, 1);
+    d += __shfl_xor_sync(0xffffffffu, d, 2);
+    if (c == 0 && i0 + r < L) dd[b * L + i0 + r] = d;
+  }
+  float m[4], l[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) m[i] = -coil_inf_f(), l[i] = 0;
+  const i64 keys = causal ? min(L, i0 + 64) : L;
+  for (i64 j0 = 0; j0 < keys; j0 += 64) {
+    __syncthreads();  // every thread is done with the last key tile
+    coil_tile(ks, kp, k.row, j0, L);
+    __syncthreads();
+    float s[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[i][j] = 0;
+#pragma unroll 4
+    for (int e4 = 0; e4 < 16; ++e4) {
+      float4 qv[4], kv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) qv[i] = *(const float4*)&qs[(ty + 16 * i) * RS + 4 * e4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) kv[j] = *(const float4*)&ks[(tx + 16 * j) * RS + 4 * e4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) s[i][j] = coil_dot4(qv[i], kv[j], s[i][j]);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const i64 row = i0 + ty + 16 * i;
+      float mx = m[i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const i64 key = j0 + tx + 16 * j;
+        s[i][j] = key < L && (!causal || key <= row) ? s[i][j] * scale2 : -coil_inf_f();
+        mx = fmaxf(mx, s[i][j]);
+      }
+      if (mx == -coil_inf_f()) continue;
+      l[i] *= exp2f(m[i] - mx);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) l[i] += exp2f(s[i][j] - mx);
+      m[i] = mx;
+    }
+  }
+  // The 16 threads of a row (tx) meet: their maxima, then their sums rescaled to it.
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float mx = m[i];
+    for (int w = 1; w < 16; w *= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, w));
+    float sum = mx == -coil_inf_f() ? 0.0f : l[i] * exp2f(m[i] - mx);
+    for (int w = 1; w < 16; w *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, w);
+    const i64 row = i0 + ty + 16 * i;
+    // A row with no key: +inf, so that every weight exp2(s - lse) is 0.
+    if (tx == 0 && row < L) lse[b * L + row] = sum > 0 ? mx + log2f(sum) : coil_inf_f();
+  }
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_operand g,
+                        const float* __restrict__ lse, const float* __restrict__ dd,
+                        float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv,
+                        i64 L, i64 inner, i64 key_blocks, float scale2, float scale, int causal) {
+  extern __shared__ float4 coil_smem4[];
+  float* ks = (float*)coil_smem4;
+  float* vs = ks + 64 * RS;
+  float* qs = vs + 64 * RS;
+  float* gs = qs + 64 * RS;
+  float* ps = gs + 64 * RS;  // P[q][k]; then dS transposed, [k][q]
+  float* ds = ps + 64 * RS;  // dS[q][k]
+  float* rl = ds + 64 * RS;  // the query block's lse, then its D
+  float* rd = rl + 64;
+  coil_wait_previous_kernel();
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const i64 kb = blockIdx.x % key_blocks, b = blockIdx.x / key_blocks, j0 = kb * 64;
+  const float* qp = coil_at(q, b, inner);
+  const float* gp = coil_at(g, b, inner);
+  coil_tile(ks, coil_at(k, b, inner), k.row, j0, L);
+  coil_tile(vs, coil_at(v, b, inner), v.row, j0, L);
+  float dka[4][4], dva[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) dka[i][c] = 0, dva[i][c] = 0;
+  for (i64 i0 = causal ? j0 : 0; i0 < L; i0 += 64) {
+    __syncthreads();  // every thread is done with the last query block's tiles
+    coil_tile(qs, qp, q.row, i0, L);
+    coil_tile(gs, gp, g.row, i0, L);
+    if (threadIdx.x < 64) {
+      const i64 row = i0 + threadIdx.x;
+      rl[threadIdx.x] = row < L ? lse[b * L + row] : coil_inf_f();
+      rd[threadIdx.x] = row < L ? dd[b * L + row] : 0.0f;
+    }
+    __syncthreads();
+    float s[4][4], dp[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[i][j] = 0, dp[i][j] = 0;
+#pragma unroll 2
+    for (int e4 = 0; e4 < 16; ++e4) {
+      float4 qv[4], gv[4], kv[4], vv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        qv[i] = *(const float4*)&qs[(ty + 16 * i) * RS + 4 * e4];
+        gv[i] = *(const float4*)&gs[(ty + 16 * i) * RS + 4 * e4];
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        kv[j] = *(const float4*)&ks[(tx + 16 * j) * RS + 4 * e4];
+        vv[j] = *(const float4*)&vs[(tx + 16 * j) * RS + 4 * e4];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          s[i][j] = coil_dot4(qv[i], kv[j], s[i][j]);
+          dp[i][j] = coil_dot4(gv[i], vv[j], dp[i][j]);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = ty + 16 * i;
+      const i64 row = i0 + r;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int c = tx + 16 * j;
+        const i64 key = j0 + c;
+        const bool seen = row < L && key < L && (!causal || key <= row);
+        const float p = seen ? exp2f(s[i][j] * scale2 - rl[r]) : 0.0f;
+        ps[r * RS + c] = p;
+        s[i][j] = p * (dp[i][j] - rd[r]);  // dS, kept for its transposed copy below
+        ds[r * RS + c] = s[i][j];
+      }
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int r = 0; r < 64; ++r) {
+      const float4 p4 = *(const float4*)&ps[r * RS + 4 * ty];
+      const float4 s4 = *(const float4*)&ds[r * RS + 4 * ty];
+      const float4 g4 = *(const float4*)&gs[r * RS + 4 * tx];
+      const float4 q4 = *(const float4*)&qs[r * RS + 4 * tx];
+      const float pv[4] = {p4.x, p4.y, p4.z, p4.w}, sv[4] = {s4.x, s4.y, s4.z, s4.w};
+      const float gvv[4] = {g4.x, g4.y, g4.z, g4.w}, qvv[4] = {q4.x, q4.y, q4.z, q4.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          dva[i][c] = fmaf(pv[i], gvv[c], dva[i][c]);
+          dka[i][c] = fmaf(sv[i], qvv[c], dka[i][c]);
+        }
+    }
+    __syncthreads();  // P is read: its room takes dS transposed
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) ps[(tx + 16 * j) * RS + ty + 16 * i] = s[i][j];
+    __syncthreads();
+    float dqa[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) dqa[i][c] = 0;
+#pragma unroll 4
+    for (int j = 0; j < 64; ++j) {
+      const float4 s4 = *(const float4*)&ps[j * RS + 4 * ty];
+      const float4 k4 = *(const float4*)&ks[j * RS + 4 * tx];
+      const float sv[4] = {s4.x, s4.y, s4.z, s4.w}, kvv[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) dqa[i][c] = fmaf(sv[i], kvv[c], dqa[i][c]);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const i64 row = i0 + 4 * ty + i;
+      if (row >= L) continue;
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        if (4 * tx + c < E) atomicAdd(&dq[(b * L + row) * E + 4 * tx + c], dqa[i][c] * scale);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const i64 key = j0 + 4 * ty + i;
+    if (key >= L) continue;
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (4 * tx + c < E) {
+        dk[(b * L + key) * E + 4 * tx + c] = dka[i][c] * scale;
+        dv[(b * L + key) * E + 4 * tx + c] = dva[i][c];
+      }
+  }
+}
+)";
+
+struct Kernels {
+  std::shared_ptr<const jit::Module> module;
+  void *rows = nullptr, *backward = nullptr;
+};
+
+// The kernels for (device, head size), compiled on first use and kept.
+const Kernels& kernels(int device, int64_t e) {
+  static std::mutex mutex;
+  static auto* loaded = new std::map<std::pair<int, int64_t>, Kernels>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded->find({device, e});
+  if (it == loaded->end()) {
+    NvrtcCompiler compiler(device);
+    Kernels k;
+    k.module = jit::load(attention_backward_source(e), compiler,
+                         "attention_backward_f32_" + std::to_string(e));
+    const auto& m = static_cast<const CudaModule&>(*k.module);
+    k.rows = m.function("coil_attention_rows");
+    k.backward = m.function("coil_attention_backward");
+    it = loaded->emplace(std::make_pair(device, e), std::move(k)).first;
+  }
+  return it->second;
+}
+
+// The kernels' view of an operand (the same layout as flash_attention's Operand).
+struct KernelOperand {
+  const void* p;
+  int64_t outer, inner, row;
+};
+KernelOperand kernel_operand(const AttentionOperand& x) {
+  return {x.t.impl()->data(), x.outer, x.inner, x.row};
+}
+
+}  // namespace
+
+std::string attention_backward_source(int64_t e) {
+  return cuda_prelude() + "#define E " + std::to_string(e) + "\n" + kKernels;
+}
+
+bool attention_backward_fits(const Tensor& q) {
+  return q.dtype() == kFloat32 && q.dim() >= 2 && q.size(-1) >= 1 &&
+         q.size(-1) <= kAttentionBackwardMaxHead;
+}
+
+void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& o, const Tensor& grads, double scale, bool causal) {
+  fill(grads, Scalar(0.0));  // dq is a sum of the key blocks' shares
+  if (grads.numel() == 0) return;
+  const Shape batch(q.sizes().begin(), q.sizes().end() - 2);
+  const int64_t total = numel_of(batch), L = q.size(-2), e = q.size(-1);
+  const int64_t inner = batch.empty() ? 1 : batch.back();
+  const int64_t blocks = (L + kTile - 1) / kTile;
+  COIL_CHECK(total * blocks < (int64_t{1} << 31), "attention's backward on the GPU: ", total,
+             " batches of ", L, " queries exceed the grid; split the batch");
+  const int device = q.device().index;
+  const Kernels& kn = kernels(device, e);
+  KernelOperand qo = kernel_operand(attention_operand(q, batch)),
+                ko = kernel_operand(attention_operand(k, batch)),
+                vo = kernel_operand(attention_operand(v, batch)),
+                go = kernel_operand(attention_operand(g, batch)),
+                oo = kernel_operand(attention_operand(o, batch));
+  Tensor stats = empty_contiguous({2, total * L}, kFloat32, q.device());
+  float* lse = stats.data_ptr<float>();
+  float* dd = lse + total * L;
+  float* dq = grads.data_ptr<float>();
+  float* dk = dq + total * L * e;
+  float* dv = dk + total * L * e;
+  float scale2 = static_cast<float>(scale * 1.4426950408889634);  // scores in base 2
+  float scalef = static_cast<float>(scale);
+  int causal_flag = causal ? 1 : 0;
+  int64_t L_ = L, inner_ = inner, blocks_ = blocks;
+  void* rows_args[] = {&qo, &ko,     &go,      &oo,     &lse,        &dd,
+                       &L_, &inner_, &blocks_, &scale2, &causal_flag};
+  launch(kn.rows, "coil_attention_rows", device, static_cast<unsigned>(total * blocks), kThreads,
+         kRowsShared, rows_args, /*after_previous=*/true);
+  void* args[] = {&qo, &ko, &vo,     &go,      &lse,    &dd,     &dq,         &dk,
+                  &dv, &L_, &inner_, &blocks_, &scale2, &scalef, &causal_flag};
+  launch(kn.backward, "coil_attention_backward", device, static_cast<unsigned>(total * blocks),
+         kThreads, kMainShared, args, /*after_previous=*/true);
+}
+
+}  // namespace coil::cuda
