@@ -127,7 +127,10 @@ coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __rest
   extern __shared__ float4 coil_smem4[];
   float* qt = (float*)coil_smem4;  // [BQ][QS], then two stages of keys [BK][QS] and values [BK][EVP]
   const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
-  const i64 rb = blockIdx.x % row_blocks, b = blockIdx.x / row_blocks;
+  // The blocks with the most keys first (causal: the last rows), so that the short ones fill
+  // the last wave.
+  const i64 total = gridDim.x / row_blocks;
+  const i64 rb = row_blocks - 1 - blockIdx.x / total, b = blockIdx.x % total;
   const i64 b0 = b / inner, b1 = b % inner;
   q += b0 * qs0 + b1 * qs1;
   k += b0 * ks0 + b1 * ks1;

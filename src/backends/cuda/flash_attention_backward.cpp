@@ -40,8 +40,18 @@ struct coil_operand { const float* p; i64 outer, inner, row; };
 __device__ __forceinline__ const float* coil_at(const coil_operand& x, i64 b, i64 inner) {
   return x.p + (b / inner) * x.outer + (b % inner) * x.inner;
 }
-// Rows r0 .. r0 + 64 of x (features past E and rows past L as zeros) into t[64][RS].
-__device__ __forceinline__ void coil_tile(float* t, const float* x, i64 row, i64 r0, i64 L) {
+// Rows r0 .. r0 + 64 of x (features past E and rows past L as zeros) into t[64][RS]; 16 bytes
+// at a time where every operand's rows start 16-byte aligned (vec).
+__device__ __forceinline__ void coil_tile(float* t, const float* x, i64 row, i64 r0, i64 L,
+                                          int vec) {
+  if (vec) {
+    for (int i = threadIdx.x; i < 64 * 16; i += 256) {
+      const int r = i / 16, c = 4 * (i % 16);
+      *(float4*)&t[r * RS + c] = r0 + r < L && c < E ? *(const float4*)&x[(r0 + r) * row + c]
+                                                     : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < 64 * 64; i += 256) {
     const int r = i / 64, c = i % 64;
     t[r * RS + c] = r0 + r < L && c < E ? x[(r0 + r) * row + c] : 0.0f;
@@ -53,16 +63,19 @@ __device__ __forceinline__ float coil_dot4(float4 a, float4 b, float acc) {
 extern "C" __global__ void __launch_bounds__(256)
 coil_attention_rows(coil_operand q, coil_operand k, coil_operand g, coil_operand o,
                     float* __restrict__ lse, float* __restrict__ dd, i64 L, i64 inner,
-                    i64 row_blocks, float scale2, int causal) {
+                    i64 row_blocks, float scale2, int causal, int vec) {
   extern __shared__ float4 coil_smem4[];
   float* qs = (float*)coil_smem4;
   float* ks = qs + 64 * RS;
   coil_wait_previous_kernel();
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const i64 rb = blockIdx.x % row_blocks, b = blockIdx.x / row_blocks, i0 = rb * 64;
+  // The blocks with the most keys first (causal: the last rows), so that the short ones fill
+  // the last wave.
+  const i64 total = gridDim.x / row_blocks;
+  const i64 rb = row_blocks - 1 - blockIdx.x / total, b = blockIdx.x % total, i0 = rb * 64;
   const float* qp = coil_at(q, b, inner);
   const float* kp = coil_at(k, b, inner);
-  coil_tile(qs, qp, q.row, i0, L);
+  coil_tile(qs, qp, q.row, i0, L, vec);
   {  // D: four threads a row
     const int r = threadIdx.x / 4, c = threadIdx.x % 4;
     const float* gp = coil_at(g, b, inner);
@@ -80,7 +93,7 @@ coil_attention_rows(coil_operand q, coil_operand k, coil_operand g, coil_operand
   const i64 keys = causal ? min(L, i0 + 64) : L;
   for (i64 j0 = 0; j0 < keys; j0 += 64) {
     __syncthreads();  // every thread is done with the last key tile
-    coil_tile(ks, kp, k.row, j0, L);
+    coil_tile(ks, kp, k.row, j0, L, vec);
     __syncthreads();
     float s[4][4];
 #pragma unroll
@@ -132,7 +145,8 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_operand g,
                         const float* __restrict__ lse, const float* __restrict__ dd,
                         float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv,
-                        i64 L, i64 inner, i64 key_blocks, float scale2, float scale, int causal) {
+                        i64 L, i64 inner, i64 key_blocks, float scale2, float scale, int causal,
+                        int vec) {
   extern __shared__ float4 coil_smem4[];
   float* ks = (float*)coil_smem4;
   float* vs = ks + 64 * RS;
@@ -144,11 +158,13 @@ coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_ope
   float* rd = rl + 64;
   coil_wait_previous_kernel();
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const i64 kb = blockIdx.x % key_blocks, b = blockIdx.x / key_blocks, j0 = kb * 64;
+  // The blocks with the most queries first (causal: the first keys).
+  const i64 total = gridDim.x / key_blocks;
+  const i64 kb = blockIdx.x / total, b = blockIdx.x % total, j0 = kb * 64;
   const float* qp = coil_at(q, b, inner);
   const float* gp = coil_at(g, b, inner);
-  coil_tile(ks, coil_at(k, b, inner), k.row, j0, L);
-  coil_tile(vs, coil_at(v, b, inner), v.row, j0, L);
+  coil_tile(ks, coil_at(k, b, inner), k.row, j0, L, vec);
+  coil_tile(vs, coil_at(v, b, inner), v.row, j0, L, vec);
   float dka[4][4], dva[4][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
@@ -156,8 +172,8 @@ coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_ope
     for (int c = 0; c < 4; ++c) dka[i][c] = 0, dva[i][c] = 0;
   for (i64 i0 = causal ? j0 : 0; i0 < L; i0 += 64) {
     __syncthreads();  // every thread is done with the last query block's tiles
-    coil_tile(qs, qp, q.row, i0, L);
-    coil_tile(gs, gp, g.row, i0, L);
+    coil_tile(qs, qp, q.row, i0, L, vec);
+    coil_tile(gs, gp, g.row, i0, L, vec);
     if (threadIdx.x < 64) {
       const i64 row = i0 + threadIdx.x;
       rl[threadIdx.x] = row < L ? lse[b * L + row] : coil_inf_f();
@@ -322,11 +338,12 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
              " batches of ", L, " queries exceed the grid; split the batch");
   const int device = q.device().index;
   const Kernels& kn = kernels(device, e);
-  KernelOperand qo = kernel_operand(attention_operand(q, batch)),
-                ko = kernel_operand(attention_operand(k, batch)),
-                vo = kernel_operand(attention_operand(v, batch)),
-                go = kernel_operand(attention_operand(g, batch)),
-                oo = kernel_operand(attention_operand(o, batch));
+  // (The operands hold the copies of those whose layout does not fold, until the launches.)
+  const AttentionOperand qa = attention_operand(q, batch), ka = attention_operand(k, batch),
+                         va = attention_operand(v, batch), ga = attention_operand(g, batch),
+                         oa = attention_operand(o, batch);
+  KernelOperand qo = kernel_operand(qa), ko = kernel_operand(ka), vo = kernel_operand(va),
+                go = kernel_operand(ga), oo = kernel_operand(oa);
   Tensor stats = empty_contiguous({2, total * L}, kFloat32, q.device());
   float* lse = stats.data_ptr<float>();
   float* dd = lse + total * L;
@@ -336,13 +353,18 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
   float scale2 = static_cast<float>(scale * 1.4426950408889634);  // scores in base 2
   float scalef = static_cast<float>(scale);
   int causal_flag = causal ? 1 : 0;
+  auto aligned = [](const KernelOperand& x) {
+    return reinterpret_cast<uintptr_t>(x.p) % 16 == 0 && x.outer % 4 == 0 && x.inner % 4 == 0 &&
+           x.row % 4 == 0;
+  };
+  int vec = e % 4 == 0 && aligned(qo) && aligned(ko) && aligned(vo) && aligned(go) ? 1 : 0;
   int64_t L_ = L, inner_ = inner, blocks_ = blocks;
-  void* rows_args[] = {&qo, &ko,     &go,      &oo,     &lse,        &dd,
-                       &L_, &inner_, &blocks_, &scale2, &causal_flag};
+  void* rows_args[] = {&qo, &ko,     &go,      &oo,     &lse,         &dd,
+                       &L_, &inner_, &blocks_, &scale2, &causal_flag, &vec};
   launch(kn.rows, "coil_attention_rows", device, static_cast<unsigned>(total * blocks), kThreads,
          kRowsShared, rows_args, /*after_previous=*/true);
-  void* args[] = {&qo, &ko, &vo,     &go,      &lse,    &dd,     &dq,         &dk,
-                  &dv, &L_, &inner_, &blocks_, &scale2, &scalef, &causal_flag};
+  void* args[] = {&qo, &ko, &vo,     &go,      &lse,    &dd,     &dq,          &dk,
+                  &dv, &L_, &inner_, &blocks_, &scale2, &scalef, &causal_flag, &vec};
   launch(kn.backward, "coil_attention_backward", device, static_cast<unsigned>(total * blocks),
          kThreads, kMainShared, args, /*after_previous=*/true);
 }
