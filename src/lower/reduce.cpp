@@ -82,6 +82,39 @@ int64_t exact_pieces(Context& cx, const sym::Expr& numel, const std::vector<int6
   return 0;
 }
 
+// Merges adjacent reduction dims k and k + 1 that every load of `c`'s body steps through as one
+// (rvar k's stride range(k + 1) times rvar k + 1's: NCHW's H and W under a batch norm's
+// statistics), so that a split, which unravels each element's flat index over the reduction's
+// dims, divides once fewer per element for each merge (by a run-time divisor in a dynamic
+// graph). The flat order is the same, so the pieces are too. An index value, or a load that
+// reads the dims otherwise, keeps them apart.
+void merge_reduction_dims(ir::Computation& c) {
+  for (size_t k = 0; k + 1 < c.rvars.size();) {
+    const sym::Expr a = c.rvars[k], b = c.rvars[k + 1], inner = c.reduction_ranges[k + 1];
+    const bool apart = ir::any_node(c.body, [&](const ir::ValueNode& n) {
+      const bool uses =
+          n.index() && (sym::depends_on(n.index(), a) || sym::depends_on(n.index(), b));
+      if (!uses) return false;
+      if (n.op() != Op::Load) return true;
+      const sym::Expr sa = sym::stride(n.index(), a), sb = sym::stride(n.index(), b);
+      return !sa || !sb || sym::depends_on(sa, b) || sym::depends_on(sb, a) ||
+             !(sa - sb * inner)->is_const(0);
+    });
+    if (apart) {
+      ++k;
+      continue;
+    }
+    // m = a * range(k + 1) + b: each load reads m where it read b, with a at 0.
+    const sym::Expr range = c.reduction_ranges[k] * inner;
+    const sym::Expr m = Context::vars({range}, ("m" + std::to_string(k) + "_").c_str())[0];
+    c.body = ir::substitute(c.body, {{a, sym::constant(0)}, {b, m}});
+    c.rvars[k] = m;
+    c.reduction_ranges[k] = range;
+    c.rvars.erase(c.rvars.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    c.reduction_ranges.erase(c.reduction_ranges.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+  }
+}
+
 // Makes `c` the final reduction of a split of its elements into `pieces` of `len` each: element
 // j of a value is its partial j (read by `partial`, given j clamped to the pieces) and, when the
 // split is ragged, the elements after the pieces follow, read by c's own body. Both sides of
@@ -146,6 +179,7 @@ void split_reduction(Context& cx, ir::Computation& c) {
   if (pieces.count == 0) pieces = {exact_pieces(cx, numel, {256, 128, 64, 32, 16}, 512), false};
   if (pieces.count == 0 && !numel->is_const()) pieces = {256, true};
   if (pieces.count == 0) return;
+  merge_reduction_dims(c);
   const sym::Expr len = sym::floordiv(numel, pieces.count);
   // Piece p of a value reduces elements [p * len, (p + 1) * len) of its flattened reduction
   // (the tail [pieces * len, n)). The values' dims of size 1 are left out (a full reduction's
@@ -255,6 +289,7 @@ void split_columns(Context& cx, ir::Computation& c) {
   if (!combines_partials(*c.reduce)) return;
   const Pieces pieces = column_pieces(cx, c);
   if (pieces.count == 0) return;
+  merge_reduction_dims(c);
   const sym::Expr len = sym::floordiv(sym_numel(c.reduction_ranges), pieces.count);
   SymShape ranges = {sym::constant(pieces.count)};
   ranges.insert(ranges.end(), c.ranges.begin(), c.ranges.end());

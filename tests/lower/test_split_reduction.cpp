@@ -90,6 +90,30 @@ TEST(SplitReduction, FullReductionsOverLongRowsSplitAtTheRows) {
 
 // Few long rows (and few long columns): each value's elements in pieces, the partials laid out
 // as [values, pieces]; many rows are not split.
+// A split unravels each element's flat index over the reduction's dims; H and W of NCHW, which
+// every read steps through as one, unravel as one dim: at sizes known only at run time, one
+// division per element by H*W, not three (by H*W and twice by W).
+TEST(SplitReduction, PiecesUnravelOverMergedDims) {
+  const std::string ir =
+      ir::to_string(testing_stages::lowered_and_scheduled(R"(# hints: s0=32 s1=4 s2=56
+def forward(self, x: "f32[s0, s1, s2, s2][s1*s2*s2, s2*s2, s2, 1]cpu"):
+    sum_1: "f32[s1][1]cpu" = coil.sum(x, [0, 2, 3])
+    return (sum_1,)
+)")
+                        .program);
+  EXPECT_NE(ir.find("// (s2*s2)"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("// s2)"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("% s2)"), std::string::npos) << ir;
+  manual_seed(4);
+  Tensor t = random({32, 4, 56, 56});
+  auto f = [](const Tensor& a) { return sum(a, {0, 2, 3}); };
+  const std::vector<double> want = values(f(t.to(kFloat64)));
+  for (bool dynamic : {false, true}) {
+    SCOPED_TRACE(dynamic ? "dynamic" : "static");
+    expect_close(compile(f, {.dynamic = dynamic})(t), want, {4}, 1e-5, 1e-3);
+  }
+}
+
 TEST(SplitReduction, FewLongRowsRunAsPartials) {
   Graph g;
   Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {4, 65536}, kCPU));
