@@ -86,6 +86,28 @@ int main(int argc, char** argv) {
   };
   for (int i = 0; i < 3; ++i) step();
   if (argc > 3 && std::string(argv[3]) == "gaps") {
+    {  // The host's time in each part of a step (the GPU's work is queued, not waited for).
+      cuda::synchronize();
+      using Clock = std::chrono::steady_clock;
+      std::vector<Clock::time_point> t = {Clock::now()};
+      opt->zero_grad();
+      t.push_back(Clock::now());
+      Tensor l = compiled ? compiled_loss(x, y) : loss_of(x, y);
+      t.push_back(Clock::now());
+      l.backward();
+      t.push_back(Clock::now());
+      opt->step();
+      t.push_back(Clock::now());
+      l.item<double>();
+      t.push_back(Clock::now());
+      const char* parts[] = {"zero_grad", "forward", "backward", "optimizer step",
+                             "waiting for the loss"};
+      std::printf("host, a step:");
+      for (size_t i = 0; i + 1 < t.size(); ++i)
+        std::printf(" %s %.3f ms;", parts[i],
+                    std::chrono::duration<double, std::milli>(t[i + 1] - t[i]).count());
+      std::printf("\n");
+    }
     cuda::synchronize();
     const auto t0 = std::chrono::steady_clock::now();
     Profiler p;

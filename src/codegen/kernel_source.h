@@ -15,12 +15,18 @@ namespace coil::codegen {
 
 // A bound an indirect load's index value is checked against. A kernel that has any takes a
 // pointer to an error record after its buffers (i64[2]: the failed check's position in the
-// kernel's list plus one, and the value); the wrapper turns a record into a coil::Error.
+// kernel's list plus one, and the value); the wrapper turns a record into a coil::Error (on a
+// GPU, the backend reads the record once the kernel is done, at the host's next wait).
 struct IndexCheck {
   std::string op;   // named in the error
   sym::Expr bound;  // a size, perhaps known only at run time
   bool operator==(const IndexCheck&) const = default;
 };
+// The coil::Error text of a failed check: `op`'s index `value` outside [0, bound).
+inline std::string index_error_message(const std::string& op, int64_t value, int64_t bound) {
+  return op + ": index " + std::to_string(value) + " is out of range for a dimension of size " +
+         std::to_string(bound) + "; indices must lie in [0, " + std::to_string(bound) + ")";
+}
 // The bound as a C argument: a constant with its LL suffix, a size expression parenthesised.
 inline std::string bound_text(sym::Expr bound) {
   if (bound->is_const()) return std::to_string(bound->value()) + "LL";

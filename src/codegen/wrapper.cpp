@@ -121,9 +121,7 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
       if (index_error[0] != 0) {
         const IndexCheck& c = st.index_checks.at(static_cast<size_t>(index_error[0] - 1));
         const int64_t bound = evaluate_sizes(c.bound, sizes);
-        throw Error(detail::str_cat(c.op, ": index ", index_error[1],
-                                    " is out of range for a dimension of size ", bound,
-                                    "; indices must lie in [0, ", bound, ")"));
+        throw Error(index_error_message(c.op, index_error[1], bound));
       }
     } else {
       const WrapperPlan::Slot& result = buffers[st.extern_slot];

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,18 @@ void copy_from_pinned(void* dst, int device, const void* src, size_t nbytes);
 void copy_to_pinned(void* dst, const void* src, int device, size_t nbytes);
 // Sets `nbytes` of device memory to zero, queued on the device's stream.
 void zero(void* ptr, size_t nbytes, int device);
+
+// An error record a kernel just queued may set (device memory from allocate(): i64[2], 0 when
+// nothing failed), read without the host waiting: it is copied to pinned memory behind the
+// kernel and freed, and the first record found set once its copy is done is raised as a
+// coil::Error, message(record[0], record[1]), by the next wait for the device's work
+// (synchronize, a copy to the host, item()) or the next such record. With COIL_CUDA_SYNC=1, or
+// while a CUDA graph is being recorded, the host waits for it here instead.
+void defer_error_record(int device, void* record,
+                        std::function<std::string(int64_t, int64_t)> message);
+// Raises the first record found set among those whose copies are done (each waiting call
+// above calls it after its wait).
+void raise_error_records(int device);
 
 // CUDA graphs (mode="reduce-overhead"). A graph pool is a private pool of the device's caching
 // allocator, keyed by any address the caller owns: the memory of the graphs recorded into it is

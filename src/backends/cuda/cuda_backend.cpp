@@ -257,8 +257,9 @@ Divider make_divider(int64_t d) {
 }
 
 // The launch with the step's grid and block on coil's stream. The wrapper passes one pointer
-// per buffer; a kernel with index checks gets a device-side error record after them, copied
-// back to the wrapper's host record when the kernel is done (the host waits for it). Under
+// per buffer; a kernel with index checks gets a device-side error record after them, read once
+// the kernel is done without the host waiting for it (cuda::defer_error_record: the error is
+// raised at the host's next wait; the wrapper's host record stays clear). Under
 // mode="max-autotune" a step with other launches runs the one its first call found fastest
 // (kernel_autotune.h).
 codegen::KernelCall CudaBackend::bind(const jit::Module& module,
@@ -282,7 +283,8 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
   // The tuned choice, once made: later calls read it here without asking again.
   auto chosen = std::make_shared<std::atomic<int>>(-1);
   return [candidates = std::move(candidates), tuned, in_place, nargs, checks, chosen,
-          symbols = step.symbols](void* const* args, const int64_t* sizes) {
+          symbols = step.symbols,
+          index_checks = step.index_checks](void* const* args, const int64_t* sizes) {
     const int device = tuned.device;
     void* record = nullptr;
     if (checks) {
@@ -321,8 +323,13 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
     }
     run(static_cast<size_t>(pick));
     if (checks) {
-      cuda::copy(args[nargs], kCPU, record, Device(DeviceType::CUDA, device), 2 * sizeof(int64_t));
-      cuda::free(record, device);
+      std::vector<std::pair<std::string, int64_t>> named;  // each check's op and bound, now
+      for (const codegen::IndexCheck& c : index_checks)
+        named.emplace_back(c.op, evaluate_sizes(c.bound, sizes));
+      cuda::defer_error_record(device, record, [named](int64_t which, int64_t value) {
+        const auto& [op, bound] = named.at(static_cast<size_t>(which - 1));
+        return codegen::index_error_message(op, value, bound);
+      });
     }
   };
 }

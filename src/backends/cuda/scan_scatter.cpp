@@ -234,12 +234,12 @@ void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tens
   const void* s = src.impl()->data();
   void* args[] = {&o, &i, &s, &g, &record};
   launch(f, "coil_scatter_add", device, blocks(g.n), kBlock, 0, args);
-  int64_t error[2] = {0, 0};
-  copy(error, kCPU, record, Device(DeviceType::CUDA, device), sizeof error);
-  free(record, device);
-  COIL_CHECK(error[0] == 0, "scatter_add: index ", error[1], " is out of bounds for dim ", dim,
-             " of self ", dtype_name(t), shape_str(out.sizes()), " (size ", g.extent,
-             "); indices must lie in [0, ", g.extent, ")");
+  const std::string self = dtype_name(t) + shape_str(out.sizes());
+  defer_error_record(device, record, [self, dim, extent = g.extent](int64_t, int64_t value) {
+    return "scatter_add: index " + std::to_string(value) + " is out of bounds for dim " +
+           std::to_string(dim) + " of self " + self + " (size " + std::to_string(extent) +
+           "); indices must lie in [0, " + std::to_string(extent) + ")";
+  });
 }
 
 }  // namespace coil::cuda

@@ -174,12 +174,14 @@ bool query_done(int status, int device, const char* what) {
 void synchronize(int device) {
   check_stream(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device))), device,
                "synchronize");
+  raise_error_records(device);
 }
 
 void synchronize() {
   for (int d = 0; d < device_count(); ++d) {
     set_device(d);
     check_stream(cudaDeviceSynchronize(), d, "synchronize");
+    raise_error_records(d);
   }
 }
 
@@ -200,10 +202,14 @@ void copy(void* dst, const Device& dst_device, const void* src, const Device& sr
     // buffers would let it run on; pageable memory is staged by the driver anyway).
     check_stream(cudaMemcpyAsync(dst, src, nbytes, kind, s), d, "copy to the GPU");
     check_stream(cudaStreamSynchronize(s), d, "copy to the GPU");
+    raise_error_records(d);
     return;
   }
   check_stream(cudaMemcpyAsync(dst, src, nbytes, kind, s), d, "copy");
-  if (kind == cudaMemcpyDeviceToHost) check_stream(cudaStreamSynchronize(s), d, "copy to the host");
+  if (kind == cudaMemcpyDeviceToHost) {
+    check_stream(cudaStreamSynchronize(s), d, "copy to the host");
+    raise_error_records(d);
+  }
 }
 
 void* allocate_pinned(size_t nbytes) {

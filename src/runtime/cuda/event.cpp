@@ -63,6 +63,7 @@ void Event::synchronize() const {
   if (!event_ || !recorded_) return;
   check_stream(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)), device_,
                "cuda::Event::synchronize");
+  raise_error_records(device_);
 }
 
 double Event::elapsed_time(const Event& end) const {

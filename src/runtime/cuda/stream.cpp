@@ -66,6 +66,7 @@ bool Stream::query() const {
 void Stream::synchronize() const {
   check_stream(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)), device_,
                "cuda::Stream::synchronize");
+  raise_error_records(device_);
 }
 
 void Stream::wait_event(const Event& event) const {
