@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_compiler.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/flash_attention_backward.h"
 #include "backends/cuda/max_pool.h"
 #include "backends/cuda/runtime_kernels.h"
 #include "backends/cuda/scan_scatter.h"
@@ -33,6 +34,8 @@ std::vector<Shipped> shipped_kernels() {
     for (int64_t head : {64, 128})
       add(std::string("attention_") + dtype_short_name(t) + "_" + std::to_string(head),
           [t, head] { return attention_kernel_source(t, head, head); });
+  // Its backward for float32 self-attention with heads of 64 (GPT-2's training step).
+  add("attention_backward_f32_64", [] { return attention_backward_source(64); });
   add("random", [] { return random_kernel_source(); });
   // Copies and fills: each dtype to itself, and the float conversions.
   const std::pair<DType, DType> copies[] = {
