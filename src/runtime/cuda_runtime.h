@@ -75,6 +75,8 @@ void zero(void* ptr, size_t nbytes, int device);
 // while a CUDA graph is being recorded, the host waits for it here instead.
 void defer_error_record(int device, void* record,
                         std::function<std::string(int64_t, int64_t)> message);
+// COIL_CUDA_SYNC=1: the host waits for each launch and checks it (as CUDA_LAUNCH_BLOCKING=1).
+bool sync_each_launch();
 // Raises the first record found set among those whose copies are done (each waiting call
 // above calls it after its wait).
 void raise_error_records(int device);

@@ -31,14 +31,6 @@ std::string launch_text(const char* kind, const std::string& name) {
   return std::string(kind) + (name.empty() ? "" : " '" + name + "'");
 }
 
-bool sync_each_launch() {
-  static const bool on = [] {
-    const char* v = std::getenv("COIL_CUDA_SYNC");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
-
 // One per device, made on first use and never destroyed: the driver tears its contexts down at
 // exit before static destructors would run.
 std::vector<DeviceState>& devices() {
@@ -69,6 +61,14 @@ DeviceState& state(int device) {
 }
 
 }  // namespace
+
+bool sync_each_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("COIL_CUDA_SYNC");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
 
 void check(int status, const char* what) {
   if (status == cudaSuccess) return;

@@ -40,14 +40,6 @@ Records& records(int device) {
   return all->at(static_cast<size_t>(device));
 }
 
-bool waits_for_each() {
-  static const bool on = [] {
-    const char* v = std::getenv("COIL_CUDA_SYNC");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
-
 // The records whose copies are done, taken out of `r` (under its lock): the first that is set,
 // as its error message.
 std::optional<std::string> collect(Records& r) {
@@ -89,7 +81,7 @@ void defer_error_record(int device, void* record,
   auto s = static_cast<cudaStream_t>(stream(device));
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(s, &capturing);
-  if (waits_for_each() || capturing != cudaStreamCaptureStatusNone) {
+  if (sync_each_launch() || capturing != cudaStreamCaptureStatusNone) {
     // (A copy to the host ends a graph's recording: the function runs without one, as before.)
     int64_t e[2] = {0, 0};
     copy(e, kCPU, record, Device(DeviceType::CUDA, device), kSlotBytes);
