@@ -45,7 +45,8 @@ TEST(CudaAttentionBackward, GradientsMatchFloat64EagerAndCompiled) {
     bool causal;
   };
   for (const Case& c : {Case{{2, 3, 100, 40}, true}, Case{{2, 3, 100, 40}, false},
-                        Case{{1, 2, 130, 64}, true}, Case{{3, 17, 8}, false}}) {
+                        Case{{1, 2, 130, 64}, true}, Case{{3, 17, 8}, false},
+                        Case{{2, 50, 6}, true}}) {  // (a head of 6: tiles an element at a time)
     for (bool compiled : {false, true}) {
       SCOPED_TRACE(shape_str(c.shape) + (c.causal ? " causal" : "") +
                    (compiled ? ", compiled" : ", eager"));
