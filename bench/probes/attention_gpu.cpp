@@ -8,30 +8,16 @@
 //   g++ -std=c++20 -O2 -Iinclude bench/probes/attention_gpu.cpp -Lbuild -lcoil -o attention_gpu
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <vector>
 
 #include <coil/coil.h>
 #include <coil/cuda.h>
 
+#include "device_timing.h"
+
 using namespace coil;
 
 namespace {
-
-double median_ms(const std::function<void()>& fn) {
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < 10; ++i) {
-    cuda::Event a(true), b(true);
-    a.record();
-    fn();
-    b.record();
-    b.synchronize();
-    t.push_back(a.elapsed_time(b));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 double error(const Tensor& got, const Tensor& want) {
   Tensor g = got.detach().cpu().to(kFloat64);
@@ -51,13 +37,14 @@ void run(const char* label, int64_t b, int64_t h, int64_t s, int64_t d, bool cau
     q = randn({b, h, s, d}).to(cuda), k = randn({b, h, s, d}).to(cuda);
     v = randn({b, h, s, d}).to(cuda);
   }
-  const double fwd = median_ms([&] { scaled_dot_product_attention(q, k, v, {}, 0.0, causal); });
+  const double fwd =
+      median_device_ms([&] { scaled_dot_product_attention(q, k, v, {}, 0.0, causal); });
   const double flops = 4.0 * b * h * s * s * d * (causal ? 0.5 : 1.0);
   Tensor qg = q.detach(), kg = k.detach(), vg = v.detach();
   for (const Tensor& t : {qg, kg, vg}) t.requires_grad_();
   Tensor g = randn({b, h, s, d}).to(cuda);
   Tensor out;
-  const double both = median_ms([&] {
+  const double both = median_device_ms([&] {
     for (const Tensor& t : {qg, kg, vg}) t.set_grad(Tensor());
     out = scaled_dot_product_attention(qg, kg, vg, {}, 0.0, causal);
     out.backward(g);

@@ -4,21 +4,9 @@ median of 10 calls after 3), and which kernels ran (torch.profiler)."""
 import torch
 import torch.nn.functional as F
 
+from torch_timing import median_ms
+
 torch.backends.cuda.matmul.allow_tf32 = False
-
-
-def median_ms(fn):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(10):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
 
 
 def run(label, b, h, s, d, causal, strided):

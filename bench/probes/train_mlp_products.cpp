@@ -2,13 +2,14 @@
 // two, the backward's three), each alone, coil's eager matmul (cuBLASLt) timed by CUDA events, the
 // median of 10 after 3; bench/probes/train_mlp_products.py times PyTorch's at the same shapes.
 //   g++ -std=c++20 -O2 -Iinclude bench/probes/train_mlp_products.cpp -Lbuild -lcoil
-#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <vector>
 
 #include <coil/coil.h>
 #include <coil/cuda.h>
+
+#include "device_timing.h"
 
 using namespace coil;
 
@@ -24,18 +25,6 @@ int main() {
       {"g w2     (h's grad)", [&] { return matmul(g, w2); }},
       {"gh^T x   (w1's grad)", [&] { return matmul(gh.t(), x); }},
   };
-  for (const auto& [name, f] : products) {
-    for (int i = 0; i < 3; ++i) f();
-    std::vector<double> t;
-    for (int i = 0; i < 10; ++i) {
-      cuda::Event a(true), b(true);
-      a.record();
-      f();
-      b.record();
-      b.synchronize();
-      t.push_back(a.elapsed_time(b));
-    }
-    std::sort(t.begin(), t.end());
-    std::printf("coil  %-22s %.3f ms\n", name, t[5]);
-  }
+  for (const auto& [name, f] : products)
+    std::printf("coil  %-22s %.3f ms\n", name, median_device_ms([&] { f(); }));
 }

@@ -282,9 +282,9 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
   const bool checks = !step.index_checks.empty();
   // The tuned choice, once made: later calls read it here without asking again.
   auto chosen = std::make_shared<std::atomic<int>>(-1);
+  auto index_checks = std::make_shared<const std::vector<codegen::IndexCheck>>(step.index_checks);
   return [candidates = std::move(candidates), tuned, in_place, nargs, checks, chosen,
-          symbols = step.symbols,
-          index_checks = step.index_checks](void* const* args, const int64_t* sizes) {
+          symbols = step.symbols, index_checks](void* const* args, const int64_t* sizes) {
     const int device = tuned.device;
     void* record = nullptr;
     if (checks) {
@@ -323,13 +323,15 @@ codegen::KernelCall CudaBackend::bind(const jit::Module& module,
     }
     run(static_cast<size_t>(pick));
     if (checks) {
-      std::vector<std::pair<std::string, int64_t>> named;  // each check's op and bound, now
-      for (const codegen::IndexCheck& c : index_checks)
-        named.emplace_back(c.op, evaluate_sizes(c.bound, sizes));
-      cuda::defer_error_record(device, record, [named](int64_t which, int64_t value) {
-        const auto& [op, bound] = named.at(static_cast<size_t>(which - 1));
-        return codegen::index_error_message(op, value, bound);
-      });
+      // The checks' bounds at this call's sizes; the message is made only for a failed one.
+      std::vector<int64_t> bounds;
+      for (const codegen::IndexCheck& c : *index_checks)
+        bounds.push_back(evaluate_sizes(c.bound, sizes));
+      cuda::defer_error_record(
+          device, record, [index_checks, bounds](int64_t which, int64_t value) {
+            const auto k = static_cast<size_t>(which - 1);
+            return codegen::index_error_message(index_checks->at(k).op, value, bounds.at(k));
+          });
     }
   };
 }

@@ -1,9 +1,5 @@
 #include "backends/cuda/flash_attention_backward.h"
 
-#include <map>
-#include <mutex>
-#include <utility>
-
 #include <coil/error.h>
 
 #include "backends/cuda/cuda_compiler.h"
@@ -282,31 +278,7 @@ coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_ope
 }
 )";
 
-struct Kernels {
-  std::shared_ptr<const jit::Module> module;
-  void *rows = nullptr, *backward = nullptr;
-};
-
-// The kernels for (device, head size), compiled on first use and kept.
-const Kernels& kernels(int device, int64_t e) {
-  static std::mutex mutex;
-  static auto* loaded = new std::map<std::pair<int, int64_t>, Kernels>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded->find({device, e});
-  if (it == loaded->end()) {
-    NvrtcCompiler compiler(device);
-    Kernels k;
-    k.module = jit::load(attention_backward_source(e), compiler,
-                         "attention_backward_f32_" + std::to_string(e));
-    const auto& m = static_cast<const CudaModule&>(*k.module);
-    k.rows = m.function("coil_attention_rows");
-    k.backward = m.function("coil_attention_backward");
-    it = loaded->emplace(std::make_pair(device, e), std::move(k)).first;
-  }
-  return it->second;
-}
-
-// The kernels' view of an operand (the same layout as flash_attention's Operand).
+// The kernels' view of an operand (flash_attention.h's AttentionOperand, by its pointer).
 struct KernelOperand {
   const void* p;
   int64_t outer, inner, row;
@@ -337,7 +309,11 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
   COIL_CHECK(total * blocks < (int64_t{1} << 31), "attention's backward on the GPU: ", total,
              " batches of ", L, " queries exceed the grid; split the batch");
   const int device = q.device().index;
-  const Kernels& kn = kernels(device, e);
+  // Both kernels of one module, compiled on first use (or shipped: heads of 64) and kept.
+  const std::string module = "attention_backward_f32_" + std::to_string(e);
+  auto source = [e] { return attention_backward_source(e); };
+  void* rows = hand_written_kernel(device, module, "coil_attention_rows", source);
+  void* backward = hand_written_kernel(device, module, "coil_attention_backward", source);
   // (The operands hold the copies of those whose layout does not fold, until the launches.)
   const AttentionOperand qa = attention_operand(q, batch), ka = attention_operand(k, batch),
                          va = attention_operand(v, batch), ga = attention_operand(g, batch),
@@ -361,11 +337,11 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
   int64_t L_ = L, inner_ = inner, blocks_ = blocks;
   void* rows_args[] = {&qo, &ko,     &go,      &oo,     &lse,         &dd,
                        &L_, &inner_, &blocks_, &scale2, &causal_flag, &vec};
-  launch(kn.rows, "coil_attention_rows", device, static_cast<unsigned>(total * blocks), kThreads,
+  launch(rows, "coil_attention_rows", device, static_cast<unsigned>(total * blocks), kThreads,
          kRowsShared, rows_args, /*after_previous=*/true);
   void* args[] = {&qo, &ko, &vo,     &go,      &lse,    &dd,     &dq,          &dk,
                   &dv, &L_, &inner_, &blocks_, &scale2, &scalef, &causal_flag, &vec};
-  launch(kn.backward, "coil_attention_backward", device, static_cast<unsigned>(total * blocks),
+  launch(backward, "coil_attention_backward", device, static_cast<unsigned>(total * blocks),
          kThreads, kMainShared, args, /*after_previous=*/true);
 }
 
