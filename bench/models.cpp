@@ -69,7 +69,10 @@ double median_ms(const std::function<void()>& fn, int reps, double* first = null
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) t.push_back(ms_of(fn));
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  // (Of an even count, the middle two's mean, as Python's statistics.median: compare_models.py
+  // measures PyTorch's side so.)
+  const size_t m = t.size() / 2;
+  return t.size() % 2 ? t[m] : (t[m - 1] + t[m]) / 2;
 }
 
 // |a - b| / max(1, |b|) over the elements: compiled against eager.

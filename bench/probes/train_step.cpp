@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::vector<Profiler::Span> spans = p.timeline();
     std::map<std::string, std::pair<double, int>> idle_before;  // ms, count
-    double covered_to = -1, idle = 0, busy = 0;
+    double covered_to = -1, idle = 0, busy = 0, first_start = -1;
     for (const Profiler::Span& sp : spans) {
       if (sp.device == "cpu") continue;
       if (covered_to >= 0 && sp.start_ms > covered_to) {
@@ -124,12 +124,15 @@ int main(int argc, char** argv) {
         auto& [ms, n] = idle_before[sp.kind + " " + sp.name];
         ms += sp.start_ms - covered_to, ++n;
       }
+      if (first_start < 0) first_start = sp.start_ms;
       busy += sp.end_ms - sp.start_ms;
       covered_to = std::max(covered_to, sp.end_ms);
     }
-    std::printf("%s %s step: %.2f ms wall, %zu spans, %.2f ms of work, %.2f ms idle between\n",
-                model_name.c_str(), compiled ? "compiled" : "eager", wall, spans.size(), busy,
-                idle);
+    std::printf(
+        "%s %s step: %.2f ms wall, %zu spans, %.2f ms of work, %.2f ms idle between, %.2f ms "
+        "before the first work and after the last\n",
+        model_name.c_str(), compiled ? "compiled" : "eager", wall, spans.size(), busy, idle,
+        wall - (covered_to - first_start));
     std::vector<std::pair<std::string, std::pair<double, int>>> order(idle_before.begin(),
                                                                       idle_before.end());
     std::sort(order.begin(), order.end(),

@@ -58,6 +58,13 @@ std::optional<std::string> collect(Records& r) {
   return error;
 }
 
+void raise_if(const std::optional<std::string>& error) {
+  if (error)
+    throw Error(*error +
+                " (checked on the GPU and found at the host's next wait for it; "
+                "COIL_CUDA_SYNC=1 raises it at the call that queued the kernel)");
+}
+
 }  // namespace
 
 void raise_error_records(int device) {
@@ -69,10 +76,7 @@ void raise_error_records(int device) {
     if (r.pending.empty()) return;
     error = collect(r);
   }
-  if (error)
-    throw Error(*error +
-                " (checked on the GPU and found at the host's next wait for it; "
-                "COIL_CUDA_SYNC=1 raises it at the call that queued the kernel)");
+  raise_if(error);
 }
 
 void defer_error_record(int device, void* record,
@@ -90,8 +94,10 @@ void defer_error_record(int device, void* record,
     return;
   }
   Records& r = records(device);
+  std::optional<std::string> earlier;  // a record queued before this one, found set
   {
     std::lock_guard<std::mutex> lock(r.mutex);
+    earlier = collect(r);
     if (r.free_slots.empty()) {
       auto* page = static_cast<int64_t*>(allocate_pinned(kPageSlots * kSlotBytes));
       for (size_t i = 0; i < kPageSlots; ++i) r.free_slots.push_back(page + 2 * i);
@@ -109,8 +115,11 @@ void defer_error_record(int device, void* record,
     check(cudaEventRecord(p.copied, s), "an error record's event");
     r.pending.push_back(std::move(p));
   }
-  free(record, device);  // (later work on the stream reuses it after the copy)
-  raise_error_records(device);
+  // (Later work on the stream reuses the record after the copy. Without the caching allocator
+  // this free waits for the device, so the new record is checked only at the next wait: the
+  // error is found at the same place whichever allocator runs.)
+  free(record, device);
+  raise_if(earlier);
 }
 
 }  // namespace coil::cuda
