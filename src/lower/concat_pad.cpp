@@ -24,15 +24,70 @@ ir::Value below(sym::Expr index, sym::Expr bound) {
   return V::binary(ir::Op::Lt, V::index_value(index), size_value(bound, kInt64));
 }
 
+// Whether every use of `base`, through views of it, is `cat`.
+bool seen_only_by(const Node& base, const Node& cat) {
+  for (const Node* u : base.users()) {
+    if (u == &cat) continue;
+    if (u->kind() != NodeKind::Call || op_info(u->op()).kind != OpKind::View ||
+        !seen_only_by(*u, cat))
+      return false;
+  }
+  return true;
+}
+
+// The value `n` views, through view ops.
+const Node& viewed_base(const Node& n) {
+  if (n.kind() != NodeKind::Call || op_info(n.op()).kind != OpKind::View || n.args().empty())
+    return n;
+  const Node* const* in = std::get_if<Node*>(&n.args()[0]);
+  return in ? viewed_base(**in) : n;
+}
+
+// A cat of views of one written buffer that lie side by side along `dim` (a gradient written
+// in the layout of the projection its parts were split from), seen by nothing else: that
+// buffer, viewed whole, with no copy. (Not of a graph input, which a result must not alias.)
+std::optional<TensorBox> cat_as_view(Context& cx, const Node& n, const std::vector<Node*>& inputs,
+                                     int64_t dim, const SymShape& sizes) {
+  const ir::TensorRef* first = nullptr;
+  const Node* base = nullptr;
+  sym::Expr next;
+  for (const Node* in : inputs) {
+    const TensorBox& b = cx.box(in);
+    const Node& from = viewed_base(*in);
+    if (!b.storage || b.dtype != n.tensor_meta().dtype || (base && &from != base)) return {};
+    const ir::Layout& v = b.storage->view;
+    const size_t d = static_cast<size_t>(dim);
+    if (!first) {
+      first = &*b.storage;
+      base = &from;
+      const ir::Buffer& buffer = cx.program().buffer(first->buffer);
+      if (buffer.kind == ir::BufferKind::Input || buffer.kind == ir::BufferKind::Constant ||
+          !seen_only_by(from, n))
+        return {};
+    } else if (b.storage->buffer != first->buffer || v.strides != first->view.strides ||
+               v.offset != next) {
+      return {};
+    }
+    next = v.offset + v.sizes[d] * v.strides[d];
+  }
+  if (!first) return {};
+  ir::TensorRef whole = *first;
+  whole.view.sizes = sizes;
+  return cx.from_storage(whole);
+}
+
 Result lower_cat(Context& cx, const Node& n, std::string*) {
   const DType dtype = n.tensor_meta().dtype;
   const SymShape sizes = n.sym_layout().sizes;
   const int64_t dim =
       wrap_dim(std::get<int64_t>(n.args()[1]), static_cast<int64_t>(sizes.size()), "cat");
+  const auto& inputs = std::get<std::vector<Node*>>(n.args()[0]);
+  if (std::optional<TensorBox> view = cat_as_view(cx, n, inputs, dim, sizes))
+    return std::vector<TensorBox>{*view};
   std::vector<TensorBox> parts;
   std::vector<sym::Expr> starts;
   sym::Expr start = sym::constant(0);
-  for (Node* in : std::get<std::vector<Node*>>(n.args()[0])) {
+  for (Node* in : inputs) {
     const TensorBox& b = cx.box(in);
     // Empty inputs add nothing (and 1-D empty ones may have any other sizes: PyTorch's rule);
     // sizes 0 are never symbolic.

@@ -33,6 +33,17 @@ bool realize_on_reuse(const ir::Value& body) {
   return ir_size(body) > kMaxInlineSize || distinct_reads(body) > kMaxInlineReads;
 }
 
+// The users of `n`'s value, counting each user of a reshape of it (the view a product or a
+// sum of a 3-d gradient reads as a matrix) as one.
+size_t users_through_reshapes(const Node& n) {
+  size_t count = 0;
+  for (const Node* u : n.users())
+    count += u->kind() == NodeKind::Call && (u->op() == OpId::reshape || u->op() == OpId::view)
+                 ? users_through_reshapes(*u)
+                 : 1;
+  return count;
+}
+
 TensorBox input_box(Context& cx, const Node& n, ir::BufferKind kind, int64_t index) {
   const TensorMeta& m = n.tensor_meta();
   const SymLayout l = n.sym_layout();
@@ -199,7 +210,7 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
       // more than one element per element (a GELU's gradient, read by the weight's product
       // and summed for the bias: the sum reads the written gradient, not the two tensors it
       // is made of); its users lowered before the product would otherwise recompute it.
-      if (n.users().size() > 1)
+      if (users_through_reshapes(n) > 1)
         for (TensorBox& b : *boxes) {
           if (b.storage) continue;
           const ir::Value body = b.load(Context::vars(b.sizes, "i"));

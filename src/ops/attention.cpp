@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include "ops/linalg_util.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/kernels/attention_block.h"
 #include "runtime/kernels/softmax_row.h"
 #include "runtime/random.h"
@@ -212,13 +213,24 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
 
 }  // namespace
 
+// The result is contiguous, but where the GPU's fused kernel runs (no mask, no dropout, heads
+// it takes), which writes it in the query's order as PyTorch's memory-efficient kernel does:
+// heads taken from a [batch, tokens, heads * features] projection give [batch, heads, tokens,
+// features] stored token-major, which the output projection then reads as it is.
 std::vector<TensorMeta> meta_scaled_dot_product_attention(const Args& a) {
   AttentionShape s = attention_shape(a);
   Shape sizes = s.batch;
   sizes.push_back(s.l);
   sizes.push_back(s.ev);
-  return one(contiguous_meta(a.tensor(0).dtype(), sizes,
-                             common_device(a, {0, 1, 2, 3}, "scaled_dot_product_attention")));
+  const Tensor& q = a.tensor(0);
+  TensorMeta m = contiguous_meta(q.dtype(), sizes,
+                                 common_device(a, {0, 1, 2, 3}, "scaled_dot_product_attention"));
+  const int64_t head = q.size(-1), value_head = a.tensor(2).size(-1);
+  if (m.device.is_cuda() && a.is_none(3) && a.f64(4) == 0 && head > 0 &&
+      head <= cuda::kFusedAttentionMaxHead && value_head <= cuda::kFusedAttentionMaxHead &&
+      q.sizes() == sizes)
+    m = dense_in_order_of(std::move(m), q.strides());
+  return one(std::move(m));
 }
 
 std::vector<Tensor> eager_scaled_dot_product_attention(const Args& a,
@@ -292,7 +304,21 @@ std::vector<TensorMeta> meta_scaled_dot_product_attention_backward(const Args& a
              describe(q));
   Shape sizes = {3};
   sizes.insert(sizes.end(), q.sizes().begin(), q.sizes().end());
-  return one(contiguous_meta(q.dtype(), sizes, common_device(a, {0, 1, 2, 3, 4}, op)));
+  TensorMeta m = contiguous_meta(q.dtype(), sizes, common_device(a, {0, 1, 2, 3, 4}, op));
+  if (!m.device.is_cuda() || q.dtype() != kFloat32 || q.size(-1) < 1 ||
+      q.size(-1) > cuda::kAttentionBackwardMaxHead)
+    return one(std::move(m));
+  // The GPU's kernels write the gradients in the query's order, and stacked as the query, key
+  // and value lie when they are one projection's thirds (equal strides, the key and value δ
+  // and 2δ after the query): [dq, dk, dv] is then laid out as that projection, and its
+  // gradient's concatenation of the three a view (lower_cat).
+  const Tensor &k = a.tensor(2), &v = a.tensor(3);
+  const int64_t delta = k.storage_offset() - q.storage_offset();
+  const bool thirds = delta > 0 && v.storage_offset() - k.storage_offset() == delta &&
+                      k.strides() == q.strides() && v.strides() == q.strides();
+  Shape like = {thirds ? delta : std::numeric_limits<int64_t>::max()};
+  like.insert(like.end(), q.strides().begin(), q.strides().end());
+  return one(dense_in_order_of(std::move(m), like));
 }
 
 std::vector<Tensor> eager_scaled_dot_product_attention_backward(

@@ -28,6 +28,19 @@ TensorMeta layout_like(TensorMeta m, const Tensor& like) {
   return like.sizes() == m.sizes ? channels_last_if(std::move(m), like, like) : m;
 }
 
+TensorMeta dense_in_order_of(TensorMeta m, const Shape& like_strides) {
+  std::vector<size_t> order(m.sizes.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return like_strides[a] > like_strides[b]; });
+  int64_t step = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    m.strides[order[k]] = step;
+    step *= std::max<int64_t>(m.sizes[order[k]], 1);
+  }
+  return m;
+}
+
 TensorMeta elementwise_meta(const Args& a, std::initializer_list<size_t> idx, DType dtype,
                             const Shape& sizes, Device device) {
   TensorMeta m = contiguous_meta(dtype, sizes, device);

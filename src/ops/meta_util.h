@@ -30,6 +30,9 @@ TensorMeta layout_like(TensorMeta m, const Tensor& like);
 // `m` (4-D) laid out channels-last when `a` or `b` is, on the CPU (the GPU's kernels write
 // NCHW): a convolution's result and its input's gradient, a pool's result.
 TensorMeta channels_last_if(TensorMeta m, const Tensor& a, const Tensor& b);
+// `m` dense with its dims in the order of `like_strides` (one per dim; largest outermost, ties
+// keeping the dims' order), as torch's empty_like lays out a result like a permuted input.
+TensorMeta dense_in_order_of(TensorMeta m, const Shape& like_strides);
 inline std::vector<TensorMeta> one(TensorMeta m) { return {std::move(m)}; }
 inline std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 

@@ -66,23 +66,61 @@ TEST(CudaAttentionBackward, GradientsMatchFloat64EagerAndCompiled) {
   }
 }
 
-// GPT-2's layout: q, k and v are heads of one [batch, seq, 3 * width] product, strided.
+// GPT-2's layout: q, k and v are heads of one [batch, seq, 3 * width] product, strided;
+// eagerly and compiled (where the gradient's concatenation of the three is the backward's
+// buffer, laid out as the product).
 TEST(CudaAttentionBackward, HeadsReadStridedFromOneProduct) {
   COIL_REQUIRE_GPU();
   const int64_t b = 2, s = 70, h = 2, d = 32;
   Tensor qkv = random({b, s, 3 * h * d}), g = random({b, h, s, d});
-  auto run = [&](Device device) {
-    Tensor x = qkv.to(kFloat64).to(device == kCPU ? kFloat64 : kFloat32).to(device);
-    x = x.detach().requires_grad_();
+  auto loss_of = [&](const Tensor& x) {
     std::vector<Tensor> parts = split(x, h * d, 2);
     auto heads = [&](const Tensor& t) { return t.view({b, s, h, d}).transpose(1, 2); };
     Tensor y = scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), {},
                                             0.0, true);
-    (y * g.to(y.dtype()).to(device)).sum().backward();
+    return (y * g.to(y.dtype()).to(x.device())).sum();
+  };
+  auto run = [&](Device device, bool compiled) {
+    Tensor x = qkv.to(kFloat64).to(device == kCPU ? kFloat64 : kFloat32).to(device);
+    x = x.detach().requires_grad_();
+    (compiled ? compile(loss_of)(x) : loss_of(x)).backward();
     return x.grad();
   };
-  Tensor want = run(kCPU);
-  expect_close(run(kCUDA).cpu(), values(want), want.sizes(), 1e-4, 1e-5);
+  Tensor want = run(kCPU, false);
+  for (bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled" : "eager");
+    expect_close(run(kCUDA, compiled).cpu(), values(want), want.sizes(), 1e-4, 1e-5);
+  }
+}
+
+// On the GPU the attention's output is written in the query's order (token-major for heads
+// split from one product, as PyTorch's memory-efficient kernel), and [dq, dk, dv] as q, k and v
+// lie in that product; q, k and v of their own give the gradients in the query's order.
+TEST(CudaAttentionBackward, ResultsLaidOutAsTheOperands) {
+  COIL_REQUIRE_GPU();
+  const int64_t b = 2, s = 70, h = 2, d = 32, c = h * d;
+  Tensor x = random({b, s, 3 * c});
+  auto attention_of = [&](const Tensor& product, Device device) {
+    std::vector<Tensor> parts = split(product.to(device), c, 2);
+    std::vector<Tensor> heads;
+    for (const Tensor& t : parts) heads.push_back(t.view({b, s, h, d}).transpose(1, 2));
+    Tensor y = scaled_dot_product_attention(heads[0], heads[1], heads[2], {}, 0.0, true);
+    Tensor g = y.detach().cos();  // any gradient of y's sizes
+    Tensor grads = call_op1(OpId::scaled_dot_product_attention_backward,
+                            {g, heads[0], heads[1], heads[2], y, true});
+    return std::pair{y, grads};
+  };
+  auto [y, grads] = attention_of(x, kCUDA);
+  EXPECT_EQ(y.strides(), (Shape{s * c, d, c, 1}));
+  EXPECT_EQ(grads.strides(), (Shape{c, s * 3 * c, d, 3 * c, 1}));
+  auto [want_y, want_grads] = attention_of(x.to(kFloat64), kCPU);
+  EXPECT_TRUE(want_y.is_contiguous() && want_grads.is_contiguous());
+  expect_close(y.cpu(), values(want_y), want_y.sizes(), 1e-5, 1e-6);
+  expect_close(grads.cpu(), values(want_grads), want_grads.sizes(), 1e-4, 1e-5);
+
+  Tensor q = random({b, s, h, d}).cuda().transpose(1, 2);
+  Tensor apart = call_op1(OpId::scaled_dot_product_attention_backward, {q, q, q, q, q, false});
+  EXPECT_EQ(apart.strides(), (Shape{b * s * c, s * c, d, c, 1}));
 }
 
 // A mismatched operand is a clear error naming it.

@@ -122,7 +122,8 @@ __device__ __forceinline__ void coil_load_tile(float* kt, float* vt, const T* __
 extern "C" __global__ void __launch_bounds__(NT, MINB)
 coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                T* __restrict__ o, i64 L, i64 S, i64 inner, i64 row_blocks, i64 qs0, i64 qs1,
-               i64 qrow, i64 ks0, i64 ks1, i64 krow, i64 vs0, i64 vs1, i64 vrow, float scale,
+               i64 qrow, i64 ks0, i64 ks1, i64 krow, i64 vs0, i64 vs1, i64 vrow, i64 os0,
+               i64 os1, i64 orow, float scale,
                int causal, int fast) {
   extern __shared__ float4 coil_smem4[];
   float* qt = (float*)coil_smem4;  // [BQ][QS], then two stages of keys [BK][QS] and values [BK][EVP]
@@ -135,7 +136,7 @@ coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __rest
   q += b0 * qs0 + b1 * qs1;
   k += b0 * ks0 + b1 * ks1;
   v += b0 * vs0 + b1 * vs1;
-  o += b * L * EV;
+  o += b0 * os0 + b1 * os1;
   const i64 q0 = rb * BQ;
   // The keys any row of this block sees: all, or up to the block's last row when causal.
   const i64 keys = causal ? min(S, q0 + BQ) : S;
@@ -251,7 +252,7 @@ coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __rest
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int col = 32 * g + 4 * tx + c;
-        if (col < EV) o[row * EV + col] = STORE(acc[i][4 * g + c] * inv);
+        if (col < EV) o[row * orow + col] = STORE(acc[i][4 * g + c] * inv);
       }
   }
 }
@@ -277,7 +278,8 @@ struct __align__(4 * sizeof(C)) C4 { C x, y, z, w; };
 extern "C" __global__ void __launch_bounds__(ROWS)
 coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                T* __restrict__ o, i64 L, i64 S, i64 inner, i64 row_blocks, i64 qs0, i64 qs1,
-               i64 qrow, i64 ks0, i64 ks1, i64 krow, i64 vs0, i64 vs1, i64 vrow, C scale,
+               i64 qrow, i64 ks0, i64 ks1, i64 krow, i64 vs0, i64 vs1, i64 vrow, i64 os0,
+               i64 os1, i64 orow, C scale,
                int causal) {
   __shared__ C4 kt[KEYS][EP / 4];
   __shared__ C4 vt[KEYS][EVP / 4];
@@ -286,7 +288,7 @@ coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __rest
   q += b0 * qs0 + b1 * qs1;
   k += b0 * ks0 + b1 * ks1;
   v += b0 * vs0 + b1 * vs1;
-  o += b * L * EV;
+  o += b0 * os0 + b1 * os1;
   const i64 row = rb * ROWS + threadIdx.x;
   const bool active = row < L;
   C qr[EP], acc[EVP];
@@ -356,7 +358,7 @@ coil_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __rest
   if (!active) return;
   const C inv = l > 0 ? C(1) / l : C(0);  // no key at all: zeros, as the safe softmax
 #pragma unroll
-  for (int e = 0; e < EV; ++e) o[row * EV + e] = STORE(acc[e] * inv);
+  for (int e = 0; e < EV; ++e) o[row * orow + e] = STORE(acc[e] * inv);
 }
 )";
   return s;
@@ -408,8 +410,10 @@ AttentionOperand attention_operand(const Tensor& x, const Shape& batch) {
       if (u.sizes()[i] > 1 && u.strides()[i] != u.strides()[i + 1] * u.sizes()[i + 1]) return false;
     return true;
   };
-  if (!folds(t)) t = contiguous_copy(t);
+  const bool copied = !folds(t);
+  if (copied) t = contiguous_copy(t);
   AttentionOperand op{t};
+  op.copied = copied;
   op.inner = n >= 1 ? t.strides()[n - 1] : 0;
   op.outer = n >= 2 ? t.strides()[n - 2] : 0;
   op.row = t.stride(-2);
@@ -435,15 +439,16 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   COIL_CHECK(total * row_blocks < (int64_t{1} << 31), "attention on the GPU: ", total,
              " batches of ", L, " queries exceed the grid; split the batch");
   const AttentionOperand qo = attention_operand(q, batch), ko = attention_operand(k, batch),
-                         vo = attention_operand(v, batch);
+                         vo = attention_operand(v, batch), oo = attention_operand(out, batch);
   const int device = out.device().index;
   void* fn = kernel(device, dt, e, ev);
   const void* qp = qo.t.impl()->data();
   const void* kp = ko.t.impl()->data();
   const void* vp = vo.t.impl()->data();
-  void* op = out.impl()->data();
-  int64_t args64[] = {L,        S,        inner,  row_blocks, qo.outer, qo.inner, qo.row,
-                      ko.outer, ko.inner, ko.row, vo.outer,   vo.inner, vo.row};
+  void* op = oo.t.impl()->data();
+  int64_t args64[] = {L,      S,        inner,    row_blocks, qo.outer, qo.inner,
+                      qo.row, ko.outer, ko.inner, ko.row,     vo.outer, vo.inner,
+                      vo.row, oo.outer, oo.inner, oo.row};
   double scale2 = scale * 1.4426950408889634;  // scores in base 2: exp2 for exp
   float scale2f = static_cast<float>(scale2);
   int causal_flag = causal ? 1 : 0;
@@ -460,6 +465,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   if (p.tiles) params.push_back(&fast);
   launch(fn, "coil_attention", device, static_cast<unsigned>(total * row_blocks), p.threads(),
          p.shared, params.data());
+  if (oo.copied) copy_into(out, oo.t);  // a layout that does not fold: written apart
 }
 
 }  // namespace coil::cuda

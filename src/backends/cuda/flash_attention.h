@@ -13,17 +13,19 @@ namespace coil::cuda {
 
 // An operand as the attention kernels read it: its batch folded into two levels (outer, inner)
 // with a stride each, then rows, with unit stride along the features. A broadcast batch dim has
-// stride 0; a layout that does not fold is copied first (into `t`).
+// stride 0; a layout that does not fold is copied first (into `t`, `copied`: an output is
+// then written there and copied back).
 struct AttentionOperand {
   Tensor t;
   int64_t outer = 0, inner = 0, row = 0;
+  bool copied = false;
 };
 AttentionOperand attention_operand(const Tensor& x, const Shape& batch);
 
 // Whether the kernel takes these head sizes (query/key features, value features).
 bool attention_fits(int64_t head, int64_t value_head);
 
-// out (contiguous [batch..., L, Ev]) = softmax(q k^T * scale) v over the last two dims, the
+// out ([batch..., L, Ev], any strides) = softmax(q k^T * scale) v over the last two dims, the
 // softmax over keys j <= i for row i when `causal`, a row with no key giving zeros. q [..., L,
 // E], k [..., S, E], v [..., S, Ev], their batch dims broadcasting to out's; any strides.
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, double scale,

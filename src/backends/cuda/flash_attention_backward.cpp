@@ -140,7 +140,7 @@ coil_attention_rows(coil_operand q, coil_operand k, coil_operand g, coil_operand
 extern "C" __global__ void __launch_bounds__(256, 2)
 coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_operand g,
                         const float* __restrict__ lse, const float* __restrict__ dd,
-                        float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv,
+                        coil_operand dq, coil_operand dk, coil_operand dv,
                         i64 L, i64 inner, i64 key_blocks, float scale2, float scale, int causal,
                         int vec) {
   extern __shared__ float4 coil_smem4[];
@@ -159,6 +159,7 @@ coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_ope
   const i64 kb = blockIdx.x / total, b = blockIdx.x % total, j0 = kb * 64;
   const float* qp = coil_at(q, b, inner);
   const float* gp = coil_at(g, b, inner);
+  float* dqp = (float*)coil_at(dq, b, inner);
   coil_tile(ks, coil_at(k, b, inner), k.row, j0, L, vec);
   coil_tile(vs, coil_at(v, b, inner), v.row, j0, L, vec);
   float dka[4][4], dva[4][4];
@@ -261,9 +262,11 @@ coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_ope
       if (row >= L) continue;
 #pragma unroll
       for (int c = 0; c < 4; ++c)
-        if (4 * tx + c < E) atomicAdd(&dq[(b * L + row) * E + 4 * tx + c], dqa[i][c] * scale);
+        if (4 * tx + c < E) atomicAdd(&dqp[row * dq.row + 4 * tx + c], dqa[i][c] * scale);
     }
   }
+  float* dkp = (float*)coil_at(dk, b, inner);
+  float* dvp = (float*)coil_at(dv, b, inner);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const i64 key = j0 + 4 * ty + i;
@@ -271,8 +274,8 @@ coil_attention_backward(coil_operand q, coil_operand k, coil_operand v, coil_ope
 #pragma unroll
     for (int c = 0; c < 4; ++c)
       if (4 * tx + c < E) {
-        dk[(b * L + key) * E + 4 * tx + c] = dka[i][c] * scale;
-        dv[(b * L + key) * E + 4 * tx + c] = dva[i][c];
+        dkp[key * dk.row + 4 * tx + c] = dka[i][c] * scale;
+        dvp[key * dv.row + 4 * tx + c] = dva[i][c];
       }
   }
 }
@@ -300,7 +303,6 @@ bool attention_backward_fits(const Tensor& q) {
 
 void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& o, const Tensor& grads, double scale, bool causal) {
-  fill(grads, Scalar(0.0));  // dq is a sum of the key blocks' shares
   if (grads.numel() == 0) return;
   const Shape batch(q.sizes().begin(), q.sizes().end() - 2);
   const int64_t total = numel_of(batch), L = q.size(-2), e = q.size(-1);
@@ -320,12 +322,16 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
                          oa = attention_operand(o, batch);
   KernelOperand qo = kernel_operand(qa), ko = kernel_operand(ka), vo = kernel_operand(va),
                 go = kernel_operand(ga), oo = kernel_operand(oa);
+  // The gradients in any layout of grads (the meta's: the query's order), each written apart
+  // and copied back where its layout does not fold; dq is a sum of the key blocks' shares.
+  const AttentionOperand dqa = attention_operand(grads.select(0, 0), batch),
+                         dka = attention_operand(grads.select(0, 1), batch),
+                         dva = attention_operand(grads.select(0, 2), batch);
+  fill(dqa.t, Scalar(0.0));
+  KernelOperand dq = kernel_operand(dqa), dk = kernel_operand(dka), dv = kernel_operand(dva);
   Tensor stats = empty_contiguous({2, total * L}, kFloat32, q.device());
   float* lse = stats.data_ptr<float>();
   float* dd = lse + total * L;
-  float* dq = grads.data_ptr<float>();
-  float* dk = dq + total * L * e;
-  float* dv = dk + total * L * e;
   float scale2 = static_cast<float>(scale * 1.4426950408889634);  // scores in base 2
   float scalef = static_cast<float>(scale);
   int causal_flag = causal ? 1 : 0;
@@ -343,6 +349,10 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
                   &dv, &L_, &inner_, &blocks_, &scale2, &scalef, &causal_flag, &vec};
   launch(backward, "coil_attention_backward", device, static_cast<unsigned>(total * blocks),
          kThreads, kMainShared, args, /*after_previous=*/true);
+  for (int64_t i = 0; i < 3; ++i) {
+    const AttentionOperand& d = i == 0 ? dqa : i == 1 ? dka : dva;
+    if (d.copied) copy_into(grads.select(0, i), d.t);
+  }
 }
 
 }  // namespace coil::cuda
