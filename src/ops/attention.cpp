@@ -214,9 +214,10 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
 }  // namespace
 
 // The result is contiguous, but where the GPU's fused kernel runs (no mask, no dropout, heads
-// it takes), which writes it in the query's order as PyTorch's memory-efficient kernel does:
-// heads taken from a [batch, tokens, heads * features] projection give [batch, heads, tokens,
-// features] stored token-major, which the output projection then reads as it is.
+// it takes): there a 4-D result [batch, heads, tokens, features] is stored token-major, as
+// PyTorch's memory-efficient kernel stores it, which the output projection then reads as it is
+// ([batch, tokens, heads * features]). (Never from the operands' strides: lowering may realize
+// them otherwise than the captured graph had them.)
 std::vector<TensorMeta> meta_scaled_dot_product_attention(const Args& a) {
   AttentionShape s = attention_shape(a);
   Shape sizes = s.batch;
@@ -228,8 +229,8 @@ std::vector<TensorMeta> meta_scaled_dot_product_attention(const Args& a) {
   const int64_t head = q.size(-1), value_head = a.tensor(2).size(-1);
   if (m.device.is_cuda() && a.is_none(3) && a.f64(4) == 0 && head > 0 &&
       head <= cuda::kFusedAttentionMaxHead && value_head <= cuda::kFusedAttentionMaxHead &&
-      q.sizes() == sizes)
-    m = dense_in_order_of(std::move(m), q.strides());
+      sizes.size() == 4)
+    m = dense_in_order_of(std::move(m), {4, 2, 3, 1});  // batch, tokens, heads, features
   return one(std::move(m));
 }
 
@@ -308,17 +309,13 @@ std::vector<TensorMeta> meta_scaled_dot_product_attention_backward(const Args& a
   if (!m.device.is_cuda() || q.dtype() != kFloat32 || q.size(-1) < 1 ||
       q.size(-1) > cuda::kAttentionBackwardMaxHead)
     return one(std::move(m));
-  // The GPU's kernels write the gradients in the query's order, and stacked as the query, key
-  // and value lie when they are one projection's thirds (equal strides, the key and value δ
-  // and 2δ after the query): [dq, dk, dv] is then laid out as that projection, and its
-  // gradient's concatenation of the three a view (lower_cat).
-  const Tensor &k = a.tensor(2), &v = a.tensor(3);
-  const int64_t delta = k.storage_offset() - q.storage_offset();
-  const bool thirds = delta > 0 && v.storage_offset() - k.storage_offset() == delta &&
-                      k.strides() == q.strides() && v.strides() == q.strides();
-  Shape like = {thirds ? delta : std::numeric_limits<int64_t>::max()};
-  like.insert(like.end(), q.strides().begin(), q.strides().end());
-  return one(dense_in_order_of(std::move(m), like));
+  // The GPU's kernels write 4-D gradients [3, batch, heads, tokens, features] stored as one
+  // [batch, tokens, 3, heads, features] projection (PyTorch's memory-efficient backward does
+  // so for q, k and v split from one): the projection's gradient, the concatenation of the
+  // three, is then this buffer as it is (lower_cat), and each alone is a matrix of tokens
+  // with a row stride for its own projection's products.
+  if (q.dim() == 4) m = dense_in_order_of(std::move(m), {3, 5, 2, 4, 1});
+  return one(std::move(m));
 }
 
 std::vector<Tensor> eager_scaled_dot_product_attention_backward(

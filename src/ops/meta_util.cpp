@@ -38,6 +38,9 @@ TensorMeta dense_in_order_of(TensorMeta m, const Shape& like_strides) {
     m.strides[order[k]] = step;
     step *= std::max<int64_t>(m.sizes[order[k]], 1);
   }
+  // Contiguous but for dims of size 1: their strides as contiguous ones (the symbolic rules'
+  // form for such a layout).
+  if (m.is_contiguous()) m.strides = contiguous_strides(m.sizes);
   return m;
 }
 

@@ -119,3 +119,19 @@ def forward(self, a: "f32[64, 96][96, 1]cuda:0", g: "f32[64, 32][32, 1]cuda:0", 
   }
   EXPECT_GE(sums, 1) << source;
 }
+
+// One new token against a symbolic number of cached keys (a decode step): the result's dims of
+// size 1 leave it contiguous, and the symbolic rule agrees with the meta function.
+TEST(CudaCopiesSaved, ADecodeStepsResultIsContiguous) {
+  const Graph g = parse_graph(R"(
+# hints: s0=20
+def forward(self, q: "f32[1, 2, 1, 8][16, 8, 16, 1]cuda:0", k: "f32[1, 2, s0, 8][16*s0, 8*s0, 8, 1]cuda:0", v: "f32[1, 2, s0, 8][16*s0, 8*s0, 8, 1]cuda:0"):
+    out: "f32[1, 2, 1, 8][16, 8, 8, 1]cuda:0" = coil.scaled_dot_product_attention(q, k, v)
+    return (out,)
+)");
+  for (const Node* n : g.nodes()) {
+    if (n->kind() == NodeKind::Call) {
+      EXPECT_EQ(n->tensor_meta().strides, (Shape{16, 8, 8, 1}));
+    }
+  }
+}

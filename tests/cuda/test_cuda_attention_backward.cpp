@@ -93,59 +93,75 @@ TEST(CudaAttentionBackward, HeadsReadStridedFromOneProduct) {
   }
 }
 
-// On the GPU the attention's output is written in the query's order (token-major for heads
-// split from one product, as PyTorch's memory-efficient kernel), and [dq, dk, dv] as q, k and v
-// lie in that product; q, k and v of their own give the gradients in the query's order.
-TEST(CudaAttentionBackward, ResultsLaidOutAsTheOperands) {
+// On the GPU a 4-D attention's output is stored token-major (as PyTorch's memory-efficient
+// kernel stores it) and [dq, dk, dv] as one [batch, tokens, 3, heads, features] projection,
+// whatever the operands' layouts: heads split from one projection, or q, k, v of their own.
+TEST(CudaAttentionBackward, ResultsStoredTokenMajor) {
   COIL_REQUIRE_GPU();
   const int64_t b = 2, s = 70, h = 2, d = 32, c = h * d;
-  Tensor x = random({b, s, 3 * c});
-  auto attention_of = [&](const Tensor& product, Device device) {
-    std::vector<Tensor> parts = split(product.to(device), c, 2);
-    std::vector<Tensor> heads;
-    for (const Tensor& t : parts) heads.push_back(t.view({b, s, h, d}).transpose(1, 2));
-    Tensor y = scaled_dot_product_attention(heads[0], heads[1], heads[2], {}, 0.0, true);
+  auto attention_of = [&](const std::vector<Tensor>& qkv) {
+    Tensor y = scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, true);
     Tensor g = y.detach().cos();  // any gradient of y's sizes
-    Tensor grads = call_op1(OpId::scaled_dot_product_attention_backward,
-                            {g, heads[0], heads[1], heads[2], y, true});
+    Tensor grads =
+        call_op1(OpId::scaled_dot_product_attention_backward, {g, qkv[0], qkv[1], qkv[2], y, true});
     return std::pair{y, grads};
   };
-  auto [y, grads] = attention_of(x, kCUDA);
-  EXPECT_EQ(y.strides(), (Shape{s * c, d, c, 1}));
-  EXPECT_EQ(grads.strides(), (Shape{c, s * 3 * c, d, 3 * c, 1}));
-  auto [want_y, want_grads] = attention_of(x.to(kFloat64), kCPU);
-  EXPECT_TRUE(want_y.is_contiguous() && want_grads.is_contiguous());
-  expect_close(y.cpu(), values(want_y), want_y.sizes(), 1e-5, 1e-6);
-  expect_close(grads.cpu(), values(want_grads), want_grads.sizes(), 1e-4, 1e-5);
-
-  Tensor q = random({b, s, h, d}).cuda().transpose(1, 2);
-  Tensor apart = call_op1(OpId::scaled_dot_product_attention_backward, {q, q, q, q, q, false});
-  EXPECT_EQ(apart.strides(), (Shape{b * s * c, s * c, d, c, 1}));
+  std::vector<Tensor> thirds;
+  for (const Tensor& t : split(random({b, s, 3 * c}), c, 2))
+    thirds.push_back(t.view({b, s, h, d}).transpose(1, 2));
+  const std::vector<Tensor> apart = {random({b, h, s, d}), random({b, h, s, d}),
+                                     random({b, h, s, d})};
+  for (const auto& qkv : {thirds, apart}) {
+    SCOPED_TRACE(qkv[0].is_contiguous() ? "apart" : "thirds of one projection");
+    std::vector<Tensor> on_gpu, on_cpu;
+    for (const Tensor& t : qkv) on_gpu.push_back(t.cuda()), on_cpu.push_back(t.to(kFloat64));
+    auto [y, grads] = attention_of(on_gpu);
+    EXPECT_EQ(y.strides(), (Shape{s * c, d, c, 1}));
+    EXPECT_EQ(grads.strides(), (Shape{c, s * 3 * c, d, 3 * c, 1}));
+    auto [want_y, want_grads] = attention_of(on_cpu);
+    EXPECT_TRUE(want_y.is_contiguous() && want_grads.is_contiguous());
+    expect_close(y.cpu(), values(want_y), want_y.sizes(), 1e-5, 1e-6);
+    expect_close(grads.cpu(), values(want_grads), want_grads.sizes(), 1e-4, 1e-5);
+  }
 }
 
-// A mismatched operand is a clear error naming it.
-TEST(CudaAttentionBackward, OperandsOfOtherShapesAreAClearError) {
-  Tensor q = random({2, 5, 8}), k = random({2, 6, 8});
-  EXPECT_COIL_ERROR(call_op1(OpId::scaled_dot_product_attention_backward, {q, q, k, q, q, false}),
-                    "key f32[2, 6, 8] must have the query's sizes and dtype f32[2, 5, 8]");
-  EXPECT_COIL_ERROR(
-      call_op1(OpId::scaled_dot_product_attention_backward, {q, q, q, q, q.to(kFloat64), false}),
-      "out f64[2, 5, 8]");
-}
-
-// On the CPU the op is the math path's backward: attention's own gradients (the rule's, which
-// takes the op only on a GPU), for the output and its gradient.
-TEST(CudaAttentionBackward, OnTheCpuItIsAttentionsGradient) {
-  for (bool causal : {false, true}) {
-    SCOPED_TRACE(causal ? "causal" : "no mask");
-    std::vector<Tensor> qkv = {random({2, 9, 6}, kFloat64), random({2, 9, 6}, kFloat64),
-                               random({2, 9, 6}, kFloat64)};
-    Tensor g = random({2, 9, 6}, kFloat64);
-    auto [want, unused] = grads(qkv, g, causal, kCPU, false);
-    Tensor out = scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, causal);
-    Tensor got = call_op1(OpId::scaled_dot_product_attention_backward,
-                          {g, qkv[0], qkv[1], qkv[2], out, causal});
-    for (int64_t i = 0; i < 3; ++i)
-      expect_close(got.select(0, i), values(want[i]), want[i].sizes(), 1e-10, 1e-12);
+// A pre-norm transformer block (nn::MultiheadAttention, causal, whose q, k and v are thirds of
+// one in-projection, then an MLP) compiled on the GPU: every parameter's gradient as eager's.
+TEST(CudaAttentionBackward, ACompiledBlocksGradientsMatchEager) {
+  COIL_REQUIRE_GPU();
+  manual_seed(3);
+  const int64_t e = 64, heads = 4, batch = 4, len = 32;
+  auto make = [&] {
+    auto ln1 = std::make_shared<nn::LayerNorm>(e), ln2 = std::make_shared<nn::LayerNorm>(e);
+    auto attn = std::make_shared<nn::MultiheadAttention>(
+        e, heads, nn::MultiheadAttentionOptions{.batch_first = true});
+    auto mlp = std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(e, 4 * e),
+                                                std::make_shared<nn::GELU>(),
+                                                std::make_shared<nn::Linear>(4 * e, e));
+    auto block = std::make_shared<nn::Sequential>(ln1, attn, ln2, mlp);
+    return std::tuple{block, ln1, attn, ln2, mlp};
+  };
+  auto [eager, eln1, eattn, eln2, emlp] = make();
+  auto [twin, tln1, tattn, tln2, tmlp] = make();
+  twin->load_state_dict(eager->state_dict());
+  eager->to(kCUDA), twin->to(kCUDA);
+  auto loss_of = [](nn::LayerNorm& ln1, nn::MultiheadAttention& attn, nn::LayerNorm& ln2,
+                    nn::Sequential& mlp, const Tensor& x) {
+    Tensor h = ln1.forward(x);
+    Tensor y = x + attn.forward(h, h, h, {}, {}, /*is_causal=*/true);
+    y = y + mlp.forward(ln2.forward(y));
+    return (y * y).mean();
+  };
+  Tensor x = random({batch, len, e}).cuda();
+  loss_of(*eln1, *eattn, *eln2, *emlp, x).backward();
+  auto compiled =
+      compile([&](const Tensor& in) { return loss_of(*tln1, *tattn, *tln2, *tmlp, in); });
+  compiled(x).backward();
+  const auto want = eager->named_parameters(), got = twin->named_parameters();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(want[i].first);
+    const Tensor w = want[i].second.grad().cpu(), g = got[i].second.grad().cpu();
+    expect_close(g, values(w), w.sizes(), 1e-4, 1e-6);
   }
 }

@@ -322,7 +322,7 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
                          oa = attention_operand(o, batch);
   KernelOperand qo = kernel_operand(qa), ko = kernel_operand(ka), vo = kernel_operand(va),
                 go = kernel_operand(ga), oo = kernel_operand(oa);
-  // The gradients in any layout of grads (the meta's: the query's order), each written apart
+  // The gradients in any layout of grads (the meta's: one projection's), each written apart
   // and copied back where its layout does not fold; dq is a sum of the key blocks' shares.
   const AttentionOperand dqa = attention_operand(grads.select(0, 0), batch),
                          dka = attention_operand(grads.select(0, 1), batch),
