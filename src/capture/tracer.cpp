@@ -412,6 +412,14 @@ void Tracer::State::start_segment() {
   written.clear();
 }
 
+void mark_written_back(Graph& graph, const std::vector<Mutation>& mutations, size_t num_results) {
+  std::vector<std::pair<size_t, size_t>> written;
+  for (size_t k = 0; k < mutations.size(); ++k)
+    if (mutations[k].placeholder >= 0)
+      written.push_back({num_results + k, static_cast<size_t>(mutations[k].placeholder)});
+  graph.set_written_back(std::move(written));
+}
+
 std::vector<Tensor> run_with_mutations(const CompiledGraph& cg, const std::vector<Tensor>& inputs,
                                        const std::vector<Mutation>& mutations, size_t num_results) {
   auto target = [&](const Mutation& m) -> const Tensor& {
@@ -423,8 +431,14 @@ std::vector<Tensor> run_with_mutations(const CompiledGraph& cg, const std::vecto
   // node) holds the version its own write-back leaves.
   for (const Mutation& m : mutations) ++target(m).impl()->storage->version;
   std::vector<Tensor> outs = cg.run(inputs);
-  for (size_t k = 0; k < mutations.size(); ++k)
-    copy_into(target(mutations[k]), outs[num_results + k]);
+  for (size_t k = 0; k < mutations.size(); ++k) {
+    const Tensor &to = target(mutations[k]), &from = outs[num_results + k];
+    // (A result the compiled code wrote into its input's memory is there already.)
+    const bool there = from.impl()->storage == to.impl()->storage &&
+                       from.impl()->meta.offset == to.impl()->meta.offset &&
+                       from.sizes() == to.sizes() && from.strides() == to.strides();
+    if (!there) copy_into(to, from);
+  }
   outs.resize(num_results);
   return outs;
 }
@@ -449,6 +463,7 @@ void Tracer::State::flush() {
   for (const auto& w : written) mutations.push_back(w.where);
   for (Node* n : mutation_nodes()) outputs.push_back(n);
   graph->output(outputs);
+  mark_written_back(*graph, mutations, live.size());
   CompiledGraph cg = compile_segment(graph);
   std::vector<Tensor> outs = run_with_mutations(cg, segment_inputs, mutations, live.size());
   for (size_t i = 0; i < live.size(); ++i) {
@@ -503,6 +518,7 @@ std::shared_ptr<Graph> Tracer::finish(std::vector<Tensor>& results,
     for (const auto& w : s.written) mutations.push_back(w.where);
     for (Node* n : s.mutation_nodes()) outputs.push_back(n);
     s.graph->output(outputs);
+    mark_written_back(*s.graph, mutations, results.size());
     return s.graph;
   }
   s.flush();

@@ -73,7 +73,12 @@ class Tracer : public DispatchHook {
   std::shared_ptr<State> state_;
 };
 
-// Runs a finished graph's compiled code and applies the in-place updates it recorded.
+// Records on `graph` which of its results (after the `num_results` the function returns) its
+// caller writes back into its inputs (Graph::written_back).
+void mark_written_back(Graph& graph, const std::vector<Mutation>& mutations, size_t num_results);
+
+// Runs a finished graph's compiled code and applies the in-place updates it recorded (those
+// the code wrote into their inputs' memory itself are done).
 std::vector<Tensor> run_with_mutations(const CompiledGraph& cg, const std::vector<Tensor>& inputs,
                                        const std::vector<Mutation>& mutations, size_t num_results);
 

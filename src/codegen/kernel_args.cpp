@@ -83,9 +83,12 @@ std::vector<std::pair<std::string, std::string>> inplace_pairs(
         auto [it, fresh] = same_element.emplace(l.buffer(), fits);
         if (!fresh) it->second = it->second && fits;
       });
+    // (An input only where the caller writes this result back into it.)
+    auto back = p.written_back.find(n.buffer);
     for (const auto& [r, fits] : same_element) {
       const ir::Buffer& rb = p.buffer(r);
-      if (fits && !taken.count(r) && owned_dense(rb) && rb.layout.dtype == wl.dtype &&
+      const bool ours = owned_dense(rb) || (back != p.written_back.end() && back->second == r);
+      if (fits && !taken.count(r) && ours && rb.layout.dtype == wl.dtype &&
           rb.layout.numel() == wl.numel()) {
         out.push_back({n.buffer, r});
         taken.insert(r);
@@ -93,6 +96,18 @@ std::vector<std::pair<std::string, std::string>> inplace_pairs(
       }
     }
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> combo_inplace_pairs(const schedule::Kernel& k,
+                                                                     const ir::Program& p) {
+  std::map<std::string, int> parts_of;
+  for (const schedule::Kernel& part : k.parts)
+    for (const std::string& a : arguments(part)) ++parts_of[a];
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const schedule::Kernel& part : k.parts)
+    for (const auto& pair : inplace_pairs(part, p, {}))
+      if (parts_of[pair.second] == 1) out.push_back(pair);
   return out;
 }
 

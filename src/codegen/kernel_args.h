@@ -35,5 +35,9 @@ std::vector<sym::Expr> kernel_symbols(const schedule::Kernel& k);
 std::vector<std::pair<std::string, std::string>> inplace_pairs(
     const schedule::Kernel& k, const ir::Program& p,
     const std::map<const schedule::KernelNode*, size_t>& pass_of);
+// A combo kernel's: each part's, where no other part reads the buffer (the parts run side by
+// side).
+std::vector<std::pair<std::string, std::string>> combo_inplace_pairs(const schedule::Kernel& k,
+                                                                     const ir::Program& p);
 
 }  // namespace coil::codegen

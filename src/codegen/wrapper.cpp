@@ -1,6 +1,7 @@
 #include "codegen/wrapper.h"
 
 #include <map>
+#include <unordered_map>
 
 #include <coil/error.h>
 
@@ -90,11 +91,25 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
     size_values[static_cast<size_t>(s.symbol)] = s.value(inputs);
   const int64_t* sizes = size_values.empty() ? nullptr : size_values.data();
   std::vector<void*> ptrs;
+  std::unordered_map<const void*, int> input_storages;  // inputs per storage, when needed
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     const WrapperPlan::Step& st = plan_.steps[i];
     for (const WrapperPlan::Alloc& a : st.allocs) {
       TensorMeta m = meta_at(buffers[a.slot].layout, sizes, plan_.device);
-      if (a.reuse >= 0) {
+      if (a.reuse >= 0 && buffers[a.reuse].kind == ir::BufferKind::Input) {
+        // A result the caller writes back into this input, written there (Program::
+        // written_back): an alias of the caller's tensor, unless its layout is not the one
+        // planned or another input shares its memory (then a buffer of its own, copied back).
+        if (input_storages.empty())
+          for (size_t s = 0; s < buffers.size(); ++s)
+            if (buffers[s].kind == ir::BufferKind::Input && slots[s].defined())
+              ++input_storages[slots[s].impl()->storage.get()];
+        const Tensor& in = slots[a.reuse];
+        slots[a.slot] = in.sizes() == m.sizes && in.strides() == m.strides &&
+                                input_storages[in.impl()->storage.get()] == 1
+                            ? alias_with(in, m.sizes, m.strides, in.impl()->meta.offset)
+                            : empty_from_meta(m);
+      } else if (a.reuse >= 0) {
         // In place, the kernel still reads the old slot: both name the same memory.
         slots[a.slot] = a.in_place ? slots[a.reuse] : std::move(slots[a.reuse]);
         slots[a.slot].impl()->meta = std::move(m);

@@ -419,6 +419,9 @@ std::string graph_cache_key(const Graph& graph, const CompileOptions& options) {
   if (options.mode.rfind("max-autotune", 0) == 0) h.add("launch alternatives");
   // A dynamic graph without its hints: one entry serves every size its guards allow.
   h.add(print_graph(graph, /*hints=*/false));
+  // Results written back into inputs may be written into their memory (the plan says so).
+  for (const auto& [result, input] : graph.written_back())
+    h.add("written back " + std::to_string(result) + " " + std::to_string(input));
   return h.hex();
 }
 

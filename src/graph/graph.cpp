@@ -196,6 +196,7 @@ Graph& Graph::operator=(Graph&& other) noexcept {
   by_name_ = std::move(other.by_name_);
   next_suffix_ = std::move(other.next_suffix_);
   shape_env_ = std::move(other.shape_env_);
+  written_back_ = std::move(other.written_back_);
   for (auto& n : nodes_) n->graph_ = this;
   return *this;
 }
@@ -443,6 +444,7 @@ Graph Graph::clone(std::unordered_map<const Node*, Node*>* mapping) const {
   }
   g.next_suffix_ = next_suffix_;
   g.shape_env_ = shape_env_;
+  g.written_back_ = written_back_;
   if (mapping) *mapping = std::move(map);
   return g;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <map>
 #include <unordered_map>
 #include <string>
 #include <variant>
@@ -119,6 +120,10 @@ struct Program {
   // A dynamic graph's size symbols, with the values they had at capture: the code must hold
   // for every value, and heuristics (how to split loops, how wide a block) read the hints.
   std::unordered_map<sym::Expr, int64_t> hints;
+  // Computed buffers the caller writes back into inputs, whole and in the same layout (result
+  // buffer -> input buffer; Graph::written_back): a kernel that reads the input only at the
+  // element it writes may write the result into the input's memory.
+  std::map<std::string, std::string> written_back;
 
   const Buffer& buffer(const std::string& name) const;
   // The value of a size expression at the hints.

@@ -1,5 +1,6 @@
 #include "lower/lower_graph.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -227,6 +228,27 @@ std::vector<TensorBox> lower_call(Context& cx, const Node& n, const LibraryCalls
   return lower_extern(cx, n, why);
 }
 
+// Program::written_back from the graph's: a result that is a whole computed buffer, returned
+// once, laid out as the input it goes back into.
+void mark_written_back(const Graph& g, ir::Program& p) {
+  std::map<std::string, int> returned;
+  for (const ir::TensorRef& o : p.outputs) ++returned[o.buffer];
+  for (const auto& [result, input] : g.written_back()) {
+    const ir::TensorRef& o = p.outputs.at(result);
+    const ir::Buffer& b = p.buffer(o.buffer);
+    if (b.kind != ir::BufferKind::Computed || returned[o.buffer] != 1 ||
+        o.view.offset != b.layout.offset || o.view.sizes != b.layout.sizes ||
+        o.view.strides != b.layout.strides)
+      continue;
+    for (const ir::Buffer& in : p.buffers)
+      if (in.kind == ir::BufferKind::Input && in.input_index == static_cast<int64_t>(input) &&
+          in.layout.dtype == b.layout.dtype && in.layout.sizes == b.layout.sizes &&
+          in.layout.strides == b.layout.strides && in.layout.offset->is_const(0) &&
+          b.layout.offset->is_const(0))
+        p.written_back[o.buffer] = in.name;
+  }
+}
+
 }  // namespace
 
 ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
@@ -264,6 +286,7 @@ ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
         break;
       case NodeKind::Output:
         for (Node* r : n->results()) cx.program().outputs.push_back(storage_of(cx, r));
+        mark_written_back(g, cx.program());
         break;
     }
   }

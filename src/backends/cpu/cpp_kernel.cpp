@@ -39,7 +39,9 @@ KernelSource combo_kernel(const Kernel& k, const ir::Program& program) {
     }
   }
   src.symbols = codegen::kernel_symbols(k);
-  src.code = function_head(k.name, src.args, all_written, program, src.index_checks, src.symbols) +
+  src.inplace = codegen::combo_inplace_pairs(k, program);
+  src.code = function_head(k.name, src.args, all_written, program, src.index_checks, src.symbols,
+                           src.inplace) +
              w.text() + "}\n";
   return src;
 }

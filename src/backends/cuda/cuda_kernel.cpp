@@ -535,6 +535,8 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
     for (const auto& [w, r] : src.inplace) streamable.erase(r);
   } else if (k.parts.empty()) {
     src.inplace = codegen::inplace_pairs(k, program, {});
+  } else {
+    src.inplace = codegen::combo_inplace_pairs(k, program);
   }
   Printer pr(rewritten, program, src, block, std::move(streamable));
   if (rows) {
