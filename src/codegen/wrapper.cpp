@@ -5,6 +5,7 @@
 
 #include <coil/error.h>
 
+#include "runtime/cuda_runtime.h"
 #include "runtime/profiler.h"
 #include "runtime/tensor_impl.h"
 
@@ -91,7 +92,9 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
     size_values[static_cast<size_t>(s.symbol)] = s.value(inputs);
   const int64_t* sizes = size_values.empty() ? nullptr : size_values.data();
   std::vector<void*> ptrs;
-  std::unordered_map<const void*, int> input_storages;  // inputs per storage, when needed
+  // Inputs per storage, and whether a CUDA graph records: when a result goes into an input.
+  std::unordered_map<const void*, int> input_storages;
+  bool recording = false;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     const WrapperPlan::Step& st = plan_.steps[i];
     for (const WrapperPlan::Alloc& a : st.allocs) {
@@ -100,12 +103,16 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
         // A result the caller writes back into this input, written there (Program::
         // written_back): an alias of the caller's tensor, unless its layout is not the one
         // planned or another input shares its memory (then a buffer of its own, copied back).
-        if (input_storages.empty())
+        // Not while a CUDA graph records: its inputs are the graph's static copies, and a
+        // replay's results that alias one stand for the caller's tensor, which it never wrote.
+        if (input_storages.empty()) {
+          recording = m.device.is_cuda() && cuda::capturing(m.device.index);
           for (size_t s = 0; s < buffers.size(); ++s)
             if (buffers[s].kind == ir::BufferKind::Input && slots[s].defined())
               ++input_storages[slots[s].impl()->storage.get()];
+        }
         const Tensor& in = slots[a.reuse];
-        slots[a.slot] = in.sizes() == m.sizes && in.strides() == m.strides &&
+        slots[a.slot] = in.sizes() == m.sizes && in.strides() == m.strides && !recording &&
                                 input_storages[in.impl()->storage.get()] == 1
                             ? alias_with(in, m.sizes, m.strides, in.impl()->meta.offset)
                             : empty_from_meta(m);

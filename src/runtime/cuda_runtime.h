@@ -92,6 +92,8 @@ bool in_graph_pool(void* ptr, void* pool, int device);
 // From here on, work queued on `device`'s stream is recorded rather than run, and coil's
 // allocations on the device come from `pool`.
 void begin_capture(int device, void* pool);
+// Whether `device`'s stream is being recorded (between begin_capture and end_capture).
+bool capturing(int device);
 // A copy a graph makes before its recorded work: `bytes` from `src` into `dst` (a static input),
 // whose source can change from launch to launch.
 struct GraphCopy {

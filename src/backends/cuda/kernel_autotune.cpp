@@ -45,12 +45,6 @@ std::optional<size_t> saved_choice(const std::string& path, size_t candidates) {
   return static_cast<size_t>(v);
 }
 
-bool capturing(int device) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cudaStreamIsCapturing(static_cast<cudaStream_t>(stream(device)), &status);
-  return status != cudaStreamCaptureStatusNone;
-}
-
 }  // namespace
 
 std::optional<float> median_device_ms(void* stream, int runs, const std::function<bool()>& run) {

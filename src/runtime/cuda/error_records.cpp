@@ -83,9 +83,7 @@ void defer_error_record(int device, void* record,
                         std::function<std::string(int64_t, int64_t)> message) {
   set_device(device);
   auto s = static_cast<cudaStream_t>(stream(device));
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  cudaStreamIsCapturing(s, &capturing);
-  if (sync_each_launch() || capturing != cudaStreamCaptureStatusNone) {
+  if (sync_each_launch() || capturing(device)) {
     // (A copy to the host ends a graph's recording: the function runs without one, as before.)
     int64_t e[2] = {0, 0};
     copy(e, kCPU, record, Device(DeviceType::CUDA, device), kSlotBytes);

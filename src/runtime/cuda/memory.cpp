@@ -149,6 +149,12 @@ void begin_capture(int device, void* pool) {
   g_capture_pool[device] = pool;
 }
 
+bool capturing(int device) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaStreamIsCapturing(static_cast<cudaStream_t>(stream(device)), &status);
+  return status != cudaStreamCaptureStatusNone;
+}
+
 RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies) {
   g_capture_pool[device] = nullptr;
   set_device(device);
