@@ -167,13 +167,13 @@ class Graph {
   // symbolic layouts from the shape rules (graph/sym_rules.h), guarded in the env.
   const std::shared_ptr<ShapeEnv>& shape_env() const { return shape_env_; }
   void set_shape_env(std::shared_ptr<ShapeEnv> env) { shape_env_ = std::move(env); }
+  bool is_dynamic() const;  // some node's layout is symbolic
 
   // ---- results the caller writes back into inputs (a function's in-place updates of its
   // arguments: an optimizer's parameters), as (result index, placeholder index): the compiled
   // code may then write such a result into the input's memory itself.
   const std::vector<std::pair<size_t, size_t>>& written_back() const { return written_back_; }
   void set_written_back(std::vector<std::pair<size_t, size_t>> w) { written_back_ = std::move(w); }
-  bool is_dynamic() const;  // some node's layout is symbolic
 
   // ---- reading
   std::vector<Node*> nodes() const;         // in order
