@@ -5,6 +5,7 @@
 #include <coil/error.h>
 
 #include "lower/context.h"
+#include "graph/aliasing.h"
 #include "graph/dims.h"
 #include "graph/sym_rules.h"
 
@@ -24,25 +25,6 @@ ir::Value below(sym::Expr index, sym::Expr bound) {
   return V::binary(ir::Op::Lt, V::index_value(index), size_value(bound, kInt64));
 }
 
-// Whether every use of `base`, through views of it, is `cat`.
-bool seen_only_by(const Node& base, const Node& cat) {
-  for (const Node* u : base.users()) {
-    if (u == &cat) continue;
-    if (u->kind() != NodeKind::Call || op_info(u->op()).kind != OpKind::View ||
-        !seen_only_by(*u, cat))
-      return false;
-  }
-  return true;
-}
-
-// The value `n` views, through view ops.
-const Node& viewed_base(const Node& n) {
-  if (n.kind() != NodeKind::Call || op_info(n.op()).kind != OpKind::View || n.args().empty())
-    return n;
-  const Node* const* in = std::get_if<Node*>(&n.args()[0]);
-  return in ? viewed_base(**in) : n;
-}
-
 // A cat of views of one written buffer that lie side by side along `dim` (a gradient written
 // in the layout of the projection its parts were split from), seen by nothing else: that
 // buffer, viewed whole, with no copy. (Not of a graph input, which a result must not alias.)
@@ -50,19 +32,20 @@ std::optional<TensorBox> cat_as_view(Context& cx, const Node& n, const std::vect
                                      int64_t dim, const SymShape& sizes) {
   const ir::TensorRef* first = nullptr;
   const Node* base = nullptr;
+  const size_t d = static_cast<size_t>(dim);
   sym::Expr next;
   for (const Node* in : inputs) {
     const TensorBox& b = cx.box(in);
-    const Node& from = viewed_base(*in);
-    if (!b.storage || b.dtype != n.tensor_meta().dtype || (base && &from != base)) return {};
+    const Node* from = storage_root(in);
+    if (!b.storage || b.dtype != n.tensor_meta().dtype || (base && from != base)) return {};
     const ir::Layout& v = b.storage->view;
-    const size_t d = static_cast<size_t>(dim);
     if (!first) {
       first = &*b.storage;
-      base = &from;
+      base = from;
+      // Seen by nothing but views of it and this cat.
       const ir::Buffer& buffer = cx.program().buffer(first->buffer);
       if (buffer.kind == ir::BufferKind::Input || buffer.kind == ir::BufferKind::Constant ||
-          !seen_only_by(from, n))
+          any_alias_user(from, [&](const Node& u) { return &u != &n && !aliases_its_input(u); }))
         return {};
     } else if (b.storage->buffer != first->buffer || v.strides != first->view.strides ||
                v.offset != next) {

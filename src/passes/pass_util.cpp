@@ -2,42 +2,13 @@
 
 #include <functional>
 
+#include "graph/aliasing.h"
+
 namespace coil::detail_passes {
 
 namespace {
 
 bool is_op(const Node& n, OpId op) { return n.kind() == NodeKind::Call && n.op() == op; }
-
-bool view_like(const Node& call) {
-  return op_info(call.op()).kind == OpKind::View || call.op() == OpId::contiguous;
-}
-
-// Whether `user` returns (a view of) `n`'s storage: a getitem (one of `n`'s outputs), a view
-// op, or contiguous, which returns its input itself when that is already contiguous.
-bool aliases(const Node& user, const Node& n) {
-  if (user.kind() == NodeKind::GetItem) return true;
-  return user.kind() == NodeKind::Call && view_like(user) && node_arg(user.args().at(0)) == &n;
-}
-
-// The node that allocated the storage `n`'s value lives in.
-const Node* storage_root(const Node* n) {
-  for (;;) {
-    const Node* call = n->kind() == NodeKind::GetItem ? n->source() : n;
-    if (call->kind() != NodeKind::Call || !view_like(*call)) return n;
-    Node* in = node_arg(call->args().at(0));
-    if (in == nullptr) return n;  // contiguous(2.0): a plain number has no storage to share
-    n = in;
-  }
-}
-
-// Whether some user of `n` or of a view of it satisfies `pred`.
-bool any_alias_user(const Node* n, const std::function<bool(const Node&)>& pred) {
-  for (const Node* u : n->users()) {
-    if (pred(*u)) return true;
-    if (aliases(*u, *n) && any_alias_user(u, pred)) return true;
-  }
-  return false;
-}
 
 bool is_external_storage(const Node* n) {
   return n->kind() == NodeKind::Placeholder || n->kind() == NodeKind::Parameter ||

@@ -398,7 +398,7 @@ void* kernel(int device, DType dt, int64_t e, int64_t ev) {
 
 }  // namespace
 
-AttentionOperand attention_operand(const Tensor& x, const Shape& batch) {
+AttentionOperand attention_operand(const Tensor& x, const Shape& batch, bool result) {
   Shape sizes = batch;
   sizes.push_back(x.size(-2));
   sizes.push_back(x.size(-1));
@@ -410,10 +410,12 @@ AttentionOperand attention_operand(const Tensor& x, const Shape& batch) {
       if (u.sizes()[i] > 1 && u.strides()[i] != u.strides()[i + 1] * u.sizes()[i + 1]) return false;
     return true;
   };
-  const bool copied = !folds(t);
-  if (copied) t = contiguous_copy(t);
+  if (!folds(t)) {
+    COIL_ASSERT(!result, "attention on the GPU: a result of sizes ", shape_str(x.sizes()),
+                " and strides ", shape_str(x.strides()), " whose batch does not fold");
+    t = contiguous_copy(t);
+  }
   AttentionOperand op{t};
-  op.copied = copied;
   op.inner = n >= 1 ? t.strides()[n - 1] : 0;
   op.outer = n >= 2 ? t.strides()[n - 2] : 0;
   op.row = t.stride(-2);
@@ -439,7 +441,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   COIL_CHECK(total * row_blocks < (int64_t{1} << 31), "attention on the GPU: ", total,
              " batches of ", L, " queries exceed the grid; split the batch");
   const AttentionOperand qo = attention_operand(q, batch), ko = attention_operand(k, batch),
-                         vo = attention_operand(v, batch), oo = attention_operand(out, batch);
+                         vo = attention_operand(v, batch), oo = attention_operand(out, batch, true);
   const int device = out.device().index;
   void* fn = kernel(device, dt, e, ev);
   const void* qp = qo.t.impl()->data();
@@ -465,7 +467,6 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   if (p.tiles) params.push_back(&fast);
   launch(fn, "coil_attention", device, static_cast<unsigned>(total * row_blocks), p.threads(),
          p.shared, params.data());
-  if (oo.copied) copy_into(out, oo.t);  // a layout that does not fold: written apart
 }
 
 }  // namespace coil::cuda

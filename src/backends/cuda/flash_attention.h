@@ -13,14 +13,13 @@ namespace coil::cuda {
 
 // An operand as the attention kernels read it: its batch folded into two levels (outer, inner)
 // with a stride each, then rows, with unit stride along the features. A broadcast batch dim has
-// stride 0; a layout that does not fold is copied first (into `t`, `copied`: an output is
-// then written there and copied back).
+// stride 0; a layout that does not fold is copied first (into `t`). A `result` the kernels
+// write always folds (its layout is the op's meta's: contiguous, or stored token-major).
 struct AttentionOperand {
   Tensor t;
   int64_t outer = 0, inner = 0, row = 0;
-  bool copied = false;
 };
-AttentionOperand attention_operand(const Tensor& x, const Shape& batch);
+AttentionOperand attention_operand(const Tensor& x, const Shape& batch, bool result = false);
 
 // Whether the kernel takes these head sizes (query/key features, value features).
 bool attention_fits(int64_t head, int64_t value_head);

@@ -322,11 +322,11 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
                          oa = attention_operand(o, batch);
   KernelOperand qo = kernel_operand(qa), ko = kernel_operand(ka), vo = kernel_operand(va),
                 go = kernel_operand(ga), oo = kernel_operand(oa);
-  // The gradients in any layout of grads (the meta's: one projection's), each written apart
-  // and copied back where its layout does not fold; dq is a sum of the key blocks' shares.
-  const AttentionOperand dqa = attention_operand(grads.select(0, 0), batch),
-                         dka = attention_operand(grads.select(0, 1), batch),
-                         dva = attention_operand(grads.select(0, 2), batch);
+  // The gradients where grads has them (the meta's layout: one projection's); dq is a sum of
+  // the key blocks' shares.
+  const AttentionOperand dqa = attention_operand(grads.select(0, 0), batch, true),
+                         dka = attention_operand(grads.select(0, 1), batch, true),
+                         dva = attention_operand(grads.select(0, 2), batch, true);
   fill(dqa.t, Scalar(0.0));
   KernelOperand dq = kernel_operand(dqa), dk = kernel_operand(dka), dv = kernel_operand(dva);
   Tensor stats = empty_contiguous({2, total * L}, kFloat32, q.device());
@@ -349,10 +349,6 @@ void attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const
                   &dv, &L_, &inner_, &blocks_, &scale2, &scalef, &causal_flag, &vec};
   launch(backward, "coil_attention_backward", device, static_cast<unsigned>(total * blocks),
          kThreads, kMainShared, args, /*after_previous=*/true);
-  for (int64_t i = 0; i < 3; ++i) {
-    const AttentionOperand& d = i == 0 ? dqa : i == 1 ? dka : dva;
-    if (d.copied) copy_into(grads.select(0, i), d.t);
-  }
 }
 
 }  // namespace coil::cuda
