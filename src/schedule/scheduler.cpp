@@ -105,10 +105,15 @@ FusionDecision same_elements(const Group& g, const ir::Buffer& b) {
   return problem.empty() ? FusionDecision::yes("") : FusionDecision::no(problem);
 }
 
-// On the CPU, a loop that walks more arrays than this at once outruns the cores' hardware
-// prefetchers, which follow a few dozen streams: an optimizer step whose updates of 24 weight
-// matrices of one size shared a loop (7 arrays each) ran at a fifth of the copy bandwidth.
-constexpr size_t kMaxUnrelatedStreamsCpu = 16;
+// A loop that walks more arrays than this at once for work that shares nothing loses on both
+// devices. On the CPU it outruns the cores' hardware prefetchers, which follow a few dozen
+// streams: an optimizer step whose updates of 24 weight matrices of one size shared a loop (7
+// arrays each) ran at a fifth of the copy bandwidth. On the GPU each thread holds every update's
+// loads in registers at once, and when an update writes into its argument (an optimizer's
+// parameters and moments) the next update's loads cannot move above its stores: GPT-2's AdamW
+// step, 12 updates a loop, ran far from the copy bandwidth. Apart, the updates become a combo
+// kernel's parts (schedule/horizontal.cpp), one launch all the same.
+constexpr size_t kMaxUnrelatedStreams = 16;
 
 // The arrays a kernel of g's members and b walks: what they read and what they compute (each
 // member counted as written: an upper bound).
@@ -124,17 +129,18 @@ size_t streams(const Group& g, const ir::Buffer& b) {
 }
 
 // A node that reads nothing `g` computes only shares its iteration space: it joins while `g` is
-// small (kMaxUnrelatedFusionNodes) and, on the CPU, walks few arrays (kMaxUnrelatedStreamsCpu).
+// small (kMaxUnrelatedFusionNodes) and walks few arrays (kMaxUnrelatedStreams).
 FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b, bool cpu) {
   for (const std::string& r : reads_of(*b.compute))
     if (g.has_member(r)) return FusionDecision::yes("");
   if (g.members.size() >= kMaxUnrelatedFusionNodes)
     return FusionDecision::no("the kernel is full: " + std::to_string(g.members.size()) +
                               " nodes, and " + b.name + " reads none of them");
-  if (const size_t arrays = cpu ? streams(g, b) : 0; arrays > kMaxUnrelatedStreamsCpu)
-    return FusionDecision::no("the kernel would walk " + std::to_string(arrays) +
-                              " arrays at once (more than the prefetchers follow), and " + b.name +
-                              " reads none of its nodes");
+  if (const size_t arrays = streams(g, b); arrays > kMaxUnrelatedStreams)
+    return FusionDecision::no(
+        "the kernel would walk " + std::to_string(arrays) + " arrays at once (" +
+        (cpu ? "more than the prefetchers follow" : "each thread holding every one's loads") +
+        "), and " + b.name + " reads none of its nodes");
   return FusionDecision::yes("");
 }
 
