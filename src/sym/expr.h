@@ -192,10 +192,12 @@ Expr parse(const std::string& text, const std::function<Expr(const std::string&)
 // coil_mod(a, b), which the generated code defines. min/max print as parenthesised
 // conditionals; constants beyond int32 carry an LL suffix.
 std::string to_c(Expr e);
-// The same, but a non-negative numerator over a divisor known only at run time prints as the
-// text `divider` gives for it (floordiv when `is_div`, else mod; the numerator as C): code that
-// precomputes a division's constants once (a GPU kernel's run-time sizes) instead of dividing.
-using Divider = std::function<std::string(bool is_div, const std::string& numerator, Expr divisor)>;
+// The same, but a non-negative numerator over a divisor prints as the text `divider` gives for
+// it (floordiv when `is_div`, else mod; the numerator as an Expr and as C), or as to_c prints it
+// where that text is empty: code that precomputes a division's constants once (a GPU kernel's
+// run-time sizes) instead of dividing, or divides in 32 bits where the operands fit.
+using Divider = std::function<std::string(bool is_div, Expr numerator,
+                                          const std::string& numerator_c, Expr divisor)>;
 std::string to_c(Expr e, const Divider& divider);
 
 }  // namespace coil::sym

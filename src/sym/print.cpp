@@ -85,7 +85,8 @@ class Printer {
     Expr n = e->args()[0];
     Expr d = e->args()[1];
     if (!c_) return operand(n) + (is_div ? " // " : " % ") + operand(d);
-    if (n->range().lo >= 0 && divider_ && !d->is_const()) return (*divider_)(is_div, print(n), d);
+    if (n->range().lo >= 0 && divider_)
+      if (std::string t = (*divider_)(is_div, n, print(n), d); !t.empty()) return t;
     if (n->range().lo >= 0) return operand(n) + (is_div ? " / " : " % ") + operand(d);
     return (is_div ? "coil_floordiv(" : "coil_mod(") + print(n) + ", " + print(d) + ")";
   }

@@ -260,8 +260,9 @@ TEST(CudaCodegen, ParametersOfAChannelAreReadOncePerVector) {
     Node* w = g.placeholder("w", ops::contiguous_meta(kFloat32, {64, 1, 1}));
     g.output({g.call(OpId::relu, {g.call(OpId::mul, {x, w})})});
     const std::string source = cuda_module_source(g);
-    const std::string first = "[(coil_base % " + std::to_string(64 * plane * plane) + ") / " +
-                              std::to_string(plane * plane) + "]";
+    const std::string first = "[coil_div32(coil_mod32(coil_base, " +
+                              std::to_string(64 * plane * plane) + "), " +
+                              std::to_string(plane * plane) + ")]";
     EXPECT_EQ(source.find(first) != std::string::npos, once) << source;
     EXPECT_EQ(cuda_compile_errors(g), "");
   }

@@ -46,11 +46,21 @@ std::string CudaEmitter::temp(const std::string& type, const std::string& expr) 
 
 std::string CudaEmitter::index(sym::Expr e) {
   if (!divider) return sym::to_c(e);
-  return sym::to_c(e, [this](bool is_div, const std::string& n, sym::Expr d) {
-    const std::string v = divider(d);
-    const std::string q = temp("i64", "coil_udiv(" + n + ", " + v + ")");
-    return is_div ? q : temp("i64", "(" + n + ") - " + q + " * " + v + ".d");
-  });
+  return sym::to_c(
+      e,
+      [this](bool is_div, sym::Expr numerator, const std::string& n, sym::Expr d) -> std::string {
+        // Within 32 bits a division by a constant is a multiply-high and a shift; in 64 bits it is
+        // a dozen instructions, which bound a kernel that divides each element's index (the row of
+        // a loss's gradient over a vocabulary of 50257).
+        if (d->is_const())
+          return numerator->range().hi <= INT32_MAX && d->value() <= INT32_MAX
+                     ? std::string(is_div ? "coil_div32(" : "coil_mod32(") + n + ", " +
+                           std::to_string(d->value()) + ")"
+                     : "";
+        const std::string v = divider(d);
+        const std::string q = temp("i64", "coil_udiv(" + n + ", " + v + ")");
+        return is_div ? q : temp("i64", "(" + n + ") - " + q + " * " + v + ".d");
+      });
 }
 
 std::string CudaEmitter::emit(const ir::Value& v) {

@@ -58,7 +58,8 @@ class CudaEmitter {
   // divide as C does.
   std::function<std::string(sym::Expr divisor)> divider;
   // An index as C: each division by a run-time divisor through its divider, once per body
-  // (a temporary, CSE'd as any other), a remainder from its quotient.
+  // (a temporary, CSE'd as any other), a remainder from its quotient; by a constant in 32 bits
+  // where the numerator's range fits.
   std::string index(sym::Expr e);
   void line(const std::string& s) { w_.line(s); }
 

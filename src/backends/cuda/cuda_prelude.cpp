@@ -37,6 +37,10 @@ struct coil_divider { i64 d; u64 m; unsigned int s; };
 __device__ __forceinline__ i64 coil_udiv(i64 n, const coil_divider& v) {
   return (i64)((__umul64hi((u64)n, v.m) + (u64)n) >> v.s);
 }
+// An index's division by a constant where the numerator fits 32 bits: unsigned, a multiply-high
+// and a shift (64-bit, a dozen instructions).
+__device__ __forceinline__ i64 coil_div32(i64 n, unsigned d) { return (i64)((unsigned)n / d); }
+__device__ __forceinline__ i64 coil_mod32(i64 n, unsigned d) { return (i64)((unsigned)n % d); }
 template <typename T> __device__ __forceinline__ T coil_floordiv_float(T x, T y) {
   if (y == T(0)) return x / y;
   T m = fmod(x, y);
