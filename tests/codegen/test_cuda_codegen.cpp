@@ -93,6 +93,23 @@ TEST(CudaCodegen, RunTimeDivisorsUseDividers) {
   EXPECT_EQ(cuda_module_source(fixed).find("coil_dv"), std::string::npos);
 }
 
+// A division of an index by a constant runs in 32 bits only where the numerator's range fits:
+// a row's statistic read by each element of rows of 50257 (a loss's gradient over GPT-2's
+// vocabulary) divides in 32 bits at 4096 rows (205.8M elements) and in 64 at 65536 (3.3G).
+TEST(CudaCodegen, IndexDivisionsByAConstantNarrowOnlyWhereTheyFit) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  for (auto [rows, narrow] : {std::pair<int64_t, bool>{4096, true}, {65536, false}}) {
+    Graph g;
+    Node* x = g.placeholder("x", ops::contiguous_meta(kFloat32, {rows, 50257}));
+    Node* m = g.placeholder("m", ops::contiguous_meta(kFloat32, {rows, 1}));
+    g.output({g.call(OpId::exp, {g.call(OpId::sub, {x, m})})});
+    const std::string source = cuda_module_source(g);
+    EXPECT_EQ(source.find("in1[coil_div32(i, 50257)]") != std::string::npos, narrow) << source;
+    EXPECT_EQ(source.find("in1[i / 50257]") != std::string::npos, !narrow) << source;
+    EXPECT_EQ(cuda_compile_errors(g), "");
+  }
+}
+
 // The sine and cosine of one value are one sincos call (one argument reduction for both), in
 // float32 and float64; a sine alone stays sinf.
 TEST(CudaCodegen, SineAndCosineOfOneValueShareACall) {
