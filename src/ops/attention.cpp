@@ -12,6 +12,7 @@
 
 #include "ops/linalg_util.h"
 #include "runtime/cuda_runtime.h"
+#include "runtime/kernels/attention_backward_block.h"
 #include "runtime/kernels/attention_block.h"
 #include "runtime/kernels/softmax_row.h"
 #include "runtime/random.h"
@@ -211,6 +212,60 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
   return true;
 }
 
+// The backward of self-attention (every operand of one shape, features contiguous) a batch entry
+// a task, each on one thread (attention_backward_block.h), into `acc` ([3, batch..., n, e],
+// features contiguous).
+void backward_by_entries(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& o, const AttentionShape& sh, double scale, bool causal,
+                         const Tensor& acc) {
+  const std::vector<MatOperand> m = {mat_operand(q, true), mat_operand(k, true),
+                                     mat_operand(v, true), mat_operand(g, true),
+                                     mat_operand(o, true)};
+  const int64_t n = sh.l, e = sh.ev, count = numel_of(sh.batch);
+  std::vector<std::vector<int64_t>> offsets;
+  for (const MatOperand& x : m) offsets.push_back(batch_offsets(x, sh.batch));
+  // The gradients' matrices in acc's layout (contiguous, or token-major: the op's meta).
+  const MatOperand grads = mat_operand(acc.select(0, 0), true);
+  const std::vector<int64_t> grad_at = batch_offsets(grads, sh.batch);
+  const int64_t part = acc.stride(0);
+  auto row = [](const MatOperand& x) { return x.strides[x.strides.size() - 2]; };
+  bool ok = true;
+  dispatch_floating(acc.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      auto at = [&](size_t i, int64_t b) {
+        return static_cast<const T*>(m[i].data) + offsets[i][static_cast<size_t>(b)];
+      };
+      T* out = acc.data_ptr<T>();
+#pragma omp parallel for schedule(dynamic) reduction(&& : ok) if (count > 1)
+      for (int64_t b = 0; b < count; ++b) {
+        const AttentionBackwardEntry<T> entry{
+            .q = at(0, b),
+            .k = at(1, b),
+            .v = at(2, b),
+            .g = at(3, b),
+            .o = at(4, b),
+            .q_row = row(m[0]),
+            .k_row = row(m[1]),
+            .v_row = row(m[2]),
+            .g_row = row(m[3]),
+            .o_row = row(m[4]),
+            .dq = out + grad_at[static_cast<size_t>(b)],
+            .dk = out + grad_at[static_cast<size_t>(b)] + part,
+            .dv = out + grad_at[static_cast<size_t>(b)] + 2 * part,
+            .d_row = row(grads),
+            .n = n,
+            .e = e,
+            .scale = static_cast<T>(scale),
+            .causal = causal};
+        ok = attention_backward_entry(entry) && ok;
+      }
+    }
+  });
+  COIL_CHECK(ok, "scaled_dot_product_attention_backward: out of memory for a thread's scratch (",
+             std::min<int64_t>(64, n), " x ", n, " weights and their gradient; query ", describe(q),
+             "); free memory");
+}
+
 }  // namespace
 
 // The result is contiguous, but where the GPU's fused kernel runs (no mask, no dropout, heads
@@ -306,14 +361,15 @@ std::vector<TensorMeta> meta_scaled_dot_product_attention_backward(const Args& a
   Shape sizes = {3};
   sizes.insert(sizes.end(), q.sizes().begin(), q.sizes().end());
   TensorMeta m = contiguous_meta(q.dtype(), sizes, common_device(a, {0, 1, 2, 3, 4}, op));
-  if (!m.device.is_cuda() || q.dtype() != kFloat32 || q.size(-1) < 1 ||
-      q.size(-1) > cuda::kAttentionBackwardMaxHead)
-    return one(std::move(m));
-  // The GPU's kernels write 4-D gradients [3, batch, heads, tokens, features] stored as one
-  // [batch, tokens, 3, heads, features] projection (PyTorch's memory-efficient backward does
-  // so for q, k and v split from one): the projection's gradient, the concatenation of the
-  // three, is then this buffer as it is (lower_cat), and each alone is a matrix of tokens
-  // with a row stride for its own projection's products.
+  const bool fused = m.device.is_cuda() ? q.dtype() == kFloat32 && q.size(-1) >= 1 &&
+                                              q.size(-1) <= cuda::kAttentionBackwardMaxHead
+                                        : q.dtype() == kFloat32 || q.dtype() == kFloat64;
+  if (!fused) return one(std::move(m));
+  // The kernels (the GPU's, the CPU's entries) write 4-D gradients [3, batch, heads, tokens,
+  // features] stored as one [batch, tokens, 3, heads, features] projection (PyTorch's
+  // memory-efficient backward does so for q, k and v split from one): the projection's
+  // gradient, the concatenation of the three, is then this buffer as it is (lower_cat), and
+  // each alone is a matrix of tokens with a row stride for its own projection's products.
   if (q.dim() == 4) m = dense_in_order_of(std::move(m), {3, 5, 2, 4, 1});
   return one(std::move(m));
 }
@@ -323,43 +379,18 @@ std::vector<Tensor> eager_scaled_dot_product_attention_backward(
   Tensor r = empty_from_meta(out[0]);
   if (r.numel() == 0) return one(r);
   const DType ct = r.dtype() == kFloat64 ? kFloat64 : kFloat32;
-  const Tensor g = as_dtype(a.tensor(0), ct), q = as_dtype(a.tensor(1), ct),
-               k = as_dtype(a.tensor(2), ct), v = as_dtype(a.tensor(3), ct);
+  // Features contiguous, as the entries' products read them (a strided view is copied).
+  auto operand = [&](size_t i) {
+    Tensor t = as_dtype(a.tensor(i), ct);
+    return t.size(-1) == 1 || t.stride(-1) == 1 ? t : as_contiguous(t);
+  };
+  const Tensor g = operand(0), q = operand(1), k = operand(2), v = operand(3), o = operand(4);
   const AttentionShape sh{batch_of(q), q.size(-2), k.size(-2), v.size(-1)};
   const double scale = a.opt_f64(6).value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  Shape score_sizes = sh.batch;
-  score_sizes.push_back(sh.l);
-  score_sizes.push_back(sh.s);
-  Tensor p = empty_contiguous(score_sizes, ct), dp = empty_contiguous(score_sizes, ct);
-  batched_product(p, sh.batch, mat_operand(q, true), transposed(mat_operand(k, true)), false);
-  batched_product(dp, sh.batch, mat_operand(g, true), transposed(mat_operand(v, true)), false);
-  const Tensor gc = as_contiguous(g), oc = as_contiguous(as_dtype(a.tensor(4), ct));
-  dispatch_floating(ct, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      softmax_rows<T>(p, sh, scale, Tensor(), a.b(5), Tensor(), 0.0);
-      // dp becomes ds, times the scale that both of its products take; rowsum(dp p) is
-      // rowsum(g out), as the GPU's kernels compute it.
-      T *pp = p.data_ptr<T>(), *dpp = dp.data_ptr<T>();
-      const T *gp = gc.data_ptr<T>(), *op = oc.data_ptr<T>();
-      const int64_t rows = numel_of(sh.batch) * sh.l, e = sh.ev;
-#pragma omp parallel for schedule(static) if (rows * sh.s >= kParallelGrain)
-      for (int64_t row = 0; row < rows; ++row) {
-        T *pr = pp + row * sh.s, *dr = dpp + row * sh.s, dot = 0;
-        for (int64_t c = 0; c < e; ++c) dot += gp[row * e + c] * op[row * e + c];
-        for (int64_t j = 0; j < sh.s; ++j) dr[j] = pr[j] * (dr[j] - dot) * static_cast<T>(scale);
-      }
-    }
-  });
-  Tensor acc = r.dtype() == ct ? r : empty_contiguous(r.sizes(), ct);
-  const int64_t each = q.numel();
-  auto part = [&](int64_t i) {
-    return alias_with(acc, q.sizes(), contiguous_strides(q.sizes()),
-                      acc.storage_offset() + i * each);
-  };
-  batched_product(part(0), sh.batch, mat_operand(dp, true), mat_operand(k, true), false);
-  batched_product(part(1), sh.batch, transposed(mat_operand(dp, true)), mat_operand(q, true),
-                  false);
-  batched_product(part(2), sh.batch, transposed(mat_operand(p, true)), mat_operand(g, true), false);
+  TensorMeta in_ct = out[0];
+  in_ct.dtype = ct;
+  Tensor acc = r.dtype() == ct ? r : empty_from_meta(in_ct);
+  backward_by_entries(g, q, k, v, o, sh, scale, a.b(5), acc);
   if (!acc.is_same(r)) copy_into(r, acc);
   return one(r);
 }
