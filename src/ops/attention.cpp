@@ -14,6 +14,7 @@
 #include "runtime/cuda_runtime.h"
 #include "runtime/kernels/attention_backward_block.h"
 #include "runtime/kernels/attention_block.h"
+#include "runtime/kernels/blas.h"
 #include "runtime/kernels/softmax_row.h"
 #include "runtime/random.h"
 
@@ -229,6 +230,7 @@ void backward_by_entries(const Tensor& g, const Tensor& q, const Tensor& k, cons
   const std::vector<int64_t> grad_at = batch_offsets(grads, sh.batch);
   const int64_t part = acc.stride(0);
   auto row = [](const MatOperand& x) { return x.strides[x.strides.size() - 2]; };
+  blas();  // loaded here: its coil::Error must not be thrown inside the parallel region
   bool ok = true;
   dispatch_floating(acc.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

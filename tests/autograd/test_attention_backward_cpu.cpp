@@ -2,7 +2,7 @@
 // entry a task in blocks of 64 query rows, keys past a causal block's last row skipped. Its
 // gradients against the decomposed math's in float64 (create_graph takes that path), in float32
 // and float64, causal or not, for sequences that end inside a block, heads read strided from one
-// projection as GPT-2 makes them, 3-D and 4-D, eagerly and compiled.
+// projection as GPT-2 makes them, 2-D to 4-D, eagerly and compiled.
 #include <gtest/gtest.h>
 
 #include <coil/coil.h>
@@ -16,10 +16,10 @@ using namespace coil::testing;
 
 namespace {
 
-// Heads of one [batch, seq, 3 * h * d] projection, as GPT-2 splits its qkv product; a 3-D shape
-// gives q, k and v of their own.
+// Heads of one [batch, seq, 3 * h * d] projection, as GPT-2 splits its qkv product; a 2-D or 3-D
+// shape gives q, k and v of their own.
 std::vector<Tensor> operands(const Shape& shape, DType dt) {
-  if (shape.size() == 3) return {random(shape, dt), random(shape, dt), random(shape, dt)};
+  if (shape.size() != 4) return {random(shape, dt), random(shape, dt), random(shape, dt)};
   const int64_t b = shape[0], h = shape[1], s = shape[2], d = shape[3];
   std::vector<Tensor> out;
   for (const Tensor& t : split(random({b, s, 3 * h * d}, dt), h * d, 2))
@@ -30,7 +30,8 @@ std::vector<Tensor> operands(const Shape& shape, DType dt) {
 }  // namespace
 
 TEST(CpuAttentionBackward, TheOpsGradientsMatchTheDecomposedMath) {
-  for (const Shape& shape : {Shape{2, 3, 70, 8}, Shape{3, 130, 16}, Shape{1, 2, 5, 4}}) {
+  for (const Shape& shape :
+       {Shape{2, 3, 70, 8}, Shape{3, 130, 16}, Shape{1, 2, 5, 4}, Shape{6, 3}}) {
     for (bool causal : {true, false}) {
       manual_seed(11);
       const std::vector<Tensor> qkv = operands(shape, kFloat64);
