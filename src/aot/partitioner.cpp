@@ -101,13 +101,17 @@ bool materialized(const Node* n) {
 // while saving it costs nothing the forward does not already do when the forward wrote it too
 // (it fed the forward's own product); so, as in Inductor's partitioner, it is not recomputed:
 // the min cut counts saved bytes only and would rather recompute a GELU's output than save it
-// beside its input.
+// beside its input. A factory (no inputs: the zeros an embedding's gradient is scattered into)
+// is the exception: the forward writes it only to save it, so it is made in the backward, where
+// it is read, and is not kept alive in between.
 bool read_by_backward_library_call(const Node* n,
                                    const std::unordered_set<const Node*>& tangent_dependent) {
   auto kind = [](const Node* m) {
     return m->kind() == NodeKind::Call ? op_info(m->op()).kind : OpKind::Pointwise;
   };
-  if (n->kind() != NodeKind::Call || kind(n) == OpKind::View || !materialized(n)) return false;
+  if (n->kind() != NodeKind::Call || kind(n) == OpKind::View || kind(n) == OpKind::Factory ||
+      !materialized(n))
+    return false;
   std::vector<const Node*> stack{n};
   while (!stack.empty()) {
     const Node* m = stack.back();

@@ -218,6 +218,35 @@ TEST(CompiledTraining, PartitionerSavesWhatABackwardProductReads) {
   EXPECT_TRUE(allclose(got[1], eager[1], 1e-4, 1e-4));
 }
 
+// An embedding's weight gradient is scattered into zeros that depend on nothing: the backward
+// makes them where it reads them, instead of the forward making and saving a weight-sized
+// tensor (GPT-2's 154 MB embedding, alive from the forward to the backward).
+TEST(CompiledTraining, PartitionerMakesFactoriesInTheBackward) {
+  Graph fwd;
+  Node* w = fwd.placeholder("w", ops::contiguous_meta(kFloat32, {50, 8}, kCPU));
+  Node* idx = fwd.placeholder("idx", ops::contiguous_meta(kInt64, {12}, kCPU));
+  Node* e = fwd.call(OpId::embedding, {w, idx, int64_t{-1}});
+  fwd.output({fwd.call(OpId::sum, {fwd.call(OpId::mul, {e, e})})});
+  aot::JointGraph joint = aot::build_joint_graph(fwd, {true, false}, 1);
+  aot::Partition p = aot::partition(joint);
+  const std::string report = p.report() + "\n" + print_graph(*p.backward);
+  for (Node* n : p.backward->placeholders())
+    EXPECT_NE(n->tensor_meta().sizes, (Shape{50, 8})) << report;
+  bool scattered = false;
+  for (Node* n : p.backward->nodes())
+    scattered |= n->kind() == NodeKind::Call && n->op() == OpId::scatter_add;
+  EXPECT_TRUE(scattered) << report;
+  Tensor wv = random({50, 8}), iv = randint(0, 50, {12});
+  std::vector<Tensor> fo = interpret(*p.forward, {wv, iv});
+  std::vector<Tensor> bw_in(fo.begin() + 1, fo.end());
+  bw_in.push_back(ones({}));
+  std::vector<Tensor> got = interpret(*p.backward, bw_in);
+  Tensor we = wv.clone().requires_grad_();
+  Tensor ee = embedding(we, iv);
+  (ee * ee).sum().backward();
+  EXPECT_TRUE(allclose(got[0], we.grad(), 1e-5, 1e-5));
+}
+
 // A loss's softmax gradient is recomputed in the backward from the logits (which the product
 // wrote anyway) and the rows' max and sum: the forward saves no [rows, classes] value of its
 // own, and the one-hot targets are a comparison the backward's kernel computes, not a scatter.
