@@ -77,4 +77,18 @@ TEST(CpuAttentionBackward, GradientsStoredAsTheProjection) {
   Tensor grads = call_op1(OpId::scaled_dot_product_attention_backward,
                           {y.cos(), qkv[0], qkv[1], qkv[2], y, true});
   EXPECT_EQ(grads.strides(), (Shape{c, s * 3 * c, d, 3 * c, 1}));
+  // Compiled, with q, k and v heads of one projection: no kernel concatenates their gradients.
+  auto loss_of = [&](const Tensor& x) {
+    std::vector<Tensor> parts = split(x, c, 2);
+    auto heads = [&](const Tensor& t) { return t.view({b, s, h, d}).transpose(1, 2); };
+    return scaled_dot_product_attention(heads(parts[0]), heads(parts[1]), heads(parts[2]), {}, 0.0,
+                                        true)
+        .sum();
+  };
+  Tensor x = random({b, s, 3 * c}).requires_grad_();
+  Profiler p;
+  compile(loss_of)(x).backward();
+  for (const Profiler::Row& r : p.rows())
+    EXPECT_FALSE(r.kind == "kernel" && r.name.find("cat") != std::string::npos) << r.name;
+  ASSERT_TRUE(x.grad().defined());
 }
