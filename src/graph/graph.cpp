@@ -50,6 +50,11 @@ const char* node_kind_name(NodeKind k) {
   return names[static_cast<int>(k)];
 }
 
+Node* node_arg(const NodeArg& a) {
+  const auto* n = std::get_if<Node*>(&a);
+  return n ? *n : nullptr;
+}
+
 NodeArg to_node_arg(const Arg& a) {
   return std::visit(
       [](const auto& v) -> NodeArg {

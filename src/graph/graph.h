@@ -51,6 +51,8 @@ Arg to_arg(const NodeArg& a, F&& tensor_of) {
 }
 // A literal (non-tensor) Arg as a NodeArg; throws InternalError for a tensor.
 NodeArg to_node_arg(const Arg& a);
+// The argument as a node (nullptr when it is a plain number or not a tensor).
+Node* node_arg(const NodeArg& a);
 
 enum class NodeKind : uint8_t {
   Placeholder,  // a graph input, bound by position

@@ -363,10 +363,9 @@ std::vector<TensorMeta> meta_scaled_dot_product_attention_backward(const Args& a
   Shape sizes = {3};
   sizes.insert(sizes.end(), q.sizes().begin(), q.sizes().end());
   TensorMeta m = contiguous_meta(q.dtype(), sizes, common_device(a, {0, 1, 2, 3, 4}, op));
-  const bool fused = m.device.is_cuda() ? q.dtype() == kFloat32 && q.size(-1) >= 1 &&
-                                              q.size(-1) <= cuda::kAttentionBackwardMaxHead
-                                        : q.dtype() == kFloat32 || q.dtype() == kFloat64;
-  if (!fused) return one(std::move(m));
+  if (!attention_backward_fused(m.device, q.dtype(), q.size(-1)) ||
+      (m.device.is_cuda() && q.size(-1) < 1))
+    return one(std::move(m));
   // The kernels (the GPU's, the CPU's entries) write 4-D gradients [3, batch, heads, tokens,
   // features] stored as one [batch, tokens, 3, heads, features] projection (PyTorch's
   // memory-efficient backward does so for q, k and v split from one): the projection's

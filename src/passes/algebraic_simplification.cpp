@@ -9,7 +9,6 @@ namespace coil {
 
 namespace {
 
-using detail_passes::node_arg;
 using detail_passes::uniform_value;
 
 // Whether `x` alone determines `n`'s dtype and sizes (the other operand neither promotes nor

@@ -12,8 +12,6 @@ namespace coil {
 
 namespace {
 
-using detail_passes::node_arg;
-
 bool is_call(const Node* n, OpId op) {
   return n != nullptr && n->kind() == NodeKind::Call && n->op() == op;
 }

@@ -17,7 +17,7 @@ namespace {
 // nullopt when it is computed by the program.
 std::optional<Tensor> captured(const NodeArg& a) {
   if (std::holds_alternative<std::monostate>(a)) return Tensor();
-  const Node* n = detail_passes::node_arg(a);
+  const Node* n = node_arg(a);
   if (!n || (n->kind() != NodeKind::Parameter && n->kind() != NodeKind::Constant))
     return std::nullopt;
   return n->value();
@@ -27,7 +27,7 @@ std::optional<Tensor> captured(const NodeArg& a) {
 // conv2d(x, w * s, (b - mean) * s + beta, ...) with s = gamma / sqrt(var + eps) per channel.
 bool fold(Graph& g, Node* bn) {
   const std::vector<NodeArg>& a = bn->args();
-  Node* conv = detail_passes::node_arg(a[0]);
+  Node* conv = node_arg(a[0]);
   const bool* training = std::get_if<bool>(&a[5]);
   const double* eps = std::get_if<double>(&a[7]);
   if (!conv || conv->kind() != NodeKind::Call || conv->op() != OpId::conv2d ||

@@ -16,7 +16,6 @@ namespace coil {
 
 namespace {
 
-using detail_passes::node_arg;
 using detail_passes::single_user;
 using detail_passes::uniform_value;
 

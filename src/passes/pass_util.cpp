@@ -52,11 +52,6 @@ std::optional<double> uniform_value(const NodeArg& a) {
   return v[0];
 }
 
-Node* node_arg(const NodeArg& a) {
-  const auto* n = std::get_if<Node*>(&a);
-  return n ? *n : nullptr;
-}
-
 bool reaches_output(const Node* n) {
   return any_alias_user(n, [](const Node& u) { return u.kind() == NodeKind::Output; });
 }

@@ -18,8 +18,6 @@ bool has_side_effects(const Node& n);
 // The number a tensor argument stands for: a plain number, or a constant node whose elements
 // all hold that number.
 std::optional<double> uniform_value(const NodeArg& a);
-// The argument as a node (nullptr when it is a plain number or not a tensor).
-Node* node_arg(const NodeArg& a);
 
 // Whether exactly one node reads `n` (a pattern may then rewrite it without leaving a copy).
 inline bool single_user(const Node* n) { return n->users().size() == 1; }

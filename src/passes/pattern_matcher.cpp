@@ -43,8 +43,7 @@ bool match_expr(const PatternNode& p, Node* n, bool commutative, Match m, const 
   if (!p.name.empty() && !bind(p.name, n, m)) return false;
   m.matched_ops.push_back(n);
   std::vector<Node*> args;
-  for (size_t i = 0; i < p.inputs.size(); ++i)
-    args.push_back(detail_passes::node_arg(n->args()[i]));
+  for (size_t i = 0; i < p.inputs.size(); ++i) args.push_back(node_arg(n->args()[i]));
   if (match_args(p, args, 0, commutative, m, k)) return true;
   if (!commutative || !commutes(p.op) || args.size() != 2) return false;
   std::swap(args[0], args[1]);

@@ -9,7 +9,6 @@ namespace coil {
 
 namespace {
 
-using detail_passes::node_arg;
 using detail_passes::uniform_value;
 
 bool is(const NodeArg& a, double v) { return uniform_value(a) == v; }
