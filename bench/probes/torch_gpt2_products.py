@@ -26,10 +26,13 @@ def timed(f, reps=3):
 
 total = 0.0
 print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {tokens} tokens")
+# The layouts of nn.Linear (a weight of out x in features) and of its two gradients, as the
+# compiled step calls them (bench/probes/gpt2_products.cpp times coil's the same way).
 for (m, k, n), count in linears:
-    x, w, dy = torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)
-    for name, f in [("forward  x w", lambda: x @ w), ("grad x   dy w^T", lambda: dy @ w.t()),
-                    ("grad w   x^T dy", lambda: x.t() @ dy)]:
+    x, w, b, dy = torch.randn(m, k), torch.randn(n, k), torch.randn(n), torch.randn(m, n)
+    forward = (lambda: torch.addmm(b, x, w.t())) if n != vocab else (lambda: x @ w.t())
+    for name, f in [("forward  x W^T", forward), ("grad x   dy W", lambda: dy @ w),
+                    ("grad W   dy^T x", lambda: dy.t() @ x)]:
         s = timed(f)
         total += s * count
         print(f"{m:6d} x {k:5d} x {n:6d} {name:16s} {s * 1e3:8.2f} ms  "

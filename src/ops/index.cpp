@@ -1,6 +1,8 @@
 // Indexing ops: gather, index_select, scatter_add. Index values are data, so their bounds are
 // checked by the kernels (meta functions see only shapes). As in torch, gather and scatter treat
 // a 0-dim tensor like a 1-D tensor of one element.
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <type_traits>
 
@@ -93,33 +95,61 @@ T accumulate(T a, T b) {
 }
 
 // out[... index[p] ...] += src[p] along `dim`. Positions that differ outside `dim` never write
-// the same element, so they run in parallel; each line along `dim` runs in order.
+// the same element, so they run in parallel, in blocks of kScatterBlock neighbours along the
+// innermost dim; a block walks `dim` in order (each element sums in index order, every run
+// alike), its positions innermost, so that an embedding's gradient (a few hundred features,
+// thousands of tokens) adds whole cache lines and keeps every core busy.
+constexpr int64_t kScatterBlock = 16;
+
 template <typename T, typename I>
 void scatter_add_kernel(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
                         BadIndex& bad) {
-  int64_t len = index.sizes()[dim], n = out.sizes()[dim];
-  int64_t is = index.strides()[dim], ss = src.strides()[dim], os = out.strides()[dim];
+  const int64_t len = index.sizes()[dim], n = out.sizes()[dim];
+  const int64_t is = index.strides()[dim], ss = src.strides()[dim], os = out.strides()[dim];
+  const Shape sizes = without(index.sizes(), dim);
+  const std::array<Shape, 3> strides = {without(index.strides(), dim), without(src.strides(), dim),
+                                        without(out.strides(), dim)};
+  const auto outer_dims = static_cast<int64_t>(sizes.size()) - 1;  // -1 for a 1-D scatter
+  const int64_t inner = sizes.empty() ? 1 : sizes.back();
+  int64_t rows = 1;
+  for (int64_t d = 0; d < outer_dims; ++d) rows *= sizes[d];
+  if (len == 0 || rows * inner == 0) return;
+  const int64_t blocks = (inner + kScatterBlock - 1) / kScatterBlock;
   const I* pi = static_cast<const I*>(index.data_ptr());
   const T* ps = static_cast<const T*>(src.data_ptr());
   T* po = static_cast<T*>(out.data_ptr());
-  for_each_row<3>(
-      without(index.sizes(), dim),
-      {without(index.strides(), dim), without(src.strides(), dim), without(out.strides(), dim)},
-      [&](std::array<int64_t, 3> off, int64_t count, std::array<int64_t, 3> st) {
-        for (int64_t p = 0; p < count; ++p) {
-          const I* ip = pi + off[0] + p * st[0];
-          const T* sp = ps + off[1] + p * st[1];
-          T* op = po + off[2] + p * st[2];
-          for (int64_t k = 0; k < len; ++k) {
-            auto j = static_cast<int64_t>(ip[k * is]);
-            if (j < 0 || j >= n) {
-              bad.record(j);
-              continue;
-            }
-            op[j * os] = accumulate(op[j * os], sp[k * ss]);
-          }
+  auto block = [&](int64_t b) {
+    const int64_t first = (b % blocks) * kScatterBlock;
+    const int64_t count = std::min(kScatterBlock, inner - first);
+    std::array<int64_t, 3> off{}, step{};
+    int64_t rem = b / blocks;
+    for (int64_t d = outer_dims - 1; d >= 0; --d) {
+      const int64_t i = rem % sizes[d];
+      rem /= sizes[d];
+      for (size_t t = 0; t < 3; ++t) off[t] += i * strides[t][d];
+    }
+    for (size_t t = 0; t < 3 && !sizes.empty(); ++t) {
+      step[t] = strides[t].back();
+      off[t] += first * step[t];
+    }
+    for (int64_t k = 0; k < len; ++k)
+      for (int64_t p = 0; p < count; ++p) {
+        auto j = static_cast<int64_t>(pi[off[0] + p * step[0] + k * is]);
+        if (j < 0 || j >= n) {
+          bad.record(j);
+          continue;
         }
-      });
+        T& o = po[off[2] + p * step[2] + j * os];
+        o = accumulate(o, ps[off[1] + p * step[1] + k * ss]);
+      }
+  };
+  const int64_t tasks = rows * blocks;
+  if (tasks > 1 && rows * inner * len >= kParallelGrain) {
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < tasks; ++b) block(b);
+  } else {
+    for (int64_t b = 0; b < tasks; ++b) block(b);
+  }
 }
 
 }  // namespace

@@ -215,6 +215,22 @@ TEST(ScatterAdd, ZeroDimEmptyAndLarge) {
                0, 0);
 }
 
+// An embedding's gradient: many tokens scattered into few rows along dim 0, the index one
+// column broadcast over the features (stride 0), the features split into blocks across threads
+// (a partial last block too); exact in float64 integers. An index out of range inside that
+// parallel loop is still a clear error.
+TEST(ScatterAdd, ManyTokensIntoRowsOfFeatures) {
+  const int64_t vocab = 50, features = 100, tokens = 2000;
+  Tensor table = random({vocab, features}, kFloat64, -8, 8);
+  Tensor index = indices({tokens, 1}, vocab).expand({tokens, features});
+  Tensor grad = random({tokens, features}, kFloat64, -8, 8);
+  expect_close(scatter_add(table, 0, index, grad), scatter_add_ref(table, 0, index, grad),
+               {vocab, features}, 0, 0);
+  Tensor bad = cat({indices({tokens - 1, 1}, vocab), full({1, 1}, vocab, kInt64)}, 0);
+  EXPECT_COIL_ERROR(scatter_add(table, 0, bad.expand({tokens, features}), grad),
+                    "scatter_add: index 50 is out of bounds for dim 0");
+}
+
 TEST(ScatterAdd, Errors) {
   Tensor x = zeros({3, 4});
   Tensor idx = zeros({2, 2}, kInt64);

@@ -7,6 +7,8 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 namespace coil {
@@ -47,6 +49,28 @@ Cache& cache() {
   return c;
 }
 
+// From this many multiply-adds on, a single product takes oneDNN's jit gemm rather than the
+// brgemm kernels it lists first. At GPT-2 small's training shapes on 16 cores brgemm reaches
+// about half the jit gemm's rate where B is read row-major and wide (4096 x 768 x 3072 with
+// B 768 x 3072; the 50257-wide head's gradients 25-40 % slower), and is never ahead by more
+// than the run-to-run spread. The jit gemm makes all its kernels on a process's first call
+// (tens of ms), which a product this large repays; smaller ones keep brgemm, whose kernels
+// are made per shape at a fraction of that (measured: docs/performance.md).
+constexpr int64_t kJitGemmWork = int64_t{1} << 32;
+
+// The primitive descriptor of the implementation whose name starts with `prefix`, if oneDNN
+// lists one for `d`.
+std::optional<dnnl::matmul::primitive_desc> implementation(const dnnl::matmul::desc& d,
+                                                           const dnnl::primitive_attr& attr,
+                                                           const dnnl::engine& engine,
+                                                           const std::string& prefix) {
+  dnnl::matmul::primitive_desc pd(d, attr, engine);
+  do {
+    if (std::string(pd.impl_info_str()).rfind(prefix, 0) == 0) return pd;
+  } while (pd.next_impl());
+  return std::nullopt;
+}
+
 // A batch of `batch` rows x cols matrices. A batch of one still needs a batch stride that
 // oneDNN can match to a plain layout: with stride 1 it reads the matrices as "bca", which its
 // brgemm kernels decline, and the generic jit gemm it falls back to spends a long time
@@ -85,7 +109,11 @@ const Prepared* prepare(const Geometry& g) {
                        dst = desc(g.batch, g.m, g.n, g.c_batch, g.ldc, 1);
     dnnl::matmul::desc d = g.row_bias ? dnnl::matmul::desc(src, weights, row_bias_desc(g.n), dst)
                                       : dnnl::matmul::desc(src, weights, dst);
-    dnnl::matmul::primitive_desc pd(d, attr, cc.engine);
+    std::optional<dnnl::matmul::primitive_desc> jit_gemm;
+    if (g.batch == 1 && g.m * g.n * g.k >= kJitGemmWork)
+      jit_gemm = implementation(d, attr, cc.engine, "gemm:jit");
+    dnnl::matmul::primitive_desc pd =
+        jit_gemm ? *jit_gemm : dnnl::matmul::primitive_desc(d, attr, cc.engine);
     return &cc.primitives.emplace(g.key(), Prepared{pd, dnnl::matmul(pd)}).first->second;
   } catch (const dnnl::error&) {
     return nullptr;  // a geometry oneDNN has no kernel for
