@@ -27,8 +27,9 @@ constexpr int64_t kParallelWork = int64_t{1} << 16;
 constexpr int64_t kOnednnWork = int64_t{1} << 15;
 
 // Which library takes a single float32 product: oneDNN (its brgemm kernels, generated once per
-// shape at small cost) unless COIL_MATMUL_LIBRARY=openblas. oneDNN is the faster of the two at
-// every workload shape (measured: docs/performance.md); the switch is there to compare them. A
+// shape at small cost; its jit gemm for the largest, onednn_matmul.cpp) unless
+// COIL_MATMUL_LIBRARY=openblas. oneDNN is the faster of the two at every workload shape and at
+// GPT-2's (measured: docs/performance.md); the switch is there to compare them. A
 // batch of products always goes to oneDNN, which spreads one batch over every core.
 bool onednn_for_single_products() {
   static const bool onednn = [] {
