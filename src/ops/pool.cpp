@@ -159,25 +159,36 @@ void adaptive_windows(int64_t h, int64_t w, int64_t oh, int64_t ow, F f) {
 // The tap each max-pooling window of the plane `src` takes, as max_pool2d_backward routes its
 // gradient: f(o, at) for output cell o and the plane offset `at` of the window's first maximum
 // (or first NaN), compared in the compute type C. Windows with no tap inside the input are
-// skipped.
+// skipped. The maximum is found without branches (random data defeats branch prediction); a
+// window that holds a NaN is walked again for its first NaN, which is rare.
 template <typename C, typename T, typename F>
 void max_taps(const PoolGeometry& g, const T* src, F f) {
-  max_windows(
-      g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-        int64_t best_at = -1;
-        C best = C(0);
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = j0; j < j1; ++j) {
-            int64_t at = (y0 + i * g.y.dil) * g.p.w + x0 + j * g.x.dil;
-            C v = static_cast<C>(src[at]);
-            if (best_at < 0 || v > best || (is_nan(v) && !is_nan(best))) {
-              best = v;
-              best_at = at;
-            }
-            if (is_nan(best)) break;
+  max_windows(g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0,
+                     int64_t j1) {
+    if (i0 == i1 || j0 == j1) return;
+    auto tap = [&](int64_t i, int64_t j) { return (y0 + i * g.y.dil) * g.p.w + x0 + j * g.x.dil; };
+    int64_t best_at = tap(i0, j0);
+    C best = static_cast<C>(src[best_at]);
+    bool saw_nan = false;
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t at = tap(i, j);
+        const C v = static_cast<C>(src[at]);
+        const bool better = v > best;  // strictly: the first maximum stays
+        best = better ? v : best;
+        best_at = better ? at : best_at;
+        saw_nan |= is_nan(v);
+      }
+    if (saw_nan) {
+      for (int64_t i = i0; i < i1 && !is_nan(static_cast<C>(src[best_at])); ++i)
+        for (int64_t j = j0; j < j1; ++j)
+          if (is_nan(static_cast<C>(src[tap(i, j)]))) {
+            best_at = tap(i, j);
+            break;
           }
-        if (best_at >= 0) f(o, best_at);
-      });
+    }
+    f(o, best_at);
+  });
 }
 
 // Max pooling of a channels-last x ([n, h, w, c] in memory) into a channels-last y: each

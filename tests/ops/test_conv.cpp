@@ -352,6 +352,30 @@ TEST(MaxPool2d, UnbatchedNanAndEmptyBatch) {
   EXPECT_EQ(max_pool2d(zeros({0, 2, 4, 4}), {2}).sizes(), (Shape{0, 2, 2, 2}));
 }
 
+// The gradient of each window goes to its first maximum in row-major order, or to its first NaN:
+// ties (the zeros a ReLU leaves) and NaN anywhere in a window, as PyTorch routes them.
+TEST(MaxPool2d, GradientGoesToTheFirstMaximumOrTheFirstNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // One plane of 4 x 5, windows 3 x 3 at stride 2 with padding 1 (ResNet's): 2 x 3 of them.
+  Tensor x = tensor<double>({0, 0, 0, 1,   1,  //
+                             2, 0, 2, 0,   1,  //
+                             0, 0, 0, nan, 0,  //
+                             0, 0, 5, nan, 0})
+                 .reshape({1, 1, 4, 5})
+                 .requires_grad_();
+  Tensor y = max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+  y.backward(tensor<double>({1, 10, 100, 1000, 10000, 100000}).reshape({1, 1, 2, 3}));
+  // Windows (rows, columns): (-1..1, -1..1) max 2 first at (1, 0); (-1..1, 1..3) 2 at (1, 2);
+  // (-1..1, 3..5) 1 at (0, 3); (1..3, -1..1) 2 at (1, 0); (1..3, 1..3) NaN first at (2, 3);
+  // (1..3, 3..5) NaN first at (2, 3).
+  std::vector<double> want(20, 0.0);
+  want[1 * 5 + 0] = 1 + 1000;
+  want[1 * 5 + 2] = 10;
+  want[0 * 5 + 3] = 100;
+  want[2 * 5 + 3] = 10000 + 100000;
+  ct::expect_close(x.grad(), want, {1, 1, 4, 5}, 0, 0);
+}
+
 TEST(MaxPool2d, Errors) {
   Tensor x = ones({1, 2, 5, 5});
   EXPECT_COIL_ERROR(max_pool2d(x, {3}, {}, {2}), "between 0 and half the kernel size");
