@@ -100,6 +100,10 @@ void for_each_plane(const Tensor& x, Tensor& out, const Planes& p, F plane) {
 
 // The taps [first, last) of a window starting at `start` that fall inside [0, size).
 std::pair<int64_t, int64_t> taps_inside(int64_t start, const Window& w, int64_t size) {
+  if (w.dil == 1) {  // most pools: no division, which per window would cost more than its taps
+    const int64_t first = std::max<int64_t>(-start, 0);
+    return {first, std::max(first, std::min(w.k, size - start))};
+  }
   int64_t first = start < 0 ? (-start + w.dil - 1) / w.dil : 0;
   int64_t last = size > start ? std::min(w.k, (size - start + w.dil - 1) / w.dil) : 0;
   return {first, std::max(first, last)};
@@ -191,14 +195,79 @@ void max_taps(const PoolGeometry& g, const T* src, F f) {
   });
 }
 
+// Below every value: padding never wins a maximum.
+template <typename C>
+C lowest_value() {
+  if constexpr (std::numeric_limits<C>::has_infinity) return -std::numeric_limits<C>::infinity();
+  return std::numeric_limits<C>::lowest();
+}
+
+// The larger of m and v, or v where it is NaN (a NaN met once stays): NaN propagates, as in
+// PyTorch. Without branches in a vectorised loop (random data defeats branch prediction); in a
+// scalar loop the compiler branches on the NaN test, so there the maximum takes `best < v ? v :
+// best` and NaN is tracked aside, for nan_if at the end.
+template <typename C>
+C max_or_nan(C m, C v) {
+  return m < v || is_nan(v) ? v : m;
+}
+template <typename C>
+C nan_if(bool saw_nan, C best) {
+  if constexpr (std::numeric_limits<C>::has_quiet_NaN)
+    if (saw_nan) return std::numeric_limits<C>::quiet_NaN();
+  return best;
+}
+
+// Max pooling of one contiguous NCHW plane into its h_out x w_out output. Undilated windows take
+// two passes per output row: the maximum down the window's rows for every input column
+// (contiguous, vectorised), then across each window's columns of it. Dilated windows are walked
+// tap by tap.
+template <typename T>
+void max_pool_plane(const PoolGeometry& g, const T* src, T* dst) {
+  using C = acc_type<T>;
+  if (g.y.dil == 1 && g.x.dil == 1) {
+    std::vector<C> column(static_cast<size_t>(g.p.w));
+    for (int64_t oy = 0; oy < g.y.out; ++oy) {
+      const int64_t y0 = oy * g.y.stride - g.y.pad;
+      auto [i0, i1] = taps_inside(y0, g.y, g.p.h);
+      std::fill(column.begin(), column.end(), lowest_value<C>());
+      for (int64_t i = i0; i < i1; ++i) {
+        const T* row = src + (y0 + i) * g.p.w;
+        for (int64_t x = 0; x < g.p.w; ++x)
+          column[x] = max_or_nan<C>(column[x], static_cast<C>(row[x]));
+      }
+      for (int64_t ox = 0; ox < g.x.out; ++ox) {
+        const int64_t x0 = ox * g.x.stride - g.x.pad;
+        auto [j0, j1] = taps_inside(x0, g.x, g.p.w);
+        C best = lowest_value<C>();
+        bool saw_nan = false;
+        for (int64_t j = j0; j < j1; ++j) {
+          const C v = column[x0 + j];
+          best = best < v ? v : best;
+          saw_nan |= is_nan(v);
+        }
+        dst[oy * g.x.out + ox] = convert<T>(nan_if(saw_nan, best));
+      }
+    }
+    return;
+  }
+  max_windows(
+      g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        C best = lowest_value<C>();
+        for (int64_t i = i0; i < i1; ++i) {
+          const T* row = src + (y0 + i * g.y.dil) * g.p.w + x0;
+          for (int64_t j = j0; j < j1; ++j)
+            best = max_or_nan(best, static_cast<C>(row[j * g.x.dil]));
+        }
+        dst[o] = convert<T>(best);
+      });
+}
+
 // Max pooling of a channels-last x ([n, h, w, c] in memory) into a channels-last y: each
 // output pixel's window read as rows of c channels, the channels side by side (no copies into
 // and out of NCHW order). As the NCHW kernel: padding never wins, NaN propagates.
 template <typename T>
 void max_pool_nhwc(const PoolGeometry& g, const T* x, T* y, int64_t n, int64_t c) {
   using C = acc_type<T>;
-  C lowest = std::numeric_limits<C>::lowest();
-  if constexpr (std::numeric_limits<C>::has_infinity) lowest = -std::numeric_limits<C>::infinity();
   const int64_t cells = g.y.out * g.x.out;
   const bool parallel = n * cells > 1 && n * cells * c >= kParallelGrain;
 #pragma omp parallel for schedule(static) if (parallel)
@@ -211,13 +280,13 @@ void max_pool_nhwc(const PoolGeometry& g, const T* x, T* y, int64_t n, int64_t c
     for (int64_t c0 = 0; c0 < c; c0 += kChunk) {
       const int64_t width = std::min(kChunk, c - c0);
       C best[kChunk];
-      std::fill(best, best + width, lowest);
+      std::fill(best, best + width, lowest_value<C>());
       for (int64_t i = i0; i < i1; ++i)
         for (int64_t j = j0; j < j1; ++j) {
           const T* px = x + ((b * g.p.h + y0 + i * g.y.dil) * g.p.w + x0 + j * g.x.dil) * c + c0;
           for (int64_t k = 0; k < width; ++k) {
             const C v = static_cast<C>(px[k]);
-            best[k] = best[k] < v || is_nan(v) ? v : best[k];
+            best[k] = max_or_nan(best[k], v);
           }
         }
       T* out = y + bo * c + c0;
@@ -259,29 +328,7 @@ std::vector<Tensor> eager_max_pool2d(const Args& a, const std::vector<TensorMeta
       pool_geometry(x, "max_pool2d", a.ints(1), a.ints(2), a.ints(3), a.ints(4), a.b(5));
   Tensor r = result.is_contiguous() ? result : empty_contiguous(result.sizes(), result.dtype());
   dispatch_dtype(x.dtype(), [&]<typename T>() {
-    using C = acc_type<T>;
-    for_each_plane<T>(x, r, g.p, [&](const T* src, T* dst) {
-      max_windows(g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0,
-                         int64_t j1) {
-        // Padding never wins: start below every value. NaN propagates, as in PyTorch.
-        C best = std::numeric_limits<C>::lowest();
-        if constexpr (std::numeric_limits<C>::has_infinity)
-          best = -std::numeric_limits<C>::infinity();
-        bool saw_nan = false;
-        for (int64_t i = i0; i < i1; ++i) {
-          const T* row = src + (y0 + i * g.y.dil) * g.p.w + x0;
-          // Branch-free max (random data defeats branch prediction); NaN tracked aside.
-          for (int64_t j = j0; j < j1; ++j) {
-            C v = static_cast<C>(row[j * g.x.dil]);
-            best = best < v ? v : best;
-            saw_nan |= is_nan(v);
-          }
-        }
-        if constexpr (std::numeric_limits<C>::has_quiet_NaN)
-          if (saw_nan) best = std::numeric_limits<C>::quiet_NaN();
-        dst[o] = convert<T>(best);
-      });
-    });
+    for_each_plane<T>(x, r, g.p, [&](const T* src, T* dst) { max_pool_plane(g, src, dst); });
   });
   if (!r.is_same(result)) copy_into(result, r);
   return one(result);
