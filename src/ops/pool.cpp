@@ -253,12 +253,16 @@ void max_pool_plane(const PoolGeometry& g, const T* src, T* dst) {
   max_windows(
       g, [&](int64_t o, int64_t y0, int64_t x0, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
         C best = lowest_value<C>();
+        bool saw_nan = false;
         for (int64_t i = i0; i < i1; ++i) {
           const T* row = src + (y0 + i * g.y.dil) * g.p.w + x0;
-          for (int64_t j = j0; j < j1; ++j)
-            best = max_or_nan(best, static_cast<C>(row[j * g.x.dil]));
+          for (int64_t j = j0; j < j1; ++j) {
+            const C v = static_cast<C>(row[j * g.x.dil]);
+            best = best < v ? v : best;
+            saw_nan |= is_nan(v);
+          }
         }
-        dst[o] = convert<T>(best);
+        dst[o] = convert<T>(nan_if(saw_nan, best));
       });
 }
 
