@@ -320,7 +320,7 @@ const std::map<Op, const char*>& vector_forms() {
       {Op::Sin, "$sincos.x"},
       {Op::Cos, "$sincos.y"},
       {Op::Tan, "COIL_SLEEF(tan, _u10)($a)"},
-      {Op::Tanh, "COIL_SLEEF(tanh, _u10)($a)"},
+      {Op::Tanh, "vtanh($a)"},
       {Op::Sigmoid, "(1.0f / (1.0f + vexp(-$a)))"},
       {Op::Relu, "vselect($a < 0, vsplat(0.0f), $a)"},
       {Op::Erf, "verf($a)"},
