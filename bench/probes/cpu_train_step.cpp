@@ -31,7 +31,6 @@ int main(int argc, char** argv) {
   const std::string model_name = argc > 1 ? argv[1] : "gpt2";
   const int steps = static_cast<int>(std::max<int64_t>(env_or("STEPS", 10), 5));
   manual_seed(0);
-  std::shared_ptr<nn::Module> model;
   std::unique_ptr<optim::Optimizer> opt;
   std::function<Tensor()> loss_of;
   if (model_name == "gpt2") {
@@ -46,7 +45,6 @@ int main(int argc, char** argv) {
       return cross_entropy(logits.reshape({-1, logits.size(-1)}), b.reshape({-1}));
     });
     loss_of = [f, ids, labels]() mutable { return f(ids, labels); };
-    model = gpt2;
   } else if (model_name == "resnet50") {
     auto resnet = nn::resnet50();
     Tensor x = randn({env_or("B", 8), 3, 224, 224});
@@ -61,7 +59,6 @@ int main(int argc, char** argv) {
       return cross_entropy(resnet->forward(a), b);
     });
     loss_of = [f, x, y]() mutable { return f(x, y); };
-    model = resnet;
   } else {
     std::fprintf(stderr, "usage: cpu_train_step gpt2|resnet50\n");
     return 2;

@@ -13,28 +13,27 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 namespace {
 
-// The library's functions this probe calls, found with dlsym once the library is open.
-#define COIL_FN(name) decltype(&name) name##_ = nullptr
-#define COIL_FIND(lib, name) name##_ = reinterpret_cast<decltype(&name)>(dlsym(lib, #name))
-COIL_FN(cublasLtCreate);
-COIL_FN(cublasLtMatmulDescCreate);
-COIL_FN(cublasLtMatrixLayoutCreate);
-COIL_FN(cublasLtMatmulPreferenceCreate);
-COIL_FN(cublasLtMatmulPreferenceSetAttribute);
-COIL_FN(cublasLtMatmulAlgoGetHeuristic);
-COIL_FN(cublasLtMatmul);
-COIL_FN(cudnnCreate);
-COIL_FN(cudnnCreateTensorDescriptor);
-COIL_FN(cudnnCreateFilterDescriptor);
-COIL_FN(cudnnCreateConvolutionDescriptor);
-COIL_FN(cudnnSetTensor4dDescriptor);
-COIL_FN(cudnnSetFilter4dDescriptor);
-COIL_FN(cudnnSetConvolution2dDescriptor);
-COIL_FN(cudnnGetConvolutionForwardAlgorithm_v7);
-COIL_FN(cudnnConvolutionForward);
+// The libraries' functions this probe calls, each named once: declared as pointers here and
+// found with dlsym once its library is open.
+// clang-format off
+#define CUBLASLT_FUNCTIONS(X)                                                         \
+  X(cublasLtCreate) X(cublasLtMatmulDescCreate) X(cublasLtMatrixLayoutCreate)         \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceSetAttribute)           \
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define CUDNN_FUNCTIONS(X)                                                            \
+  X(cudnnCreate) X(cudnnCreateTensorDescriptor) X(cudnnCreateFilterDescriptor)        \
+  X(cudnnCreateConvolutionDescriptor) X(cudnnSetTensor4dDescriptor)                   \
+  X(cudnnSetFilter4dDescriptor) X(cudnnSetConvolution2dDescriptor)                    \
+  X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnConvolutionForward)
+// clang-format on
+#define COIL_DECLARE(name) decltype(&name) name##_ = nullptr;
+CUBLASLT_FUNCTIONS(COIL_DECLARE)
+CUDNN_FUNCTIONS(COIL_DECLARE)
+#define COIL_FIND(name) name##_ = reinterpret_cast<decltype(&name)>(dlsym(lib, #name));
 
 double ms_since(std::chrono::steady_clock::time_point& t) {
   const auto now = std::chrono::steady_clock::now();
@@ -81,6 +80,16 @@ void convolution(cudnnHandle_t h, const float* x, const float* w, float* y, void
   cudaDeviceSynchronize();
 }
 
+// The library as coil opens it (from the toolkit's folder, else the loader's search path), the
+// time that took printed under `label`; nullptr, said so, where it is missing.
+void* open_library(const char* name, const char* label, std::chrono::steady_clock::time_point& t) {
+  void* lib = dlopen((std::string("/usr/local/cuda/lib64/") + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  std::printf("%-34s%8.1f ms\n", (std::string(label) + ": dlopen").c_str(), ms_since(t));
+  if (!lib) std::printf("%s: not found\n", label);
+  return lib;
+}
+
 }  // namespace
 
 int main() {
@@ -105,16 +114,9 @@ int main() {
   cudaMemset(w, 0, sizeof(float) * 64 * 64 * 9);
   cudaDeviceSynchronize();
   std::printf("buffers                           %8.1f ms\n", ms_since(t));
-  void* lt_lib = dlopen("/usr/local/cuda/lib64/libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
-  std::printf("cuBLASLt: dlopen                  %8.1f ms\n", ms_since(t));
-  if (!lt_lib) return 1;
-  COIL_FIND(lt_lib, cublasLtCreate);
-  COIL_FIND(lt_lib, cublasLtMatmulDescCreate);
-  COIL_FIND(lt_lib, cublasLtMatrixLayoutCreate);
-  COIL_FIND(lt_lib, cublasLtMatmulPreferenceCreate);
-  COIL_FIND(lt_lib, cublasLtMatmulPreferenceSetAttribute);
-  COIL_FIND(lt_lib, cublasLtMatmulAlgoGetHeuristic);
-  COIL_FIND(lt_lib, cublasLtMatmul);
+  void* lib = open_library("libcublasLt.so.13", "cuBLASLt", t);
+  if (!lib) return 1;
+  CUBLASLT_FUNCTIONS(COIL_FIND)
   cublasLtHandle_t lt;
   cublasLtCreate_(&lt);
   std::printf("cuBLASLt: handle                  %8.1f ms\n", ms_since(t));
@@ -122,22 +124,9 @@ int main() {
   std::printf("cuBLASLt: first 2048^3 product    %8.1f ms\n", ms_since(t));
   product(lt, a, c, ws, ws_bytes, n);
   std::printf("cuBLASLt: second                  %8.1f ms\n", ms_since(t));
-  void* dnn_lib = dlopen("/usr/local/cuda/lib64/libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-  if (!dnn_lib) dnn_lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);  // as coil falls back
-  std::printf("cuDNN: dlopen                     %8.1f ms\n", ms_since(t));
-  if (!dnn_lib) {
-    std::printf("cuDNN: not found\n");
-    return 1;
-  }
-  COIL_FIND(dnn_lib, cudnnCreate);
-  COIL_FIND(dnn_lib, cudnnCreateTensorDescriptor);
-  COIL_FIND(dnn_lib, cudnnCreateFilterDescriptor);
-  COIL_FIND(dnn_lib, cudnnCreateConvolutionDescriptor);
-  COIL_FIND(dnn_lib, cudnnSetTensor4dDescriptor);
-  COIL_FIND(dnn_lib, cudnnSetFilter4dDescriptor);
-  COIL_FIND(dnn_lib, cudnnSetConvolution2dDescriptor);
-  COIL_FIND(dnn_lib, cudnnGetConvolutionForwardAlgorithm_v7);
-  COIL_FIND(dnn_lib, cudnnConvolutionForward);
+  lib = open_library("libcudnn.so.9", "cuDNN", t);
+  if (!lib) return 1;
+  CUDNN_FUNCTIONS(COIL_FIND)
   cudnnHandle_t dnn;
   cudnnCreate_(&dnn);
   std::printf("cuDNN: handle                     %8.1f ms\n", ms_since(t));

@@ -183,15 +183,13 @@ void max_taps(const PoolGeometry& g, const T* src, F f) {
         best_at = better ? at : best_at;
         saw_nan |= is_nan(v);
       }
-    if (saw_nan) {
-      for (int64_t i = i0; i < i1 && !is_nan(static_cast<C>(src[best_at])); ++i)
+    auto first_nan = [&] {
+      for (int64_t i = i0; i < i1; ++i)
         for (int64_t j = j0; j < j1; ++j)
-          if (is_nan(static_cast<C>(src[tap(i, j)]))) {
-            best_at = tap(i, j);
-            break;
-          }
-    }
-    f(o, best_at);
+          if (is_nan(static_cast<C>(src[tap(i, j)]))) return tap(i, j);
+      return best_at;
+    };
+    f(o, saw_nan ? first_nan() : best_at);
   });
 }
 
