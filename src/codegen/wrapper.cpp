@@ -5,6 +5,7 @@
 
 #include <coil/error.h>
 
+#include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/profiler.h"
 #include "runtime/tensor_impl.h"
@@ -48,10 +49,13 @@ void Wrapper::bind_kernels() const {
 
 namespace {
 
+int64_t value_at(sym::Expr e, const int64_t* sizes) {
+  return e->is_const() ? e->value() : evaluate_sizes(e, sizes);
+}
+
 Shape values(const SymShape& s, const int64_t* sizes) {
   Shape out(s.size());
-  for (size_t k = 0; k < s.size(); ++k)
-    out[k] = s[k]->is_const() ? s[k]->value() : evaluate_sizes(s[k], sizes);
+  for (size_t k = 0; k < s.size(); ++k) out[k] = value_at(s[k], sizes);
   return out;
 }
 
@@ -78,19 +82,47 @@ Tensor Wrapper::view_of(const Tensor& base, const ir::Layout& view, const int64_
   return alias_with(base, v.sizes, v.strides, m.offset + v.offset);
 }
 
+namespace {
+
+// Whether `t` has the layout's sizes at this call and, along every dim longer than one, its
+// strides (without building either: this runs for every input of every call).
+bool laid_out_as(const Tensor& t, const ir::Layout& layout, const int64_t* sizes) {
+  const Shape &ts = t.sizes(), &tt = t.strides();
+  if (ts.size() != layout.sizes.size()) return false;
+  for (size_t k = 0; k < ts.size(); ++k) {
+    if (ts[k] != value_at(layout.sizes[k], sizes)) return false;
+    if (ts[k] > 1 && tt[k] != value_at(layout.strides[k], sizes)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Tensor Wrapper::as_planned(const Tensor& t, const ir::Layout& layout, const int64_t* sizes) {
+  if (t.numel() == 0 || laid_out_as(t, layout, sizes)) return t;
+  TensorMeta m = meta_at(layout, sizes, t.device());
+  m.dtype = t.dtype();
+  Tensor planned = empty_from_meta(m);
+  copy_into(planned, t);
+  return planned;
+}
+
 std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor* into) const {
   const std::vector<WrapperPlan::Slot>& buffers = plan_.slots;
-  std::vector<Tensor> slots(buffers.size());
-  for (size_t s = 0; s < buffers.size(); ++s) {
-    const WrapperPlan::Slot& b = buffers[s];
-    if (b.kind == ir::BufferKind::Input) slots[s] = inputs.at(b.input_index);
-    if (b.kind == ir::BufferKind::Constant) slots[s] = b.value;
-  }
   // A dynamic graph's sizes at this call, read from its inputs.
   std::vector<int64_t> size_values(static_cast<size_t>(plan_.num_sizes), 0);
   for (const WrapperPlan::SizeSource& s : plan_.sizes)
     size_values[static_cast<size_t>(s.symbol)] = s.value(inputs);
   const int64_t* sizes = size_values.empty() ? nullptr : size_values.data();
+  // The kernels index each input as its layout says (guards hold a user's inputs to it; a
+  // backward's saved tensors are as the forward returned them).
+  std::vector<Tensor> slots(buffers.size());
+  for (size_t s = 0; s < buffers.size(); ++s) {
+    const WrapperPlan::Slot& b = buffers[s];
+    if (b.kind == ir::BufferKind::Input)
+      slots[s] = as_planned(inputs.at(b.input_index), b.layout, sizes);
+    if (b.kind == ir::BufferKind::Constant) slots[s] = b.value;
+  }
   std::vector<void*> ptrs;
   // Inputs per storage, and whether a CUDA graph records: when a result goes into an input.
   std::unordered_map<const void*, int> input_storages;

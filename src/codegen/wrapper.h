@@ -38,6 +38,8 @@ class Wrapper {
   std::string text() const { return render_wrapper(plan_); }
 
  private:
+  // `t`, an input, in the layout its buffer has in the plan: itself, or a copy laid out so.
+  static Tensor as_planned(const Tensor& t, const ir::Layout& layout, const int64_t* sizes);
   static Tensor view_of(const Tensor& base, const ir::Layout& view, const int64_t* sizes);
   void bind_kernels() const;
 

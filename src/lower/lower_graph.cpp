@@ -249,6 +249,61 @@ void mark_written_back(const Graph& g, ir::Program& p) {
   }
 }
 
+// The node `n` is a view of (a view op's input, or the multi-output view a GetItem takes a part
+// of), or nullptr.
+const Node* viewed(const Node* n) {
+  if (n->kind() == NodeKind::GetItem) return n->source();
+  if (n->kind() != NodeKind::Call || op_info(n->op()).kind != OpKind::View) return nullptr;
+  auto* x = std::get_if<Node*>(&n->args()[0]);
+  return x ? *x : nullptr;
+}
+
+// The results that are views of a value not yet in memory, by that value, each with the views
+// between them (the result first), when eager's layout of the result is not the contiguous one
+// it would be written in alone.
+using ViewChains = std::map<const Node*, std::vector<std::vector<const Node*>>>;
+ViewChains strided_views(Context& cx, const std::vector<Node*>& results) {
+  ViewChains chains;
+  for (const Node* r : results) {
+    if (r->meta().size() != 1 || cx.box(r).storage) continue;
+    const SymLayout l = r->sym_layout();
+    if (l.strides == sym_contiguous_strides(l.sizes)) continue;
+    std::vector<const Node*> chain;
+    const Node* base = r;
+    for (const Node* below = viewed(r); below; below = viewed(below)) {
+      chain.push_back(base);
+      base = below;
+    }
+    if (!chain.empty() && base->meta().size() == 1 && !cx.box(base).storage)
+      chains[base].push_back(std::move(chain));
+  }
+  return chains;
+}
+
+// Results that are views of one value (q, k and v split from one projection and saved for the
+// backward, whose graph reads them at the projection's strides) keep eager's layout: where
+// together they cover the value, it is written whole and each is lowered again as its view.
+// (A view covering a small part of a large value is written alone, contiguous; a graph that
+// reads it expecting eager's strides gets a copy from the wrapper.)
+void write_viewed_values(Context& cx, const std::vector<Node*>& results,
+                         const LibraryCalls& library_calls) {
+  auto count = [&](const Node* n) { return cx.program().hint(sym_numel(n->sym_layout().sizes)); };
+  for (const auto& [base, chains] : strided_views(cx, results)) {
+    int64_t covered = 0;
+    for (const std::vector<const Node*>& chain : chains) covered += count(chain.front());
+    if (covered < count(base)) continue;
+    storage_of(cx, base);
+    for (const std::vector<const Node*>& chain : chains)
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        const Node* n = *it;
+        if (n->kind() == NodeKind::GetItem)
+          cx.set(n, {cx.boxes(n->source()).at(n->index())});
+        else
+          cx.set(n, lower_call(cx, *n, library_calls, false));
+      }
+  }
+}
+
 }  // namespace
 
 ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
@@ -285,6 +340,7 @@ ir::Program lower_graph(const Graph& g, const LibraryCalls& library_calls) {
         cx.set(n, {cx.boxes(n->source()).at(n->index())});
         break;
       case NodeKind::Output:
+        write_viewed_values(cx, n->results(), library_calls);
         for (Node* r : n->results()) cx.program().outputs.push_back(storage_of(cx, r));
         mark_written_back(g, cx.program());
         break;
