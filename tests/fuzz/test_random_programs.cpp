@@ -26,9 +26,10 @@ class ProgramGenerator {
  public:
   // `index_bounds`: for each int64 placeholder the generator adds, the bound its values must
   // stay below (the size of the dim it indexes).
+  // With `model_sizes`, the inputs are the size of a model's activations (2M to 16M elements).
   ProgramGenerator(Graph& g, std::mt19937_64& rng, const std::string& prefix,
-                   std::map<std::string, int64_t>& index_bounds)
-      : g_(g), rng_(rng), prefix_(prefix), index_bounds_(index_bounds) {}
+                   std::map<std::string, int64_t>& index_bounds, bool model_sizes = false)
+      : g_(g), rng_(rng), prefix_(prefix), index_bounds_(index_bounds), model_sizes_(model_sizes) {}
 
   // Adds one program's placeholders and ops to the graph; returns its results.
   std::vector<Node*> generate() {
@@ -51,10 +52,22 @@ class ProgramGenerator {
   Node* any() { return pool_[static_cast<size_t>(pick(0, static_cast<int>(pool_.size()) - 1))]; }
 
   Shape random_shape() {
+    if (model_sizes_) return model_shape();
     static const int64_t dims[] = {1, 2, 3, 5, 7, 8, 16, 17, 33, 64};
     Shape s;
     for (int r = pick(1, 4); r > 0; --r) s.push_back(dims[pick(0, 9)]);
     return s;
+  }
+  // Two or three dims of the sizes models have (and some one off a multiple of a tile), 2M to
+  // 16M elements in all.
+  Shape model_shape() {
+    static const int64_t dims[] = {3, 8, 12, 63, 64, 65, 511, 512, 768, 1024, 2049, 2304, 3072};
+    for (;;) {
+      Shape s;
+      for (int r = pick(2, 3); r > 0; --r) s.push_back(dims[pick(0, 12)]);
+      const int64_t n = numel_of(s);
+      if (n >= (int64_t{1} << 21) && n <= (int64_t{1} << 24)) return s;
+    }
   }
   // The same shape with some dims set to 1 or dropped from the front: it broadcasts to `s`.
   Shape broadcastable(const Shape& s) {
@@ -221,6 +234,7 @@ class ProgramGenerator {
   std::vector<Node*> pool_;
   int n_inputs_ = 0;
   std::map<std::string, int64_t>& index_bounds_;
+  bool model_sizes_;
 };
 
 // Tolerance scaled to the result: sums and matmuls accumulate in another order than eager.
@@ -239,14 +253,16 @@ struct ProgramGroup {
   std::vector<int> program_of;
   int indexing_ops = 0;
 };
-// `dynamic`: the inputs' sizes are symbols (the graph has a ShapeEnv).
-ProgramGroup program_group(std::mt19937_64& rng, int start, bool dynamic = false) {
+// `dynamic`: the inputs' sizes are symbols (the graph has a ShapeEnv); `model_sizes`: the
+// programs' inputs are of a model's sizes.
+ProgramGroup program_group(std::mt19937_64& rng, int start, bool dynamic = false,
+                           int programs = kProgramsPerGraph, bool model_sizes = false) {
   ProgramGroup out;
   Graph g;
   if (dynamic) g.set_shape_env(std::make_shared<ShapeEnv>());
   std::vector<Node*> results;
-  for (int p = start; p < start + kProgramsPerGraph; ++p) {
-    ProgramGenerator gen(g, rng, "p" + std::to_string(p) + "_", out.index_bounds);
+  for (int p = start; p < start + programs; ++p) {
+    ProgramGenerator gen(g, rng, "p" + std::to_string(p) + "_", out.index_bounds, model_sizes);
     for (Node* r : gen.generate()) {
       results.push_back(r);
       out.program_of.push_back(p);
@@ -429,4 +445,57 @@ TEST(Fuzz, DynamicProgramsMatchEagerOnCuda) {
       }
     }
   }
+}
+
+// Programs whose tensors are tens of MB, trained on the GPU: compiled forward and backward
+// (captured from the interpreter's calls, as a user's function is) against eager on the GPU,
+// the loss the sum of each floating result's tanh. At these sizes the kernels take their
+// split, tiled and vectorised paths, which the small programs above rarely reach;
+// scripts/test_gpu.sh runs this under memcheck.
+TEST(Fuzz, ModelSizeProgramsTrainOnCuda) {
+  COIL_REQUIRE_GPU();
+  std::mt19937_64 rng(20261201);
+  constexpr int kGroups = 3, kPerGroup = 3;
+  int trained = 0;
+  for (int start = 0; start < kGroups * kPerGroup; start += kPerGroup) {
+    ProgramGroup group = program_group(rng, start, false, kPerGroup, /*model_sizes=*/true);
+    auto gpu_graph = std::make_shared<const Graph>(on_gpu(*group.graph));
+    auto loss_of = [&](const std::vector<Tensor>& in) {
+      Tensor loss = zeros({}).cuda();
+      for (const Tensor& r : interpret(*gpu_graph, in))
+        if (is_floating(r.dtype())) loss = loss + r.tanh().sum();
+      return loss;
+    };
+    auto leaves = [&] {
+      std::vector<Tensor> in = on_gpu(program_inputs(group));
+      for (Tensor& t : in)
+        if (is_floating(t.dtype())) t.requires_grad_();
+      return in;
+    };
+    manual_seed(start);
+    std::vector<Tensor> eager = leaves();
+    Tensor want = loss_of(eager);
+    manual_seed(start);
+    std::vector<Tensor> compiled = leaves();
+    Tensor got = compile(loss_of)(compiled);
+    SCOPED_TRACE("group " + std::to_string(start));
+    expect_matches(got.cpu(), want.cpu());
+    ASSERT_EQ(got.requires_grad(), want.requires_grad());
+    if (!want.requires_grad()) continue;  // no floating result reads a floating input
+    ++trained;
+    want.backward();
+    got.backward();
+    for (size_t i = 0; i < eager.size(); ++i) {
+      if (!eager[i].requires_grad()) continue;
+      SCOPED_TRACE("the gradient of " + gpu_graph->placeholders()[i]->name());
+      ASSERT_EQ(compiled[i].grad().defined(), eager[i].grad().defined());
+      if (eager[i].grad().defined())
+        expect_matches(compiled[i].grad().cpu(), eager[i].grad().cpu());
+    }
+    if (::testing::Test::HasFailure()) {
+      std::cout << print_graph(*group.graph);
+      return;
+    }
+  }
+  EXPECT_GE(trained, 2);
 }

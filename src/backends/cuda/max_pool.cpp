@@ -172,6 +172,11 @@ void max_pool2d_backward(const Tensor& gy_in, const Tensor& x_in, const Tensor& 
   if (dx.numel() == 0) return;
   const Tensor x = as_contiguous(x_in), gy = as_contiguous(gy_in);
   const Geometry g = geometry_of(x, gy.size(-2), gy.size(-1), w);
+  // The taps are 32-bit offsets within a plane, and the gradient's kernel walks a plane's
+  // cells and windows in 32-bit integers.
+  COIL_CHECK(g.h * g.w < (int64_t{1} << 31) && g.oh * g.ow < (int64_t{1} << 31),
+             "max_pool2d's backward on the GPU: planes of ", g.h, " x ", g.w,
+             " have 2^31 cells or more; pool smaller planes");
   const Tensor taps = empty_contiguous(gy.sizes(), kInt32, x.device());
   launch_taps(x, nullptr, nullptr, taps.impl()->data(), g);
   const int device = x.device().index;
