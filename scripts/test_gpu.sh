@@ -4,7 +4,9 @@
 # bench/device_setup.sh). Builds coil with its tests, then runs the CUDA tests (every registry
 # op eager and compiled on the GPU against the CPU, the random-program fuzzer, compiled training)
 # and, unless COIL_GPU_QUICK=1, the whole suite and (unless COIL_GPU_SANITIZER=0) the CUDA tests
-# once more under compute-sanitizer. COIL_GPU_FILTER picks the tests of a quick run;
+# once more under compute-sanitizer (the tests at model sizes and tile edges among them:
+# tests/cuda/test_cuda_model_sizes.cpp, test_cuda_kernel_sizes.cpp, the fuzzer's model-size
+# mode). COIL_GPU_FILTER picks the tests of a quick run;
 # COIL_GPU_STEPS (default "cuda suite sanitizer") names the steps to run, so that a run too long
 # for one call can be split over two on a warm machine. Logs go to $OUT when it is set; it fails
 # when any step did.
