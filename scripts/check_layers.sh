@@ -2,7 +2,8 @@
 # Checks the include rules of docs/architecture.md's layer table: every `#include "folder/..."`
 # in src/ must name the file's own folder or one its row allows. A backend's folder
 # (src/backends/NAME/) may include the interface in src/backends/ but no other backend's folder.
-# Prints each broken rule as `file: #include "..." (why)` and exits 1.
+# Then that no folder above the backends tests the device. Prints each broken rule as
+# `file: #include "..." (why)` or `file:line: code (why)` and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,3 +48,12 @@ awk '
     print "check_layers: every include in src/ follows docs/architecture.md"
   }
 ' docs/architecture.md $(find src -name '*.h' -o -name '*.cpp' -o -name '*.def' | sort)
+
+# Above the backends no code tests which device it compiles for: what differs by device is asked
+# of heuristics::for_device (src/heuristics/heuristics.h), which each backend answers.
+above_backends="src/aot src/codegen src/decomp src/heuristics src/ir src/lower src/passes src/schedule"
+if found=$(grep -rnE '\.is_cuda\(\)|\.is_cpu\(\)|DeviceType::(CPU|CUDA)|cuda::k[A-Z]' $above_backends); then
+  echo "$found" | sed 's/$/ (a device test above src\/backends\/: ask heuristics::for_device)/'
+  exit 1
+fi
+echo "check_layers: no device test above src/backends/"

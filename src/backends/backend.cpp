@@ -3,6 +3,7 @@
 #include <coil/error.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_heuristics.h"
 
 namespace coil::backends {
 
@@ -16,3 +17,15 @@ const DeviceBackend& backend_for(Device device) {
 }
 
 }  // namespace coil::backends
+
+namespace coil::heuristics {
+
+const DeviceHeuristics& for_device(Device device) {
+  if (device.is_cpu()) return cpu::heuristics();
+  const DeviceHeuristics* gpu = backends::cuda_heuristics();
+  COIL_CHECK(gpu, "coil::compile: a graph on ", device.str(),
+             ": coil was built without CUDA (no CUDA toolkit was found when it was configured)");
+  return *gpu;
+}
+
+}  // namespace coil::heuristics

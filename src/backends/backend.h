@@ -18,6 +18,7 @@
 #include "codegen/kernel_source.h"
 #include "codegen/wrapper_plan.h"
 #include "graph/graph.h"
+#include "heuristics/heuristics.h"
 #include "ir/program.h"
 #include "jit/code_cache.h"
 #include "schedule/kernel.h"
@@ -84,5 +85,7 @@ const DeviceBackend& backend_for(Device device);
 // The CUDA backend for GPU `device` (-1: compile only, where there is no GPU), or nullptr when
 // coil was built without CUDA.
 const DeviceBackend* cuda_backend(int device);
+// The GPU's heuristics, or nullptr when coil was built without CUDA.
+const heuristics::DeviceHeuristics* cuda_heuristics();
 
 }  // namespace coil::backends

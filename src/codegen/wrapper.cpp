@@ -138,7 +138,7 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
         // Not while a CUDA graph records: its inputs are the graph's static copies, and a
         // replay's results that alias one stand for the caller's tensor, which it never wrote.
         if (input_storages.empty()) {
-          recording = m.device.is_cuda() && cuda::capturing(m.device.index);
+          recording = cuda::capturing(m.device);
           for (size_t s = 0; s < buffers.size(); ++s)
             if (buffers[s].kind == ir::BufferKind::Input && slots[s].defined())
               ++input_storages[slots[s].impl()->storage.get()];

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "decomp/decomp_util.h"
-#include "runtime/cuda_runtime.h"
+#include "heuristics/heuristics.h"
 
 namespace coil::decomp {
 
@@ -191,18 +191,19 @@ Node* decompose_scaled_dot_product_attention(Graph& g, Node* node) {
   const bool causal = arg<bool>(node, 5);
   const double p = arg<double>(node, 4);
   if (!input(node, 3) && p == 0) {
-    const Device device = node->tensor_meta().device;
+    const int64_t max_head =
+        heuristics::for_device(node->tensor_meta().device).fused_attention_max_head();
     // A symbolic head size takes the fused kernel too (compiled per size when called), under a
     // guard that it stays within the kernel's.
     auto fits = [&](const sym::Expr& head) {
+      if (max_head == heuristics::kAnyHead) return true;
       ShapeEnv* env = g.shape_env().get();
       const sym::Expr n = env ? env->simplify(head) : head;
-      if (n->is_const()) return n->value() > 0 && n->value() <= cuda::kFusedAttentionMaxHead;
-      return env && env->le(n, sym::constant(cuda::kFusedAttentionMaxHead),
+      if (n->is_const()) return n->value() > 0 && n->value() <= max_head;
+      return env && env->le(n, sym::constant(max_head),
                             "scaled_dot_product_attention: the fused kernel's head sizes");
     };
-    if (device.is_cpu() || (device.is_cuda() && fits(sym_sizes(input(node, 0)).back()) &&
-                            fits(sym_sizes(input(node, 2)).back())))
+    if (fits(sym_sizes(input(node, 0)).back()) && fits(sym_sizes(input(node, 2)).back()))
       return nullptr;
   }
   Emit e{g, node};

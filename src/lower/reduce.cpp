@@ -4,8 +4,9 @@
 #include <initializer_list>
 #include <string>
 
-#include "lower/context.h"
 #include "graph/dims.h"
+#include "heuristics/heuristics.h"
+#include "lower/context.h"
 
 namespace coil::lower {
 
@@ -16,21 +17,11 @@ using ir::ReduceKind;
 using V = ir::ValueNode;
 using Result = std::optional<std::vector<TensorBox>>;
 
-// A reduction to a few values runs on as many threads (CPU) or blocks (GPU), one per value.
-// Above this many elements per value it is split in two (Inductor's split reductions): partial
-// results over P contiguous pieces of each value's elements, reduced by as many threads or
-// blocks, then each value's P partials reduced to it.
-constexpr int64_t kSplitMinCpu = 32768, kSplitMinGpu = 8192;
-// "A few": fewer than the machine has threads to give them (a guess at the CPU's cores). On the
-// GPU, a block per value keeps too few loads in flight below a few thousand blocks: a batch
-// norm's statistics over 256 channels of 32 x 56 x 56 read at a quarter of the copy bandwidth.
-constexpr int64_t kFewValuesCpu = 16, kFewValuesGpu = 1024;
-
-// Whether a reduction to `values` of `numel` elements each (hints) is worth splitting.
+// Whether a reduction to `values` of `numel` elements each (hints) is worth splitting (Inductor's
+// split reductions: partial results over P contiguous pieces of each value's elements, then each
+// value's P partials reduced to it), as the device says.
 bool worth_splitting(Context& cx, int64_t values, int64_t numel) {
-  const bool gpu = cx.program().device.is_cuda();
-  return values <= (gpu ? kFewValuesGpu : kFewValuesCpu) &&
-         numel >= (gpu ? kSplitMinGpu : kSplitMinCpu);
+  return heuristics::for_device(cx.program().device).split_reduction(values, numel);
 }
 
 // A reduction of `c`'s body over `count` of each value's elements, from `first` on, into a new
@@ -213,24 +204,6 @@ void split_reduction(Context& cx, ir::Computation& c) {
   });
 }
 
-// On the GPU, a reduction down columns (consecutive values read consecutive elements, each
-// value's own a stride apart: a bias's gradient summed over the tokens) of at least this many
-// elements per value is split too, so that its blocks fill the GPU: GPT-2's 768 bias gradients
-// over 4096 tokens were 768 blocks each reading one element per sector.
-constexpr int64_t kColumnSplitMin = 1024;
-// The GPU's split takes the fewest of 8, 16 or 32 pieces that still give the partials' kernel
-// this many column pieces (512 blocks of 32): more pieces make more blocks that each fold fewer
-// rows for the same meeting in shared memory; fewer leave multiprocessors idle
-// (bench/probes/column_sum.cu: [4096, 4096] was summed fastest in 8 pieces, [4096, 1024] in 16).
-constexpr int64_t kColumnPiecesGpu = 16384;
-// On the CPU, the column kernel shares such a reduction among threads by chunks of 256 values
-// (backends/cpu/column_kernel.cpp): a batch norm's statistics over 64 channels of channels-last
-// memory (8 x 56 x 56 rows) were one chunk, one thread. Below this many chunks, and with at
-// least kColumnSplitMinCpu elements in all (less is not worth a second parallel kernel: a
-// small MLP's bias gradients), its rows are split into pieces of at least kColumnPieceMinCpu.
-constexpr int64_t kColumnChunkCpu = 256, kColumnChunksCpu = 32, kColumnPieceMinCpu = 256;
-constexpr int64_t kColumnSplitMinCpu = int64_t{1} << 18;
-
 // Whether more of `c`'s loads step by one element with its last value var (mostly: a cat's
 // parts, heads laid out apart) than with its last reduction var: consecutive values side by
 // side, each value's elements apart. A load the same for every value (a row's mean, read by
@@ -252,31 +225,22 @@ bool reads_down_columns(Context& cx, const ir::Computation& c) {
   return across > along;
 }
 
-// How `c`'s rows are split when it reduces down columns (a count of 0: not): on the GPU long
-// columns, on the CPU columns too few for the threads; by the hints when the rows' count is
-// known only at run time (then with a tail, unless the pieces divide it at any size). Whatever
-// its kind: a variance asks before choosing two passes of sums (lower_var).
+// How `c`'s rows are split when it reduces down columns (a count of 0: not), as the device cuts
+// columns; by the hints when the rows' count is known only at run time (then with a tail,
+// unless the pieces divide it at any size). Whatever its kind: a variance asks before choosing
+// two passes of sums (lower_var).
 Pieces column_pieces(Context& cx, const ir::Computation& c) {
   if (!reads_down_columns(cx, c)) return {};
   const sym::Expr numel = sym_numel(c.reduction_ranges);
   const int64_t n = cx.program().hint(numel);
-  const bool gpu = cx.program().device.is_cuda();
-  if (gpu && n < kColumnSplitMin) return {};
   const int64_t values = cx.program().hint(sym_numel(c.ranges));
-  if (!gpu && ((values + kColumnChunkCpu - 1) / kColumnChunkCpu >= kColumnChunksCpu ||
-               values * n < kColumnSplitMinCpu))
-    return {};
-  std::vector<int64_t> counts = {32, 16, 8, 4, 2};
-  if (gpu) {
-    counts = {8, 16, 32};
-    while (counts.size() > 1 && counts.front() * values < kColumnPiecesGpu)
-      counts.erase(counts.begin());
-  }
-  const int64_t min_len = gpu ? 128 : kColumnPieceMinCpu;
-  if (int64_t exact = exact_pieces(cx, numel, counts, min_len)) return {exact, false};
+  const heuristics::ColumnSplit split =
+      heuristics::for_device(cx.program().device).column_split(values, n);
+  if (split.pieces.empty()) return {};
+  if (int64_t exact = exact_pieces(cx, numel, split.pieces, split.min_rows)) return {exact, false};
   if (numel->is_const()) return {};
-  for (int64_t p : counts)
-    if (n / p >= min_len) return {p, true};
+  for (int64_t p : split.pieces)
+    if (n / p >= split.min_rows) return {p, true};
   return {};
 }
 
@@ -418,7 +382,8 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   auto cast = [acc](ir::Value v, const Index&) { return V::cast(v, acc); };
   TensorBox m2;
   const bool splits =
-      cx.program().device.is_cuda()
+      heuristics::for_device(cx.program().device).variance_split() ==
+              heuristics::VarianceSplit::AsSplitReduction
           ? worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
                             cx.program().hint(count))
           : column_pieces(cx, reduction(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc, cast))

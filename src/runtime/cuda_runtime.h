@@ -94,6 +94,8 @@ bool in_graph_pool(void* ptr, void* pool, int device);
 void begin_capture(int device, void* pool);
 // Whether `device`'s stream is being recorded (between begin_capture and end_capture).
 bool capturing(int device);
+// The same for any device: false for the CPU, which has no stream to record.
+inline bool capturing(Device device) { return device.is_cuda() && capturing(device.index); }
 // A copy a graph makes before its recorded work: `bytes` from `src` into `dst` (a static input),
 // whose source can change from launch to launch.
 struct GraphCopy {

@@ -6,6 +6,7 @@
 
 #include <coil/error.h>
 
+#include "heuristics/heuristics.h"
 #include "schedule/loops.h"
 
 namespace coil::schedule {
@@ -130,7 +131,8 @@ size_t streams(const Group& g, const ir::Buffer& b) {
 
 // A node that reads nothing `g` computes only shares its iteration space: it joins while `g` is
 // small (kMaxUnrelatedFusionNodes) and walks few arrays (kMaxUnrelatedStreams).
-FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b, bool cpu) {
+FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b,
+                                  const heuristics::DeviceHeuristics& device) {
   for (const std::string& r : reads_of(*b.compute))
     if (g.has_member(r)) return FusionDecision::yes("");
   if (g.members.size() >= kMaxUnrelatedFusionNodes)
@@ -139,7 +141,7 @@ FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b, bool cpu)
   if (const size_t arrays = streams(g, b); arrays > kMaxUnrelatedStreams)
     return FusionDecision::no(
         "the kernel would walk " + std::to_string(arrays) + " arrays at once (" +
-        (cpu ? "more than the prefetchers follow" : "each thread holding every one's loads") +
+        device.many_streams_cost() +
         "), and " + b.name + " reads none of its nodes");
   return FusionDecision::yes("");
 }
@@ -224,7 +226,7 @@ Schedule schedule(const ir::Program& program) {
   Schedule s;
   std::vector<Group> groups;
   std::map<std::string, int> step_of;  // buffer -> the step that fills it
-  const bool cpu = program.device.is_cpu();
+  const heuristics::DeviceHeuristics& device = heuristics::for_device(program.device);
   for (const ir::Buffer& b : program.buffers) {
     if (b.kind == ir::BufferKind::Extern) {
       step_of[b.name] = static_cast<int>(s.steps.size());
@@ -242,7 +244,7 @@ Schedule schedule(const ir::Program& program) {
       Group& g = groups[s.steps[i].kernel];
       FusionDecision d = fits(g, b);
       if (d.ok) {
-        if (FusionDecision e = room_for_unrelated(g, b, cpu); !e.ok) d = e;
+        if (FusionDecision e = room_for_unrelated(g, b, device); !e.ok) d = e;
       }
       for (auto check : {shares_reads, same_elements}) {
         if (!d.ok) break;

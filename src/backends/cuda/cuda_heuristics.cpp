@@ -1,0 +1,56 @@
+// The GPU's answers to the device-neutral layers' questions (heuristics/heuristics.h).
+#include "backends/backend.h"
+#include "runtime/cuda_runtime.h"
+
+namespace coil::cuda {
+
+namespace {
+
+// A reduction to a few values runs on as many blocks, one per value, and a block per value
+// keeps too few loads in flight below a few thousand blocks: a batch norm's statistics over 256
+// channels of 32 x 56 x 56 read at a quarter of the copy bandwidth. Such a reduction of at least
+// kSplitMin elements per value is split.
+constexpr int64_t kFewValues = 1024, kSplitMin = 8192;
+// A reduction down columns (a bias's gradient summed over the tokens) of at least this many
+// rows is split, so that its blocks fill the GPU: GPT-2's 768 bias gradients over 4096 tokens
+// were 768 blocks each reading one element per sector.
+constexpr int64_t kColumnSplitMin = 1024;
+// The split takes the fewest of 8, 16 or 32 pieces that still give the partials' kernel this
+// many column pieces (512 blocks of 32): more pieces make more blocks that each fold fewer rows
+// for the same meeting in shared memory; fewer leave multiprocessors idle
+// (bench/probes/column_sum.cu: [4096, 4096] was summed fastest in 8 pieces, [4096, 1024] in 16).
+constexpr int64_t kColumnPieces = 16384, kColumnPieceMin = 128;
+
+class CudaHeuristics final : public heuristics::DeviceHeuristics {
+ public:
+  bool split_reduction(int64_t values, int64_t elements) const override {
+    return values <= kFewValues && elements >= kSplitMin;
+  }
+  heuristics::ColumnSplit column_split(int64_t values, int64_t rows) const override {
+    if (rows < kColumnSplitMin) return {};
+    std::vector<int64_t> counts = {8, 16, 32};
+    while (counts.size() > 1 && counts.front() * values < kColumnPieces)
+      counts.erase(counts.begin());
+    return {counts, kColumnPieceMin};
+  }
+  heuristics::VarianceSplit variance_split() const override {
+    return heuristics::VarianceSplit::AsSplitReduction;
+  }
+  int64_t fused_attention_max_head() const override { return kFusedAttentionMaxHead; }
+  const char* many_streams_cost() const override {
+    return "each thread holding every one's loads";
+  }
+};
+
+}  // namespace
+
+}  // namespace coil::cuda
+
+namespace coil::backends {
+
+const heuristics::DeviceHeuristics* cuda_heuristics() {
+  static const cuda::CudaHeuristics h;
+  return &h;
+}
+
+}  // namespace coil::backends

@@ -1,0 +1,54 @@
+// What the device-neutral layers ask of the device a graph compiles for (Inductor's V.choices):
+// decompositions, lowering and fusion read their device-dependent numbers and decisions here
+// instead of testing the device, and each backend gives its own answers
+// (backends/cpu/cpu_heuristics.cpp, backends/cuda/cuda_heuristics.cpp). A third device adds a
+// class of its own; nothing above the backends changes.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <coil/device.h>
+
+namespace coil::heuristics {
+
+// How a reduction down columns (values side by side, each over rows a stride apart) is cut into
+// pieces of rows, each reduced apart, then the pieces of each value.
+struct ColumnSplit {
+  std::vector<int64_t> pieces;  // the piece counts to try, in order; empty: not cut
+  int64_t min_rows = 0;         // the rows a piece has at least
+};
+
+// Which rule cuts a variance (into two passes of sums, whose partials combine).
+enum class VarianceSplit : uint8_t {
+  AsSplitReduction,  // where split_reduction() cuts a sum of its shape
+  AsColumnSplit,     // where column_split() cuts its columns
+};
+
+// Fused attention takes every head size.
+constexpr int64_t kAnyHead = std::numeric_limits<int64_t>::max();
+
+class DeviceHeuristics {
+ public:
+  virtual ~DeviceHeuristics() = default;
+
+  // Whether a reduction to `values` values of `elements` elements each is split in two
+  // (Inductor's split reductions): partials over pieces of each value's elements, then each
+  // value's partials. Worth it where a thread or block a value would leave the device idle.
+  virtual bool split_reduction(int64_t values, int64_t elements) const = 0;
+  // How a reduction down columns of `values` values over `rows` rows is cut.
+  virtual ColumnSplit column_split(int64_t values, int64_t rows) const = 0;
+  virtual VarianceSplit variance_split() const = 0;
+  // The largest head size of the device's fused attention kernel (kAnyHead: every size; 0: the
+  // device has none, and attention is decomposed).
+  virtual int64_t fused_attention_max_head() const = 0;
+  // Why a kernel that walks many unrelated arrays at once runs slowly here (the reason a fusion
+  // decision gives).
+  virtual const char* many_streams_cost() const = 0;
+};
+
+// The heuristics of `device`'s backend (coil::Error where coil has none for it).
+const DeviceHeuristics& for_device(Device device);
+
+}  // namespace coil::heuristics
