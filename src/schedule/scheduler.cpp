@@ -139,10 +139,9 @@ FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b,
     return FusionDecision::no("the kernel is full: " + std::to_string(g.members.size()) +
                               " nodes, and " + b.name + " reads none of them");
   if (const size_t arrays = streams(g, b); arrays > kMaxUnrelatedStreams)
-    return FusionDecision::no(
-        "the kernel would walk " + std::to_string(arrays) + " arrays at once (" +
-        device.many_streams_cost() +
-        "), and " + b.name + " reads none of its nodes");
+    return FusionDecision::no("the kernel would walk " + std::to_string(arrays) +
+                              " arrays at once (" + device.many_streams_cost() + "), and " +
+                              b.name + " reads none of its nodes");
   return FusionDecision::yes("");
 }
 

@@ -37,9 +37,7 @@ class CudaHeuristics final : public heuristics::DeviceHeuristics {
     return heuristics::VarianceSplit::AsSplitReduction;
   }
   int64_t fused_attention_max_head() const override { return kFusedAttentionMaxHead; }
-  const char* many_streams_cost() const override {
-    return "each thread holding every one's loads";
-  }
+  const char* many_streams_cost() const override { return "each thread holding every one's loads"; }
 };
 
 }  // namespace
