@@ -1,6 +1,8 @@
 // The seam a device plugs into (Inductor's BaseScheduling and wrapper codegen per device).
 // Everything above it is device-neutral: the graph stages, lowering to the loop IR and the
-// scheduler's kernels. A device backend says which graph ops it runs as library calls, turns
+// scheduler's kernels, which ask what differs by device of heuristics::for_device (each
+// backend's answers), and eager ops, whose device kernels a backend registers with the
+// dispatcher. A device backend says which graph ops it runs as library calls, turns
 // each scheduled kernel into source in its language, compiles and loads that source through
 // the code cache, and binds each kernel for the wrapper to call. The CPU backend (cpu/) is the
 // first; a second device adds a folder beside it and a line in backend.cpp.
@@ -60,13 +62,6 @@ class DeviceBackend {
                                           jit::LoadInfo* info = nullptr) const {
     return jit::load(source, *compiler(), name_hint, info);
   }
-  // Eager library kernels on this device (matrix products through cuBLASLt): the results of
-  // `op`, or nullopt where the backend has none for it (the op then runs otherwise).
-  virtual std::optional<std::vector<Tensor>> library_kernel(
-      OpId op, const std::vector<Arg>& args, const std::vector<TensorMeta>& metas) const {
-    return std::nullopt;
-  }
-
   // The kernels this backend writes by hand, compiled into the disk cache unless they are
   // there (jit::precompile): what the build ships as the seed cache (jit/seed_cache.h). Returns
   // how many it compiled, naming each in `names` when that is given.

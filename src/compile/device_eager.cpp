@@ -8,10 +8,10 @@
 // needs numbers, the graph is static. The compiled graphs are cached by the call's structure
 // (op, literal arguments, the inputs' dtypes and their size pattern, or sizes and strides), in
 // memory and, as every compiled graph, in the
-// disk caches, so none compiles again in the next process. Library ops (matrix products,
-// convolutions) and ops the compiler cannot lower (scans, pools) run the backend's library kernel
-// (cuBLASLt for the matrix products, cuDNN for the convolutions), or else their CPU kernel on
-// copies of their inputs, the results copied back: slow, but every registry op runs.
+// disk caches, so none compiles again in the next process. Ops the device has a kernel of its
+// own for (matrix products, convolutions, scans, pools: backends/cuda/eager_kernels.cpp) never
+// come here (graph/registry.h); ops the compiler cannot lower run their CPU kernel on copies of
+// their inputs, the results copied back: slow, but every registry op runs.
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
@@ -298,8 +298,6 @@ std::vector<Tensor> run_call(OpId op, const CompiledCall& call, const std::vecto
 
 std::vector<Tensor> gpu_eager(OpId op, const std::vector<Arg>& args,
                               const std::vector<TensorMeta>& metas) {
-  const backends::DeviceBackend& backend = backends::backend_for(metas.at(0).device);
-  if (std::optional<std::vector<Tensor>> out = backend.library_kernel(op, args, metas)) return *out;
   if (!compilable(op)) {
     if (debug::log_enabled("device_eager"))
       debug::log("device_eager", op_name(op),

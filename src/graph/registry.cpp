@@ -1,5 +1,6 @@
 #include "graph/registry.h"
 
+#include <array>
 #include <unordered_map>
 
 #include "graph/op_impl.h"
@@ -79,7 +80,17 @@ std::vector<TensorMeta> run_meta(OpId op, const std::vector<Arg>& args) {
 
 namespace {
 DeviceEager cuda_eager = nullptr;  // installed by the layer that runs ops on the GPU
+// The GPU's kernels by op, registered as coil's library loads.
+std::array<DeviceKernel, kNumOps>& cuda_kernels() {
+  static std::array<DeviceKernel, kNumOps> kernels{};
+  return kernels;
+}
 }  // namespace
+
+void register_device_kernel(DeviceType device, OpId op, DeviceKernel kernel) {
+  COIL_ASSERT(device == DeviceType::CUDA, "device eager kernels are for the GPU");
+  cuda_kernels()[static_cast<size_t>(op)] = kernel;
+}
 
 void install_device_eager(DeviceType device, DeviceEager eager) {
   COIL_ASSERT(device == DeviceType::CUDA, "device eager kernels are for the GPU");
@@ -106,6 +117,8 @@ std::vector<Tensor> run_eager(OpId op, const std::vector<Arg>& args) {
   std::vector<TensorMeta> out = info.meta(a);
   ProfileScope profiled("eager", info.name, out.empty() ? kCPU : out[0].device);
   if (!out.empty() && out[0].device.is_cuda() && !device_neutral(info)) {
+    if (DeviceKernel kernel = cuda_kernels()[static_cast<size_t>(op)])
+      if (std::optional<std::vector<Tensor>> results = kernel(op, a, out)) return *results;
     COIL_CHECK(cuda_eager, info.name, ": no kernels for ", out[0].device.str(),
                " (coil was built without CUDA)");
     return cuda_eager(op, args, out);

@@ -91,10 +91,15 @@ struct AutogradLayer {
 };
 void install_autograd_layer(const AutogradLayer& layer);
 
-// Eager kernels of a device other than the CPU (PyTorch's CUDA dispatch key). The layer that
-// provides them installs itself (compile/device_eager.cpp for CUDA); run_eager sends every op
-// whose result is on that device there, except views, to_device and the random factories, whose
-// kernels are device-neutral.
+// Eager ops on a device other than the CPU (PyTorch's CUDA dispatch key). run_eager sends every
+// op whose result is on that device, except views, to_device and the random factories (whose
+// kernels are device-neutral), first to the kernel the device registered for the op, if any
+// (a library's or one of coil's own: backends/cuda/eager_kernels.cpp), then, where there is
+// none or it declines the arguments, to the device's fallback: compiling the call
+// (compile/device_eager.cpp for CUDA).
+using DeviceKernel = std::optional<std::vector<Tensor>> (*)(OpId op, const Args& args,
+                                                            const std::vector<TensorMeta>& metas);
+void register_device_kernel(DeviceType device, OpId op, DeviceKernel kernel);
 using DeviceEager = std::vector<Tensor> (*)(OpId op, const std::vector<Arg>& args,
                                             const std::vector<TensorMeta>& metas);
 void install_device_eager(DeviceType device, DeviceEager eager);

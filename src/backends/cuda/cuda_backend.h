@@ -37,8 +37,6 @@ class CudaBackend : public backends::DeviceBackend {
   std::string_view prelude() const override;
   const char* source_extension() const override { return ".cu"; }
   std::unique_ptr<jit::Compiler> compiler() const override;
-  std::optional<std::vector<Tensor>> library_kernel(
-      OpId op, const std::vector<Arg>& args, const std::vector<TensorMeta>& metas) const override;
   codegen::KernelCall bind(const jit::Module& module,
                            const codegen::WrapperPlan::Step& step) const override;
   // shipped_kernels.cpp: flash attention, random draws, copies, pooling, cumsum, scatter_add.
