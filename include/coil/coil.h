@@ -1,8 +1,10 @@
 // Everything a coil user needs: #include <coil/coil.h>
 #pragma once
 
+#include <coil/amp.h>
 #include <coil/autograd.h>
 #include <coil/compile.h>
+#include <coil/cuda.h>
 #include <coil/device.h>
 #include <coil/dtype.h>
 #include <coil/error.h>

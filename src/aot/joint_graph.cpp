@@ -4,6 +4,7 @@
 #include <coil/ops.h>
 
 #include "capture/tracer.h"
+#include "graph/autocast.h"
 #include "graph/interpreter.h"
 
 namespace coil::aot {
@@ -39,6 +40,7 @@ bool needs_joint_graph(const Graph& forward, const std::vector<Tensor>& inputs) 
 
 JointGraph build_joint_graph(const Graph& forward, const std::vector<bool>& requires_grad,
                              size_t num_results) {
+  AutocastOff explicit_casts;  // the forward's casts are in its graph; the backward's follow them
   CompileOptions options;
   options.name = "joint";
   options.fullgraph = true;  // nothing in a replay or a derivative rule reads data

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "autograd/node.h"
+#include "graph/autocast.h"
 
 namespace coil {
 
@@ -300,6 +301,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
   std::vector<Edge> edges;
   std::vector<Tensor> grads;
   prepare_roots(outputs, grad_outputs, "backward", edges, grads);
+  AutocastOff forward_types;  // each derivative runs in its forward op's types
   GraphTask task;
   task.keep_graph = retain_graph || create_graph;
   task.run(edges, grads, create_graph);
@@ -311,6 +313,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   std::vector<Edge> edges;
   std::vector<Tensor> grads;
   prepare_roots(outputs, grad_outputs, "autograd::grad", edges, grads);
+  AutocastOff forward_types;
   GraphTask task;
   task.keep_graph = retain_graph || create_graph;
   task.accumulate = false;

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "graph/autocast.h"
+
 namespace coil::capture {
 
 namespace {
@@ -122,6 +124,7 @@ std::string tensor_difference(const TensorGuard& g, const Tensor& t) {
 Guards Guards::from_inputs(const detail::ValueList& inputs) {
   Guards g;
   g.grad_mode_ = grad_mode_enabled();
+  g.autocast_ = autocast_state();
   for (const auto& v : inputs) {
     ArgGuard a;
     a.kind = kind_of(v);
@@ -208,7 +211,9 @@ bool Guards::arg_matches(const ArgGuard& a, const detail::Value& v, int64_t* siz
 }
 
 bool Guards::check(const detail::ValueList& inputs) const {
-  if (inputs.size() != args_.size() || grad_mode_ != grad_mode_enabled()) return false;
+  if (inputs.size() != args_.size() || grad_mode_ != grad_mode_enabled() ||
+      autocast_ != autocast_state())
+    return false;
   for (const CapturedGuard& c : captured_)
     if (!matches(c.guard, c.tensor)) return false;
   SizeValues sizes(num_symbols_);
@@ -226,6 +231,9 @@ std::optional<std::string> Guards::why_not(const detail::ValueList& inputs,
            std::to_string(inputs.size());
   if (grad_mode_ != grad_mode_enabled())
     return std::string("grad mode changed ") + (grad_mode_ ? "on -> off" : "off -> on");
+  if (autocast_ != autocast_state())
+    return "autocast changed " + autocast_state_str(autocast_) + " -> " +
+           autocast_state_str(autocast_state());
   for (const CapturedGuard& c : captured_)
     if (!matches(c.guard, c.tensor))
       return "captured tensor '" + c.name + "' " + tensor_difference(c.guard, c.tensor);
@@ -300,6 +308,7 @@ std::string Guards::captured_str() const {
 std::string Guards::str(const std::vector<std::string>& names) const {
   std::ostringstream os;
   os << "grad mode: " << (grad_mode_ ? "on" : "off") << "\n";
+  if (autocast_) os << "autocast: " << autocast_state_str(autocast_) << "\n";
   for (size_t k = 0; k < args_.size(); ++k) {
     const ArgGuard& a = args_[k];
     std::string name = name_of(k, names);

@@ -75,6 +75,8 @@ class Guards {
   // Grad mode at capture: a graph captured for training returns results that carry a
   // backward node, one captured under NoGradGuard does not (torch guards on it too).
   bool grad_mode_ = true;
+  // Autocast at capture (graph/autocast.h): its casts are in the graph.
+  uint32_t autocast_ = 0;
 };
 
 }  // namespace coil::capture

@@ -3,6 +3,7 @@
 #include <array>
 #include <unordered_map>
 
+#include "graph/autocast.h"
 #include "graph/op_impl.h"
 #include "runtime/profiler.h"
 
@@ -170,6 +171,7 @@ std::vector<Tensor> call_op(OpId op, std::vector<Arg> args) {
   OpScope inside;
   normalize_args(op, args);
   move_cpu_scalars(op, args);
+  if (autocast_active()) apply_autocast(op, args);  // before autograd: it records the casts
   const AutogradLayer& ag = autograd_layer;
   std::vector<Tensor> outs = ag.should_record && ag.should_record(args)
                                  ? ag.call(op, args)
