@@ -107,10 +107,8 @@ std::vector<ListCase> shared_cases(DType low) {
 void expect_lists(Device device, const std::vector<ListCase>& cases) {
   for (const ListCase& c : cases) {
     SCOPED_TRACE(c.what);
-    const DType without = c.run(device).dtype();
     autocast on(device.type);
-    EXPECT_EQ(dtype_name(c.run(device).dtype()), std::string(dtype_name(c.under_autocast)))
-        << "without autocast: " << dtype_name(without);
+    EXPECT_EQ(dtype_name(c.run(device).dtype()), std::string(dtype_name(c.under_autocast)));
   }
 }
 
@@ -129,7 +127,7 @@ TEST(Autocast, CpuListsCastAsPyTorch) {
   expect_lists(kCPU, cases);
 }
 
-TEST(Autocast, CudaListsCastAsPyTorch) {
+TEST(Autocast, ListsCastAsPyTorchOnCuda) {
   COIL_REQUIRE_GPU();
   std::vector<ListCase> cases = shared_cases(kFloat16);  // the GPU's default
   const DType f = kFloat32, b = kBFloat16;
