@@ -43,6 +43,18 @@ inline void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string&
                std::max(tol.atol, atol));
 }
 
+// `got` against `want` relative to want's largest magnitude (a kernel's sums run in another
+// order than the reference's, and 16-bit results round at other places), and within `atol` of
+// it where that is about 0 (a query's gradient when it sees one key).
+inline void expect_near_largest(const Tensor& got, const Tensor& want, double rtol,
+                                const std::string& what, double atol = 0) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(got.sizes(), want.sizes());
+  const Tensor g = got.to(kFloat64).cpu(), w = want.to(kFloat64).cpu();
+  const double scale = w.abs().amax().item<double>();
+  EXPECT_LE((g - w).abs().amax().item<double>(), rtol * scale + atol) << "largest |want| " << scale;
+}
+
 // The CUDA module `graph`'s kernels make after the inductor stages ("" when it has none).
 // Needs coil built with CUDA, not a GPU.
 // With `autotune`, mode="max-autotune"'s: each kernel's other launches too.
