@@ -8,6 +8,7 @@
 #include <coil/device.h>
 #include <coil/dtype.h>
 #include <coil/error.h>
+#include <coil/grad_scaler.h>
 #include <coil/nn/all.h>
 #include <coil/ops.h>
 #include <coil/profiler.h>

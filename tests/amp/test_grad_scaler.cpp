@@ -1,0 +1,129 @@
+// GradScaler (coil/grad_scaler.h) as torch.amp.GradScaler: a clean step unscales exactly and
+// steps; a step whose gradients hold inf or NaN is skipped and halves the scale; the scale
+// grows after growth_interval clean steps; unscale_ before step (to clip) does not unscale twice;
+// state_dict round trips; misuse is a clear error.
+#include <coil/coil.h>
+#include <coil/grad_scaler.h>
+#include <coil/optim.h>
+
+#include "testing.h"
+
+using namespace coil;
+using namespace coil::testing;
+
+namespace {
+
+struct Problem {
+  Tensor w = random({6, 4}).requires_grad_();
+  Tensor x = random({8, 4}), t = random({8, 6});
+  Tensor loss() const { return mse_loss(linear(x, w), t); }
+};
+
+TEST(GradScaler, ACleanStepUnscalesExactlyAndSteps) {
+  manual_seed(1);
+  Problem a, b = a;  // the same data
+  b.w = a.w.detach().clone().requires_grad_();
+  // The reference: a plain SGD step.
+  optim::SGD plain({a.w}, {.lr = 0.1});
+  a.loss().backward();
+  const Tensor want_grad = a.w.grad().clone();
+  plain.step();
+  // With the scaler: the scaled loss's gradient, unscaled, is the same (the scale is 2^16).
+  optim::SGD opt({b.w}, {.lr = 0.1});
+  amp::GradScaler scaler;
+  scaler.scale(b.loss()).backward();
+  EXPECT_TRUE(scaler.step(opt));
+  scaler.update();
+  expect_close(b.w.grad(), values(want_grad), want_grad.sizes(), 1e-6, 1e-7);
+  expect_close(b.w, values(a.w), a.w.sizes(), 1e-6, 1e-7);
+  EXPECT_EQ(scaler.get_scale(), 65536.0);
+  EXPECT_EQ(scaler.state_dict().growth_tracker, 1);
+}
+
+TEST(GradScaler, AnOverflowingStepIsSkippedAndHalvesTheScale) {
+  for (double bad : {std::numeric_limits<double>::infinity(), std::nan("")}) {
+    SCOPED_TRACE(bad);
+    manual_seed(2);
+    Problem p;
+    optim::SGD opt({p.w}, {.lr = 0.1});
+    amp::GradScaler scaler({.init_scale = 1024.0});
+    (scaler.scale(p.loss()) * bad).backward();
+    const Tensor before = p.w.detach().clone();
+    EXPECT_FALSE(scaler.step(opt));
+    scaler.update();
+    expect_close(p.w, values(before), before.sizes(), 0, 0);  // not stepped
+    EXPECT_EQ(scaler.get_scale(), 512.0);
+    EXPECT_EQ(scaler.state_dict().growth_tracker, 0);
+  }
+}
+
+TEST(GradScaler, TheScaleGrowsAfterGrowthIntervalCleanSteps) {
+  manual_seed(3);
+  Problem p;
+  optim::SGD opt({p.w}, {.lr = 0.01});
+  amp::GradScaler scaler({.init_scale = 8.0, .growth_interval = 3});
+  std::vector<double> scales;
+  for (int i = 0; i < 7; ++i) {
+    opt.zero_grad();
+    scaler.scale(p.loss()).backward();
+    EXPECT_TRUE(scaler.step(opt));
+    scaler.update();
+    scales.push_back(scaler.get_scale());
+  }
+  EXPECT_EQ(scales, (std::vector<double>{8, 8, 16, 16, 16, 32, 32}));
+  scaler.update(4.0);  // an explicit scale
+  EXPECT_EQ(scaler.get_scale(), 4.0);
+}
+
+// Unscaled first to clip the gradients, as users do: step() does not unscale again.
+TEST(GradScaler, UnscaleThenClipThenStep) {
+  manual_seed(4);
+  Problem a, b = a;  // the same data
+  b.w = a.w.detach().clone().requires_grad_();
+  a.loss().backward();
+  optim::SGD opt({b.w}, {.lr = 0.1});
+  amp::GradScaler scaler;
+  scaler.scale(b.loss()).backward();
+  scaler.unscale_(opt);
+  expect_close(b.w.grad(), values(a.w.grad()), a.w.grad().sizes(), 1e-6, 1e-7);
+  b.w.grad().mul_(0.5);  // "clipping"
+  const Tensor before = b.w.detach().clone();
+  EXPECT_TRUE(scaler.step(opt));
+  expect_close(b.w, values(before - a.w.grad() * 0.05), before.sizes(), 1e-6, 1e-7);
+  try {
+    scaler.unscale_(opt);
+    ADD_FAILURE() << "a second unscale_ before update() is an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already called for this optimizer"), std::string::npos)
+        << e.what();
+  }
+  scaler.update();
+  opt.zero_grad();
+  scaler.scale(b.loss()).backward();
+  scaler.unscale_(opt);  // allowed again after update()
+}
+
+TEST(GradScaler, StateDictRoundTripsAndDisabledPassesThrough) {
+  amp::GradScaler a({.init_scale = 256.0, .growth_interval = 5});
+  a.update();
+  a.update();
+  amp::GradScaler b;
+  b.load_state_dict(a.state_dict());
+  EXPECT_EQ(b.get_scale(), 256.0);
+  EXPECT_EQ(b.state_dict().growth_tracker, 2);
+  EXPECT_EQ(b.state_dict().growth_interval, 5);
+  amp::GradScalerState broken = a.state_dict();
+  broken.backoff_factor = 2;
+  EXPECT_THROW(b.load_state_dict(broken), Error);
+  EXPECT_THROW(amp::GradScaler({.init_scale = -1}), Error);
+
+  manual_seed(5);
+  Problem p;
+  optim::SGD opt({p.w}, {.lr = 0.1});
+  amp::GradScaler off({.enabled = false});
+  Tensor loss = p.loss();
+  EXPECT_TRUE(off.scale(loss).is_same(loss));
+  EXPECT_EQ(off.get_scale(), 1.0);
+}
+
+}  // namespace
