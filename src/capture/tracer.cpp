@@ -178,9 +178,6 @@ Tracer::~Tracer() {
   state_->written.clear();
 }
 
-bool Tracer::had_break() const { return state_->broke; }
-const std::vector<Tensor>& Tracer::input_values() const { return state_->real_inputs; }
-
 void Proxy::read_geometry(const TensorImpl& self, GeometryRead what, int64_t dim) {
   const std::shared_ptr<ShapeEnv>& env = state->graph->shape_env();
   if (!state->alive || !env || node->graph() != state->graph.get()) return;

@@ -63,9 +63,6 @@ class Tracer : public DispatchHook {
   // runs the last segment and returns nullptr; `results` then hold real tensors.
   std::shared_ptr<Graph> finish(std::vector<Tensor>& results, std::vector<Mutation>& mutations);
 
-  bool had_break() const;
-  const std::vector<Tensor>& input_values() const;
-
   // Called by a proxy whose data is requested.
   void graph_break(TensorImpl& proxy, const char* what, const std::source_location& where);
 

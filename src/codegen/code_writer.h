@@ -43,8 +43,6 @@ class CodeWriter {
     line(head.empty() ? std::string("{") : std::string(head) + " {");
     return Scope(*this, true);
   }
-  // The lines of the scope one step deeper, without braces (a loop body of one statement).
-  Scope indented() { return Scope(*this, false); }
 
   const std::string& text() const { return out_; }
 

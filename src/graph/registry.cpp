@@ -9,12 +9,6 @@
 
 namespace coil {
 
-const char* op_kind_name(OpKind k) {
-  static const char* names[] = {"Pointwise", "Reduction", "View", "Factory",
-                                "Extern",    "Composite", "Other"};
-  return names[static_cast<int>(k)];
-}
-
 namespace {
 struct Registry {
   std::vector<OpInfo> ops;

@@ -24,7 +24,6 @@ inline constexpr int kNumOps = 0
     ;
 
 enum class OpKind : uint8_t { Pointwise, Reduction, View, Factory, Extern, Composite, Other };
-const char* op_kind_name(OpKind k);
 
 using MetaFn = std::vector<TensorMeta> (*)(const Args&);
 using EagerFn = std::vector<Tensor> (*)(const Args&, const std::vector<TensorMeta>&);

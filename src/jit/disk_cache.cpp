@@ -135,11 +135,6 @@ CacheEntry open_cache_entry(const std::string& key, const std::string& area) {
   return entry;
 }
 
-bool file_exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 TempFile::TempFile(const std::string& dir, const std::string& stem, const std::string& suffix) {
   std::string name = dir + "/" + stem + ".tmp.XXXXXX" + suffix;
   std::vector<char> buffer(name.begin(), name.end());

@@ -36,8 +36,6 @@ CacheEntry cache_entry(const std::string& key, const std::string& area = "");
 // The same, with its directory created when missing (coil::Error naming it otherwise).
 CacheEntry open_cache_entry(const std::string& key, const std::string& area = "");
 
-bool file_exists(const std::string& path);
-
 // A uniquely named empty file `<dir>/<stem>.tmp.XXXXXX<suffix>`, removed when the TempFile
 // goes unless commit() renamed it to its final name first.
 class TempFile {

@@ -97,6 +97,4 @@ void free_host(void* p, size_t nbytes) {
   std::free(p);
 }
 
-void empty_host_cache() { cache().release_all(); }
-
 }  // namespace coil

@@ -13,7 +13,5 @@ namespace coil {
 // 64-byte aligned; coil::Error when the memory is not there.
 void* allocate_host(size_t nbytes);
 void free_host(void* p, size_t nbytes);
-// Gives every cached block back to the system (also done at exit).
-void empty_host_cache();
 
 }  // namespace coil

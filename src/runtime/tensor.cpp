@@ -67,11 +67,6 @@ bool TensorMeta::is_contiguous() const {
   return true;
 }
 
-void check_cpu(const Device& device, const char* op) {
-  COIL_CHECK(device.is_cpu(), op, ": this kernel runs on the CPU, but a tensor is on ",
-             device.str(), "; move it with .cpu()");
-}
-
 Tensor empty_from_meta(const TensorMeta& meta) {
   if (meta.device.is_cuda()) cuda::check_device(meta.device, "empty");
   for (int64_t s : meta.sizes)

@@ -133,7 +133,5 @@ void ensure_storage(const Tensor& t, const char* what, const std::source_locatio
 // A view of `base`'s storage with the given geometry.
 Tensor alias_with(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t offset);
 TensorMeta meta_of(const Tensor& t);
-// Throws coil::Error unless the device can run kernels today.
-void check_cpu(const Device& device, const char* op);
 
 }  // namespace coil
