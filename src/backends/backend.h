@@ -80,7 +80,7 @@ const DeviceBackend& backend_for(Device device);
 // The CUDA backend for GPU `device` (-1: compile only, where there is no GPU), or nullptr when
 // coil was built without CUDA.
 const DeviceBackend* cuda_backend(int device);
-// The GPU's heuristics, or nullptr when coil was built without CUDA.
-const heuristics::DeviceHeuristics* cuda_heuristics();
+// The GPU's heuristics (in every build: lowering for the GPU needs no toolkit).
+const heuristics::DeviceHeuristics& cuda_heuristics();
 
 }  // namespace coil::backends

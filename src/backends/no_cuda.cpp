@@ -4,6 +4,5 @@
 namespace coil::backends {
 
 const DeviceBackend* cuda_backend(int) { return nullptr; }
-const heuristics::DeviceHeuristics* cuda_heuristics() { return nullptr; }
 
 }  // namespace coil::backends

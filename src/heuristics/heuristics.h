@@ -1,7 +1,7 @@
 // What the device-neutral layers ask of the device a graph compiles for (Inductor's V.choices):
 // decompositions, lowering and fusion read their device-dependent numbers and decisions here
 // instead of testing the device, and each backend gives its own answers
-// (backends/cpu/cpu_heuristics.cpp, backends/cuda/cuda_heuristics.cpp). A third device adds a
+// (backends/cpu/cpu_heuristics.cpp, backends/cuda_heuristics.cpp). A third device adds a
 // class of its own; nothing above the backends changes.
 #pragma once
 

@@ -1,4 +1,6 @@
-// The GPU's answers to the device-neutral layers' questions (heuristics/heuristics.h).
+// The GPU's answers to the device-neutral layers' questions (heuristics/heuristics.h). Numbers
+// only, so they are here beside the interface rather than in cuda/: a build without the CUDA
+// toolkit still lowers and schedules graphs for the GPU (the scheduler's golden tests do).
 #include "backends/backend.h"
 #include "runtime/cuda_runtime.h"
 
@@ -46,9 +48,9 @@ class CudaHeuristics final : public heuristics::DeviceHeuristics {
 
 namespace coil::backends {
 
-const heuristics::DeviceHeuristics* cuda_heuristics() {
+const heuristics::DeviceHeuristics& cuda_heuristics() {
   static const cuda::CudaHeuristics h;
-  return &h;
+  return h;
 }
 
 }  // namespace coil::backends
