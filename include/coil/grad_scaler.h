@@ -68,11 +68,9 @@ class GradScaler {
  private:
   bool enabled_;
   GradScalerState state_;
-  // Per optimizer since the last update: whether its gradients were unscaled, and found inf.
-  struct Unscaled {
-    bool found_inf = false;
-  };
-  std::unordered_map<const optim::Optimizer*, Unscaled> unscaled_;
+  // The optimizers whose gradients were unscaled since the last update, and whether any of
+  // them was inf or NaN.
+  std::unordered_map<const optim::Optimizer*, bool> found_inf_;
 };
 
 }  // namespace coil::amp

@@ -99,7 +99,7 @@ bool laid_out_as(const Tensor& t, const ir::Layout& layout, const int64_t* sizes
 }  // namespace
 
 Tensor Wrapper::as_planned(const Tensor& t, const ir::Layout& layout, const int64_t* sizes) {
-  if (t.numel() == 0 || laid_out_as(t, layout, sizes)) return t;
+  if (laid_out_as(t, layout, sizes) || t.numel() == 0) return t;
   TensorMeta m = meta_at(layout, sizes, t.device());
   m.dtype = t.dtype();
   Tensor planned = empty_from_meta(m);

@@ -149,8 +149,12 @@ std::optional<DeviceType> device_of(std::vector<Arg>& args) {
   return d;
 }
 
-// The position of a reduction's dtype argument.
-size_t dtype_position(OpId op) { return op == OpId::sum ? 3 : op == OpId::cumsum ? 2 : 0; }
+// The position of a reduction's dtype argument (nullopt: the op takes none).
+std::optional<size_t> dtype_position(OpId op) {
+  if (op == OpId::sum) return 3;
+  if (op == OpId::cumsum) return 2;
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -170,11 +174,11 @@ void apply_autocast(OpId op, std::vector<Arg>& args) {
     case CastPolicy::Float32:
       return cast_all(kFloat32);
     case CastPolicy::Float32Result: {
-      const size_t at = dtype_position(op);
       const Tensor* first = std::get_if<Tensor>(&args.at(0));
       if (!first || !eligible(*first, *device)) return;
-      if (at == 0) return cast_all(kFloat32);  // an op with no dtype argument: its input
-      if (std::holds_alternative<std::monostate>(args.at(at))) args[at] = kFloat32;
+      const std::optional<size_t> at = dtype_position(op);
+      if (!at) return cast_all(kFloat32);  // an op with no dtype argument: its input
+      if (std::holds_alternative<std::monostate>(args.at(*at))) args[*at] = kFloat32;
       return;
     }
     case CastPolicy::Promote: {

@@ -54,10 +54,10 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 
 void GradScaler::unscale_(optim::Optimizer& opt) {
   if (!enabled_) return;
-  COIL_CHECK(!unscaled_.count(&opt),
+  COIL_CHECK(!found_inf_.count(&opt),
              "GradScaler::unscale_: already called for this optimizer since the last update(); "
              "call it once per step, before step()");
-  Unscaled& u = unscaled_[&opt];
+  bool& found_inf = found_inf_[&opt];
   std::map<std::pair<int, int>, std::vector<Tensor>> by_device;  // (type, index) -> grads
   for (const Tensor& p : opt.parameters()) {
     const Tensor& g = p.grad();
@@ -69,7 +69,7 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   }
   for (const auto& [device, grads] : by_device) {
     const Tensor inv = full({}, 1.0 / state_.scale, kFloat32, grads.front().device());
-    u.found_inf = unscale_and_count_nonfinite(grads, inv) > 0 || u.found_inf;
+    found_inf = unscale_and_count_nonfinite(grads, inv) > 0 || found_inf;
   }
 }
 
@@ -78,8 +78,8 @@ bool GradScaler::step(optim::Optimizer& opt) {
     opt.step();
     return true;
   }
-  if (!unscaled_.count(&opt)) unscale_(opt);
-  if (unscaled_.at(&opt).found_inf) return false;
+  if (!found_inf_.count(&opt)) unscale_(opt);
+  if (found_inf_.at(&opt)) return false;
   opt.step();
   return true;
 }
@@ -93,7 +93,7 @@ void GradScaler::update(std::optional<double> new_scale) {
     state_.growth_tracker = 0;
   } else {
     bool found_inf = false;
-    for (const auto& [opt, u] : unscaled_) found_inf = found_inf || u.found_inf;
+    for (const auto& [opt, inf] : found_inf_) found_inf = found_inf || inf;
     if (found_inf) {
       state_.scale *= state_.backoff_factor;
       state_.growth_tracker = 0;
@@ -102,7 +102,7 @@ void GradScaler::update(std::optional<double> new_scale) {
       state_.growth_tracker = 0;
     }
   }
-  unscaled_.clear();
+  found_inf_.clear();
 }
 
 void GradScaler::load_state_dict(const GradScalerState& state) {

@@ -31,7 +31,8 @@ struct AttentionCase {
   DType dtype;
 };
 
-std::string name_of(const AttentionCase& c) {
+std::string name_of(const ::testing::TestParamInfo<AttentionCase>& i) {
+  const AttentionCase& c = i.param;
   return std::to_string(c.batch) + "x" + std::to_string(c.heads) + "x" + std::to_string(c.tokens) +
          "x" + std::to_string(c.head) + (c.causal ? "_causal_" : "_") + dtype_name(c.dtype);
 }
@@ -75,9 +76,7 @@ INSTANTIATE_TEST_SUITE_P(TileEdges, AttentionOnCuda,
                                            AttentionCase{1, 2, 129, 127, false, kFloat32},
                                            AttentionCase{1, 2, 129, 128, true, kBFloat16},
                                            AttentionCase{1, 2, 65, 80, false, kFloat16}),
-                         [](const ::testing::TestParamInfo<AttentionCase>& i) {
-                           return name_of(i.param);
-                         });
+                         name_of);
 
 INSTANTIATE_TEST_SUITE_P(ModelSizes, AttentionOnCuda,
                          ::testing::Values(AttentionCase{8, 12, 1024, 64, true, kFloat32},
@@ -85,9 +84,7 @@ INSTANTIATE_TEST_SUITE_P(ModelSizes, AttentionOnCuda,
                                            AttentionCase{4, 12, 512, 64, true, kFloat32},
                                            AttentionCase{4, 32, 1024, 128, true, kBFloat16},
                                            AttentionCase{8, 12, 1024, 64, false, kFloat16}),
-                         [](const ::testing::TestParamInfo<AttentionCase>& i) {
-                           return name_of(i.param);
-                         });
+                         name_of);
 
 // Max and average pooling, forward and backward, at ResNet's sizes and at odd ones (windows
 // past the edge, dilation, ceil mode), against the CPU in float64.
@@ -103,27 +100,34 @@ TEST(CudaKernelSizes, PoolsMatchTheCpu) {
       {{1, 5, 33, 31}, {3, 2}, {2, 1}, {1, 1}, {2, 1}, false},
       {{3, 1, 257, 255}, {5, 5}, {3, 3}, {2, 2}, {1, 1}, true},
   };
+  // `pool` of x on the GPU against the CPU in float64, and its gradient of a random weighting.
+  auto expect_pool = [](const Tensor& x, const std::function<Tensor(const Tensor&)>& pool,
+                        double rtol, const std::string& what) {
+    Tensor xg = x.cuda().requires_grad_(), xc = x.to(kFloat64).requires_grad_();
+    Tensor y = pool(xg), want = pool(xc);
+    expect_near_largest(y, want, rtol, what);
+    Tensor g = random(want.sizes(), kFloat64);
+    (y * g.to(kFloat32).cuda()).sum().backward();
+    (want * g).sum().backward();
+    expect_near_largest(xg.grad(), xc.grad(), 1e-6, what + "'s gradient");
+  };
   for (const Case& c : cases) {
     SCOPED_TRACE(shape_str(c.x));
     manual_seed(6);
     Tensor x = random(c.x, kFloat32, -2, 2);
-    Tensor xg = x.cuda().requires_grad_(), xc = x.to(kFloat64).requires_grad_();
-    Tensor ym = max_pool2d(xg, c.kernel, c.stride, c.padding, c.dilation, c.ceil);
-    Tensor wm = max_pool2d(xc, c.kernel, c.stride, c.padding, c.dilation, c.ceil);
-    expect_near_largest(ym, wm, 0, "max_pool2d");
-    Tensor g = random(wm.sizes(), kFloat64);
-    (ym * g.to(kFloat32).cuda()).sum().backward();
-    (wm * g).sum().backward();
-    expect_near_largest(xg.grad(), xc.grad(), 1e-6, "max_pool2d's gradient");
+    expect_pool(
+        x,
+        [&](const Tensor& t) {
+          return max_pool2d(t, c.kernel, c.stride, c.padding, c.dilation, c.ceil);
+        },
+        0, "max_pool2d");
     if (c.dilation != Shape{1, 1}) continue;
-    Tensor xa = x.cuda().requires_grad_(), xb = x.to(kFloat64).requires_grad_();
-    Tensor ya = avg_pool2d(xa, c.kernel, c.stride, c.padding, c.ceil, !c.ceil);
-    Tensor wa = avg_pool2d(xb, c.kernel, c.stride, c.padding, c.ceil, !c.ceil);
-    expect_near_largest(ya, wa, 1e-6, "avg_pool2d");
-    Tensor h = random(wa.sizes(), kFloat64);
-    (ya * h.to(kFloat32).cuda()).sum().backward();
-    (wa * h).sum().backward();
-    expect_near_largest(xa.grad(), xb.grad(), 1e-6, "avg_pool2d's gradient");
+    expect_pool(
+        x,
+        [&](const Tensor& t) {
+          return avg_pool2d(t, c.kernel, c.stride, c.padding, c.ceil, !c.ceil);
+        },
+        1e-6, "avg_pool2d");
   }
   // ResNet's head: 7 x 7 planes of 2048 channels to one value each.
   Tensor x = random({8, 2048, 7, 7});
