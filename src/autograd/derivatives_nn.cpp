@@ -9,7 +9,7 @@
 #include "graph/sym_node.h"
 #include "autograd/record.h"
 #include "graph/dims.h"
-#include "runtime/kernels/attention_backward_block.h"
+#include "heuristics/heuristics.h"
 #include "runtime/loops.h"
 
 namespace coil::autograd {
@@ -215,15 +215,16 @@ void embedding_rule(C c) {
 // are recomputed from q and k (no sequence x sequence tensor is kept from the forward), then
 // dv = p^T g, ds = p * (dp - rowsum(dp * p)) with dp = g v^T (softmax's backward), dq = ds k
 // and dk = ds^T q, each times the scale; a float mask's gradient is ds. Self-attention without a
-// mask (q, k, v of one shape; the devices, dtypes and heads of attention_backward_fused) calls
+// mask (q, k, v of one shape; the devices, dtypes and heads the device heuristics fuse) calls
 // the op that computes all three so, in the backend's fused kernels, without the p and dp
 // tensors (unless the backward is itself differentiated: create_graph takes the ops below).
 void attention_rule(C c) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2), &g = c.grad();
   const double scale = c.args.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
   if (!grad_mode_enabled() && c.args.is_none(3) && q.dim() >= 2 &&
-      attention_backward_fused(q.device(), q.dtype(), q.size(-1)) && k.sizes() == q.sizes() &&
-      v.sizes() == q.sizes() && k.dtype() == q.dtype() && v.dtype() == q.dtype()) {
+      heuristics::for_device(q.device()).fused_attention_backward(q.dtype(), q.size(-1)) &&
+      k.sizes() == q.sizes() && v.sizes() == q.sizes() && k.dtype() == q.dtype() &&
+      v.dtype() == q.dtype()) {
     Tensor grads = call_op1(OpId::scaled_dot_product_attention_backward,
                             {g, q, k, v, c.out(), c.args.b(5), c.args[6]});
     for (size_t i = 0; i < 3; ++i)

@@ -39,6 +39,14 @@ class CudaHeuristics final : public heuristics::DeviceHeuristics {
     return heuristics::VarianceSplit::AsSplitReduction;
   }
   int64_t fused_attention_max_head() const override { return kFusedAttentionMaxHead; }
+  // coil's two kernels for float32 (flash_attention_backward.h); cuDNN's flash attention for the
+  // 16-bit floats (cudnn_attention.h: heads of multiples of 8). Where cuDNN does not load or
+  // declines the operands at run time, the op's CPU kernel runs (correct, slow).
+  bool fused_attention_backward(DType dtype, int64_t head) const override {
+    if (dtype == kFloat32) return head <= kAttentionBackwardMaxHead;
+    return (dtype == kBFloat16 || dtype == kFloat16) && head > 0 && head % 8 == 0 &&
+           head <= kFusedAttentionMaxHead;
+  }
   const char* many_streams_cost() const override { return "each thread holding every one's loads"; }
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <coil/device.h>
+#include <coil/dtype.h>
 
 namespace coil::heuristics {
 
@@ -43,6 +44,10 @@ class DeviceHeuristics {
   // The largest head size of the device's fused attention kernel (kAnyHead: every size; 0: the
   // device has none, and attention is decomposed).
   virtual int64_t fused_attention_max_head() const = 0;
+  // Whether self-attention's backward in `dtype` with heads of `head` features runs as the op
+  // scaled_dot_product_attention_backward, in the device's fused kernels (else attention's
+  // derivative rule takes the decomposed math).
+  virtual bool fused_attention_backward(DType dtype, int64_t head) const = 0;
   // Why a kernel that walks many unrelated arrays at once runs slowly here (the reason a fusion
   // decision gives).
   virtual const char* many_streams_cost() const = 0;

@@ -10,6 +10,7 @@
 
 #include <omp.h>
 
+#include "heuristics/heuristics.h"
 #include "ops/linalg_util.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/kernels/attention_backward_block.h"
@@ -363,7 +364,7 @@ std::vector<TensorMeta> meta_scaled_dot_product_attention_backward(const Args& a
   Shape sizes = {3};
   sizes.insert(sizes.end(), q.sizes().begin(), q.sizes().end());
   TensorMeta m = contiguous_meta(q.dtype(), sizes, common_device(a, {0, 1, 2, 3, 4}, op));
-  if (!attention_backward_fused(m.device, q.dtype(), q.size(-1)) ||
+  if (!heuristics::for_device(m.device).fused_attention_backward(q.dtype(), q.size(-1)) ||
       (m.device.is_cuda() && q.size(-1) < 1))
     return one(std::move(m));
   // The kernels (the GPU's, the CPU's entries) write 4-D gradients [3, batch, heads, tokens,

@@ -33,6 +33,11 @@ class CpuHeuristics final : public heuristics::DeviceHeuristics {
   }
   // The CPU's attention kernel (runtime/kernels/attention_block.h) takes any head size.
   int64_t fused_attention_max_head() const override { return heuristics::kAnyHead; }
+  // Its backward's entries (runtime/kernels/attention_backward_block.h) compute in float32 or
+  // float64.
+  bool fused_attention_backward(DType dtype, int64_t) const override {
+    return dtype == kFloat32 || dtype == kFloat64;
+  }
   const char* many_streams_cost() const override { return "more than the prefetchers follow"; }
 };
 

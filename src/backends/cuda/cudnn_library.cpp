@@ -70,6 +70,12 @@ const Dnn* load(std::string* why) {
     COIL_DNN(pool_destroy, cudnnDestroyPoolingDescriptor);
     COIL_DNN(pool_forward, cudnnPoolingForward);
     COIL_DNN(pool_backward, cudnnPoolingBackward);
+    COIL_DNN(backend_create, cudnnBackendCreateDescriptor);
+    COIL_DNN(backend_destroy, cudnnBackendDestroyDescriptor);
+    COIL_DNN(backend_set, cudnnBackendSetAttribute);
+    COIL_DNN(backend_get, cudnnBackendGetAttribute);
+    COIL_DNN(backend_finalize, cudnnBackendFinalize);
+    COIL_DNN(backend_execute, cudnnBackendExecute);
 #undef COIL_DNN
     return complete ? d : nullptr;
   }();

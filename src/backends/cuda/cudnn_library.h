@@ -1,4 +1,4 @@
-// What coil's cuDNN calls share (backends/cuda/cudnn_conv.cpp, cudnn_pool.cpp): the library's
+// What coil's cuDNN calls share (backends/cuda/cudnn_conv.cpp, cudnn_pool.cpp, cudnn_graph.cpp): the library's
 // entry points, loaded on first use; a handle per device on coil's stream; descriptors of 4-D
 // contiguous tensors. Included only where the toolkit has cudnn.h.
 #pragma once
@@ -40,6 +40,13 @@ struct Dnn {
   decltype(&cudnnDestroyPoolingDescriptor) pool_destroy;
   decltype(&cudnnPoolingForward) pool_forward;
   decltype(&cudnnPoolingBackward) pool_backward;
+  // The graph API's (cudnn_graph.h).
+  decltype(&cudnnBackendCreateDescriptor) backend_create;
+  decltype(&cudnnBackendDestroyDescriptor) backend_destroy;
+  decltype(&cudnnBackendSetAttribute) backend_set;
+  decltype(&cudnnBackendGetAttribute) backend_get;
+  decltype(&cudnnBackendFinalize) backend_finalize;
+  decltype(&cudnnBackendExecute) backend_execute;
 };
 
 const Dnn& dnn();

@@ -13,6 +13,7 @@
 #include "backends/cuda/cublaslt.h"
 #include "backends/cuda/cudnn_calls.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/cudnn_attention.h"
 #include "backends/cuda/flash_attention_backward.h"
 #include "backends/cuda/max_pool.h"
 #include "backends/cuda/scan_scatter.h"
@@ -171,26 +172,42 @@ Results avg_pool_kernel(OpId op, const Args& a, const Metas& metas) {
   return one(out);
 }
 
-// Attention without a mask (or with a causal one) and without dropout: coil's fused kernel;
+double attention_scale(const Args& a, const Tensor& q) {
+  return a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+}
+
+// Attention without a mask (or with a causal one) and without dropout: cuDNN's flash attention
+// on the tensor cores for 16-bit floats where it takes the operands, else coil's fused kernel;
 // otherwise the decomposition (or the CPU, when it declines).
 Results attention_kernel(OpId, const Args& a, const Metas& metas) {
   const Tensor &q = a.tensor(0), &v = a.tensor(2);
   if (!a.is_none(3) || a.f64(4) > 0 || q.size(-1) == 0 || !attention_fits(q.size(-1), v.size(-1)))
     return std::nullopt;
   Tensor out = empty_from_meta(metas.at(0));
-  const double scale = a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
-  attention(q, a.tensor(1), v, out, scale, a.b(5));
+  const double scale = attention_scale(a, q);
+  if (!cudnn_attention(q, a.tensor(1), v, out, Tensor(), scale, a.b(5)))
+    attention(q, a.tensor(1), v, out, scale, a.b(5));
   return one(out);
 }
 
-// Its backward for self-attention: two kernels of coil's own, where they take the head size
-// and dtype (else the CPU, on copies).
+// Its backward for self-attention: cuDNN's for 16-bit floats (from the rows' log-sum-exp, which
+// a forward makes again), two kernels of coil's own for float32, where they take the head size
+// (else the CPU, on copies).
 Results attention_backward_kernel(OpId, const Args& a, const Metas& metas) {
-  const Tensor& q = a.tensor(1);
+  const Tensor &g = a.tensor(0), &q = a.tensor(1), &k = a.tensor(2), &v = a.tensor(3),
+               &o = a.tensor(4);
+  const double scale = attention_scale(a, q);
+  if (cudnn_attention_takes(q.dtype(), q.size(-1), v.size(-1))) {
+    Tensor out = empty_from_meta(metas.at(0));
+    const Shape rows(q.sizes().begin(), q.sizes().end() - 1);
+    const Tensor stats = empty(rows, kFloat32, q.device()), again = empty_like(o);
+    if (cudnn_attention(q, k, v, again, stats, scale, a.b(5)) &&
+        cudnn_attention_backward(g, q, k, v, o, stats, out, scale, a.b(5)))
+      return one(out);
+  }
   if (!attention_backward_fits(q)) return std::nullopt;
   Tensor out = empty_from_meta(metas.at(0));
-  const double scale = a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
-  attention_backward(a.tensor(0), q, a.tensor(2), a.tensor(3), a.tensor(4), out, scale, a.b(5));
+  attention_backward(g, q, k, v, o, out, scale, a.b(5));
   return one(out);
 }
 

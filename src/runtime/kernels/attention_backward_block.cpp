@@ -7,7 +7,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/cuda_runtime.h"
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/softmax_row.h"
 
@@ -89,11 +88,6 @@ bool backward_entry(const AttentionBackwardEntry<T>& a) {
 }
 
 }  // namespace
-
-bool attention_backward_fused(const Device& device, DType dtype, int64_t head) {
-  return device.is_cuda() ? dtype == kFloat32 && head <= cuda::kAttentionBackwardMaxHead
-                          : dtype == kFloat32 || dtype == kFloat64;
-}
 
 bool attention_backward_entry(const AttentionBackwardEntry<float>& a) { return backward_entry(a); }
 bool attention_backward_entry(const AttentionBackwardEntry<double>& a) { return backward_entry(a); }

@@ -13,12 +13,6 @@
 
 namespace coil {
 
-// Whether self-attention's backward on `device`, in `dtype`, with heads of `head` features runs
-// as the op scaled_dot_product_attention_backward, in fused kernels: the GPU's for float32 heads
-// up to cuda::kAttentionBackwardMaxHead, the CPU's entries below for float32 and float64.
-// Elsewhere attention's derivative rule takes the decomposed math.
-bool attention_backward_fused(const Device& device, DType dtype, int64_t head);
-
 // For n queries against n keys of e features (rows of q, k, v, g = dout and o = out at their own
 // row strides, features contiguous): p = softmax(q k^T * scale) (keys 0..i for query i when
 // causal), dv = p^T g, ds = p * (g v^T - rowsum(g * o)) * scale, dq = ds k, dk = ds^T q, written
