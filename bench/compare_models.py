@@ -4,11 +4,14 @@ torch.compile (Inductor), the same models, sizes and protocol, on the same machi
 
     python3 bench/compare_models.py --coil-bench-models build/bench/coil-bench-models
         [--device cpu|cuda] [--model resnet50|gpt2] [--threads N] [--quick] [--json FILE]
+        [--channels-last] [--amp bf16|fp16]
 
 The PyTorch models are scripts/make_model_checkpoints.py's (torchvision's ResNet and Hugging
 Face's GPT-2 architecture, written with torch.nn), at full size with random weights. Times are
 medians after warm-up (one call, two for training steps), as coil-bench-models does; the first
-call is torch.compile's, with an empty Inductor cache. TF32 is off on both sides.
+call is torch.compile's, with an empty Inductor cache. TF32 is off on both sides. --amp runs
+each forward and loss under autocast on both sides (torch.autocast, coil::autocast), the fp16
+training steps with a GradScaler; --channels-last converts ResNet-50 and its images on both.
 """
 import argparse
 import json
@@ -65,19 +68,27 @@ def gpt2_with_cache(torch, F, model, ids, pos, past):
     return logits[:, -1].argmax(-1, keepdim=True), out
 
 
-def training_step(torch, opt, loss, args, compiled):
-    """zero_grad, the loss, backward, the optimizer's step; the loss and the step compiled or not."""
+def training_step(torch, opt, loss, args, compiled, amp):
+    """zero_grad, the loss (under autocast where `amp` names a dtype), backward, the optimizer's
+    step (through a GradScaler for float16); the loss and the step compiled or not."""
     loss = torch.compile(loss) if compiled else loss
     step = torch.compile(opt.step) if compiled else opt.step
+    scaler = torch.amp.GradScaler(enabled=amp == torch.float16)
 
     def call():
         opt.zero_grad()
-        loss(*args).backward()
-        step()
+        with torch.autocast(args[0].device.type, dtype=amp or torch.float32, enabled=amp is not None):
+            value = loss(*args)
+        scaler.scale(value).backward()
+        if scaler.is_enabled():
+            scaler.step(opt)  # (the compiled step is the scaler's to call: eager here)
+            scaler.update()
+        else:
+            step()
     return call
 
 
-def run_torch(device, which, quick):
+def run_torch(device, which, quick, amp=None, channels_last=False):
     import torch
     import torch.nn.functional as F
     import make_model_checkpoints as m
@@ -98,7 +109,8 @@ def run_torch(device, which, quick):
 
     def no_grad(fn, *args):
         def call():
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast(device, dtype=amp or torch.float32,
+                                                 enabled=amp is not None):
                 fn(*args)
         return call
 
@@ -107,16 +119,21 @@ def run_torch(device, which, quick):
         model = m.ResNet(m.Bottleneck, [3, 4, 6, 3], 64, 1000).to(device).eval()
         batch, train_batch = (64, 32) if gpu else (16, 8)
         x = torch.randn(batch, 3, 224, 224, device=device)
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
         both("resnet50 inference", batch, lambda: no_grad(model, x),
              lambda: no_grad(torch.compile(model), x))
         model.train()
         xt = torch.randn(train_batch, 3, 224, 224, device=device)
+        if channels_last:
+            xt = xt.contiguous(memory_format=torch.channels_last)
         yt = torch.randint(0, 1000, (train_batch,), device=device)
 
         def train(compiled):
             opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
             return training_step(torch, opt, lambda a, b: F.cross_entropy(model(a), b), (xt, yt),
-                                 compiled)
+                                 compiled, amp)
         both("resnet50 train step", train_batch, lambda: train(False), lambda: train(True), 2)
 
     if which in ("", "gpt2"):
@@ -136,7 +153,7 @@ def run_torch(device, which, quick):
 
         def train(compiled):
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-            return training_step(torch, opt, lm_loss, (ids, labels), compiled)
+            return training_step(torch, opt, lm_loss, (ids, labels), compiled, amp)
         both("gpt2 train step 8x512", 8 * 512, lambda: train(False), lambda: train(True), 2)
         model.eval()
         prompt = torch.randint(0, 50257, (1, 16), device=device)
@@ -147,13 +164,14 @@ def run_torch(device, which, quick):
                 return gpt2_with_cache(torch, F, model, nxt, pos, past)
             step = torch.compile(step) if compiled else step
 
-            def call():
+            @torch.no_grad()
+            def call():  # float32 under --amp too, as coil-bench-models generates
                 positions = torch.arange(prompt.shape[1], device=device).unsqueeze(0)
                 nxt, past = gpt2_with_cache(torch, F, model, prompt, positions, None)
                 for t in range(new_tokens - 1):
                     pos = torch.full((1, 1), past[0].shape[2], device=device)
                     nxt, past = step(nxt, pos, past)
-            return no_grad(call)
+            return call
         both("gpt2 generate b1", new_tokens, lambda: generate(False), lambda: generate(True), reps=1)
     return rows
 
@@ -167,6 +185,8 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", default="")
+    p.add_argument("--amp", default="", choices=["", "bf16", "fp16"])
+    p.add_argument("--channels-last", action="store_true")
     p.add_argument("--coil-json", default="",
                    help="coil's side from an earlier coil-bench-models --json instead of a run")
     a = p.parse_args()
@@ -177,6 +197,10 @@ def main():
             cmd += ["--model", a.model]
         if a.quick:
             cmd += ["--quick"]
+        if a.amp:
+            cmd += ["--amp", a.amp]
+        if a.channels_last:
+            cmd += ["--channels-last"]
         env = dict(os.environ, **({"OMP_NUM_THREADS": str(a.threads)} if a.threads else {}))
         rc = 0
         if a.coil_json:
@@ -189,7 +213,8 @@ def main():
         import torch
         if a.threads:
             torch.set_num_threads(a.threads)
-        t = run_torch(a.device, a.model, a.quick)
+        amp = {"": None, "bf16": torch.bfloat16, "fp16": torch.float16}[a.amp]
+        t = run_torch(a.device, a.model, a.quick, amp, a.channels_last)
     head = ("model", "torch eager", "inductor", "coil eager", "coil", "coil/ind", "ind first",
             "coil first")
     print("\n%-22s %12s %12s %12s %12s %9s %10s %10s" % head)
@@ -205,7 +230,8 @@ def main():
             tr["inductor_first_ms"], r["first_ms"]))
         rows.append({**r, **tr, "speedup_vs_inductor": tr["inductor_ms"] / r["compiled_ms"]})
     if a.json:
-        json.dump({"device": a.device, "tf32": False, "rows": rows}, open(a.json, "w"), indent=2)
+        json.dump({"device": a.device, "tf32": False, "amp": a.amp or "off",
+                   "channels_last": a.channels_last, "rows": rows}, open(a.json, "w"), indent=2)
     return rc
 
 

@@ -5,10 +5,14 @@
 // JSON for bench/compare_models.py, which runs the same models in PyTorch beside it.
 //
 //   coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] [--json FILE] [--mode MODE]
-//                     [--quick] [--channels-last]
+//                     [--quick] [--channels-last] [--amp bf16|fp16]
 //
 // --channels-last runs ResNet-50 converted with Module::to(MemoryFormat::ChannelsLast) on
-// channels-last images (docs/memory_format.md).
+// channels-last images (docs/memory_format.md). --amp runs each forward and loss under
+// coil::autocast in that dtype (docs/amp.md): weights, gradients and optimizer states stay
+// float32; an fp16 training step scales its loss with a GradScaler; generation stays float32.
+// A compiled result may then differ from eager by a 16-bit rounding (eager rounds after every
+// op), so the check allows 5e-2 instead of 1e-2.
 //
 // Times are medians of 3 calls after warm-up (2 with --quick); a GPU call
 // is timed to the end of its work. The first compiled call is timed with an empty compile cache.
@@ -42,9 +46,18 @@ struct Options {
   std::string mode = "default";  // CompileOptions::mode of every compiled function
   bool quick = false;
   bool channels_last = false;  // ResNet-50 in MemoryFormat::ChannelsLast
+  std::optional<DType> amp;    // autocast's dtype for forwards and losses
 };
 
 Device g_device = kCPU;
+std::optional<DType> g_amp;
+
+// `fn` under autocast where --amp asked for it.
+Tensor under_amp(const std::function<Tensor()>& fn) {
+  if (!g_amp) return fn();
+  autocast guard(g_device.type, *g_amp);
+  return fn();
+}
 
 void sync() {
   if (g_device.is_cuda()) cuda::synchronize();
@@ -99,8 +112,8 @@ Row inference_row(std::string name, double items, int reps, const std::function<
                   const std::function<Tensor()>& compiled) {
   Row r{std::move(name), items};
   Tensor want, got;
-  r.eager_ms = median_ms([&] { want = eager(); }, reps);
-  r.compiled_ms = median_ms([&] { got = compiled(); }, reps, &r.first_ms);
+  r.eager_ms = median_ms([&] { want = under_amp(eager); }, reps);
+  r.compiled_ms = median_ms([&] { got = under_amp(compiled); }, reps, &r.first_ms);
   r.diff = difference(got, want);
   print(r);
   return r;
@@ -115,13 +128,15 @@ Row training_row(std::string name, double items, int reps, optim::Optimizer& eag
   Row r{std::move(name), items};
   auto timed = [&](optim::Optimizer& opt, const std::function<Tensor()>& loss, Tensor& first,
                    double* first_ms) {
+    amp::GradScaler scaler({.enabled = g_amp == kFloat16});
     return median_ms(
         [&] {
           opt.zero_grad();
-          Tensor l = loss();
+          Tensor l = under_amp(loss);
           if (!first.defined()) first = l;
-          l.backward();
-          opt.step();
+          scaler.scale(l).backward();
+          scaler.step(opt);
+          scaler.update();
         },
         reps, first_ms, 2);
   };
@@ -249,14 +264,18 @@ int main(int argc, char** argv) {
       o.quick = true;
     else if (a == "--channels-last")
       o.channels_last = true;
+    else if (a == "--amp" && i + 1 < argc && (std::string(argv[i + 1]) == "bf16" ||
+                                              std::string(argv[i + 1]) == "fp16"))
+      o.amp = std::string(argv[++i]) == "bf16" ? kBFloat16 : kFloat16;
     else {
       std::cerr << "usage: coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] "
-                   "[--json FILE] [--mode MODE] [--quick] [--channels-last]\n";
+                   "[--json FILE] [--mode MODE] [--quick] [--channels-last] [--amp bf16|fp16]\n";
       return 2;
     }
   }
   try {
     g_device = o.device;
+    g_amp = o.amp;
     char dir[] = "/tmp/coil-bench-models-cache-XXXXXX";  // first calls compile
     if (!mkdtemp(dir)) return 1;
     setenv("COIL_CACHE_DIR", dir, 1);
@@ -276,9 +295,10 @@ int main(int argc, char** argv) {
     nlohmann::json report = {{"device", o.device.str()},
                              {"mode", o.mode},
                              {"channels_last", o.channels_last},
+                             {"amp", o.amp ? dtype_name(*o.amp) : "off"},
                              {"rows", nlohmann::json::array()}};
     for (const Row& r : rows) {
-      ok = ok && r.diff < 1e-2;
+      ok = ok && r.diff < (o.amp ? 5e-2 : 1e-2);
       report["rows"].push_back({{"name", r.name},
                                 {"unit", r.name.rfind("resnet", 0) == 0 ? "images/s" : "tokens/s"},
                                 {"items_per_call", r.per_call_items},
