@@ -2,7 +2,8 @@
 // ceilings (copy bandwidth, BLAS rate) measured at start-up. Prints a table and writes JSON.
 //
 //   coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] [--filter [=]NAME] [--json FILE]
-//              [--reps N] [--dynamic] [--tf32] [--mode reduce-overhead]
+//              [--reps N] [--dynamic] [--tf32] [--mode reduce-overhead] [--dtype bf16|fp16]
+//              [--amp]
 //
 // --dynamic compiles every workload with dynamic=true: its graph over size symbols, its kernels
 // taking their sizes at run time (docs/dynamic.md), and compares it with the static graph: the
@@ -10,11 +11,14 @@
 // drift moves both alike. --mode
 // compiles them in another mode than "default" (reduce-overhead: CUDA graphs, docs/cuda.md).
 // --tf32 lets float32 products and convolutions on the GPU use TF32 (off by default, as in
-// PyTorch's products); the report says which was used.
+// PyTorch's products); the report says which was used. --dtype makes every input (and
+// train_mlp's model) bfloat16 or float16; with --amp they stay float32 and each call runs under
+// autocast in that dtype. A 16-bit compiled result may differ from eager's by the roundings
+// eager makes after every op (as Inductor's does), so the check allows more there.
 //
 // With --device cuda the workloads run on the GPU at their GPU sizes; each timed call is timed
 // to the end of its GPU work (the host waits for the device), and the ceilings are the GPU's:
-// the driver's dense copy (what coil's copy_ calls) over 1 GiB and cuBLASLt's float32 4096^3
+// the driver's dense copy (what coil's copy_ calls) over 1 GiB and cuBLASLt's 4096^3
 // product. On the GPU a call's device time is measured too ("device ms": CUDA events around it,
 // the call queued behind a write of 256 MB that empties the L2 cache and keeps the GPU busy
 // while the host queues the call, as Triton's benchmarks do): its kernels and the gaps between
@@ -70,7 +74,20 @@ struct Options {
   bool dynamic = false;
   bool tf32 = false;  // float32 products and convolutions on the GPU in TF32
   std::string mode = "default";
+  DType dtype = kFloat32;  // --dtype
+  bool amp = false;        // --amp: autocast in `dtype`, inputs float32
 };
+
+DType parse_dtype(const std::string& s) {
+  if (s == "bf16" || s == "bfloat16") return kBFloat16;
+  if (s == "fp16" || s == "float16") return kFloat16;
+  if (s == "fp32" || s == "float32") return kFloat32;
+  std::cerr << "coil-bench: --dtype takes bf16, fp16 or fp32, not " << s << "\n";
+  std::exit(2);
+}
+
+// The largest difference of a compiled result from eager's, relative to eager's largest value.
+double tolerance(DType t) { return t == kBFloat16 ? 5e-2 : t == kFloat16 ? 1e-2 : 1e-3; }
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -106,10 +123,15 @@ Options parse(int argc, char** argv) {
       o.mode = next();
     else if (a == "--trace")
       o.trace = next();
+    else if (a == "--dtype")
+      o.dtype = parse_dtype(next());
+    else if (a == "--amp")
+      o.amp = true;
     else {
       std::cerr << "usage: coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] "
                    "[--filter [=]NAME] [--json FILE] "
-                   "[--reps N] [--dynamic] [--tf32] [--mode reduce-overhead] [--trace FILE]\n";
+                   "[--reps N] [--dynamic] [--tf32] [--mode reduce-overhead] [--trace FILE] "
+                   "[--dtype bf16|fp16] [--amp]\n";
       std::exit(2);
     }
   }
@@ -140,7 +162,7 @@ double gpu_copy_bandwidth() {
 }
 double gpu_matmul_rate() {
   const int64_t n = 4096;
-  Tensor a = randn({n, n}).cuda(), b = randn({n, n}).cuda();
+  Tensor a = randn({n, n}).to(bench_dtype()).cuda(), b = randn({n, n}).to(bench_dtype()).cuda();
   double best = 1e30;
   for (int r = 0; r < 7; ++r) {
     sync();
@@ -171,7 +193,7 @@ double copy_bandwidth() {
 // float32 matrix product rate of the library coil calls (oneDNN), on a 2048^3 product.
 double matmul_rate() {
   const int64_t n = 2048;
-  Tensor a = randn({n, n}), b = randn({n, n});
+  Tensor a = randn({n, n}).to(bench_dtype()), b = randn({n, n}).to(bench_dtype());
   double best = 1e30;
   for (int r = 0; r < 7; ++r) {
     auto t0 = Clock::now();
@@ -278,11 +300,11 @@ std::pair<double, double> library_in_turns(
   for (size_t p = 0; p < products.size(); ++p)
     for (size_t i = 0; i < sets.size(); ++i) {
       const Product& x = products[p];
-      operands[p].push_back(x.batch > 1
-                                ? std::vector<Tensor>{randn({x.batch, x.m, x.k}).to(bench_device()),
-                                                      randn({x.batch, x.k, x.n}).to(bench_device())}
-                                : std::vector<Tensor>{randn({x.m, x.k}).to(bench_device()),
-                                                      randn({x.k, x.n}).to(bench_device())});
+      // In the products' dtype: the inputs', or autocast's.
+      auto make = [](const Shape& s) { return randn(s).to(bench_dtype()).to(bench_device()); };
+      operands[p].push_back(
+          x.batch > 1 ? std::vector<Tensor>{make({x.batch, x.m, x.k}), make({x.batch, x.k, x.n})}
+                      : std::vector<Tensor>{make({x.m, x.k}), make({x.k, x.n})});
     }
   std::vector<double> compiled;
   std::vector<std::vector<double>> library(products.size());
@@ -331,7 +353,7 @@ double warm_first_call_ms(const std::string& name, const Options& o) {
                     (o.gpu ? "gpu" : "cpu") + " --device " + o.device.str() +
                     (o.threads ? " --threads " + std::to_string(o.threads) : "") +
                     (o.dynamic ? " --dynamic" : "") + (o.tf32 ? " --tf32" : "") + " --mode " +
-                    o.mode;
+                    o.mode + " --dtype " + dtype_name(o.dtype) + (o.amp ? " --amp" : "");
   std::vector<double> times;
   for (int i = 0; i < 5; ++i) {
     FILE* p = popen(cmd.c_str(), "r");
@@ -378,6 +400,7 @@ int run_bench(int argc, char** argv) {
   use_device(o.device);
   use_dynamic_shapes(o.dynamic);
   use_mode(o.mode);
+  use_precision(o.dtype, o.amp);
   cuda::set_matmul_allow_tf32(o.tf32);
   cuda::set_cudnn_allow_tf32(o.tf32);
   g_on_gpu = o.device.is_cuda();
@@ -393,11 +416,13 @@ int run_bench(int argc, char** argv) {
   double blas = gpu ? gpu_matmul_rate() : matmul_rate();
   std::printf(
       "coil-bench: %s, %d cores, %d threads; copy %.1f GB/s, matmul %.1f GFLOP/s "
-      "(float32 %s^3)%s; mode %s; TF32 %s\n",
+      "(%s %s^3)%s; mode %s; TF32 %s; %s%s\n",
       gpu ? (cuda::device_name(o.device.index) + " (" + o.device.str() + ")").c_str()
           : cpu_model().c_str(),
-      omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9, gpu ? "4096" : "2048",
-      o.dynamic ? "; dynamic shapes" : "", o.mode.c_str(), o.tf32 ? "on" : "off");
+      omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9, dtype_name(o.dtype),
+      gpu ? "4096" : "2048",
+      o.dynamic ? "; dynamic shapes" : "", o.mode.c_str(), o.tf32 ? "on" : "off",
+      dtype_name(o.dtype), o.amp ? " under autocast" : "");
   std::printf("%-15s %10s %10s %8s %10s %10s %7s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
               "coil ms", "speedup", "device ms", "roofline", "of roof", "of lib", "kernels",
               "first cold", "first warm", "check");
@@ -410,6 +435,8 @@ int run_bench(int argc, char** argv) {
                            {"dynamic", o.dynamic},
                            {"mode", o.mode},
                            {"tf32", o.tf32},
+                           {"dtype", dtype_name(o.dtype)},
+                           {"amp", o.amp},
                            {"workloads", nlohmann::json::array()}};
   bool ok = true;
   for (const Workload& w : workloads()) {
@@ -435,7 +462,7 @@ int run_bench(int argc, char** argv) {
     double cold = ms_since(t0);
     int64_t kernels = counters()["generated_kernels"] - before["generated_kernels"];
     double err = mismatch(got, want);
-    bool good = err <= 1e-3;
+    bool good = err <= tolerance(o.dtype);
     ok = ok && good;
 
     double eager = time_ms(eager_fn, sets, o.reps);
@@ -455,7 +482,7 @@ int run_bench(int argc, char** argv) {
       Program static_fn = w.compiled(o.gpu);
       use_dynamic_shapes(true);
       const double static_err = mismatch(static_fn(first), want);
-      good = good && static_err <= 1e-3;
+      good = good && static_err <= tolerance(o.dtype);
       ok = ok && good;
       const std::vector<double> t = medians_in_turns({static_fn, cf}, sets, o.reps);
       static_turn = t[0];

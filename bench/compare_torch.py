@@ -8,6 +8,7 @@ TORCHINDUCTOR_CACHE_DIR).
 
     python3 bench/compare_torch.py --coil-bench build/bench/coil-bench [--threads N]
         [--size cpu|gpu] [--device cpu|cuda] [--filter NAME] [--json FILE] [--mode MODE] [--tf32]
+        [--dtype bfloat16|float16] [--amp]
 
 With --device cuda both run on the GPU (at the GPU sizes), and every timed call waits for the
 GPU's work to end (torch.cuda.synchronize), as coil-bench does.
@@ -22,12 +23,15 @@ import tempfile
 import time
 
 
-def workloads(torch, F, gpu, device):
-    """The programs of TARGETS.md, as coil-bench runs them (same sizes, same inputs' shapes)."""
+def workloads(torch, F, gpu, device, dtype):
+    """The programs of TARGETS.md, as coil-bench runs them (same sizes, same inputs' shapes), the
+    inputs in `dtype`."""
     def r(*shape):
-        return torch.randn(*shape, device=device)
+        return torch.randn(*shape, device=device).to(dtype)
+    def positive(n):
+        return (torch.rand(n, device=device) + 0.5).to(dtype)
     def bn_inputs(s):
-        return [r(*s), r(s[1]), torch.rand(s[1], device=device) + 0.5, r(s[1]), r(s[1])]
+        return [r(*s), r(s[1]), positive(s[1]), r(s[1]), r(s[1])]
     n, d = (8192, 1024) if gpu else (2048, 512)
     att = (8, 12, 1024, 64) if gpu else (2, 4, 256, 64)
     img = (32, 64, 56, 56) if gpu else (8, 32, 56, 56)
@@ -49,8 +53,7 @@ def workloads(torch, F, gpu, device):
                     lambda: bn_inputs(img)),
         "conv_block": (lambda x, w, g, b, m, v: torch.relu(F.batch_norm(
                            F.conv2d(x, w, padding=1), m, v, g, b, False)),
-                       lambda: [r(*conv), r(64, 64, 3, 3), r(64), r(64), r(64),
-                                torch.rand(64, device=device) + 0.5]),
+                       lambda: [r(*conv), r(64, 64, 3, 3), r(64), r(64), r(64), positive(64)]),
         "long_rows_sum": (lambda x: x.sum(1), lambda: [r(8, (4 if gpu else 1) << 20)]),
         "instance_norm": (lambda x: (x - x.mean((2, 3), keepdim=True)) /
                           torch.sqrt(x.var((2, 3), keepdim=True) + 1e-5),
@@ -71,14 +74,16 @@ def step_begin(torch, mode, compiled):
     return call
 
 
-def train_mlp(torch, gpu, compiled, device, mode="default"):
+def train_mlp(torch, gpu, compiled, device, mode="default", dtype="float32"):
     """One Adam step of Linear -> GELU -> Linear -> LayerNorm, loss mean(y^2), as coil-bench's
-    train_mlp: eager, or with the loss (forward + backward) and the optimizer step compiled."""
+    train_mlp: eager, or with the loss (forward + backward) and the optimizer step compiled; the
+    model and input in `dtype`."""
     n, d = (4096, 1024) if gpu else (512, 256)
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     torch.manual_seed(0)
     nn = torch.nn
     model = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d),
-                          nn.LayerNorm(d)).to(device)
+                          nn.LayerNorm(d)).to(device).to(dtype)
     opt = torch.optim.Adam(model.parameters())
     def loss_fn(x):
         y = model(x)
@@ -93,7 +98,7 @@ def train_mlp(torch, gpu, compiled, device, mode="default"):
         return l
     # One CUDA-graph step per training step: the optimizer reads the backward's outputs.
     return (step_begin(torch, mode, step) if compiled else step,
-            lambda: [torch.randn(n, d, device=device)])
+            lambda: [torch.randn(n, d, device=device).to(dtype)])
 
 
 def median_ms(fn, sets, sync, min_reps=5, budget_s=0.5):
@@ -130,9 +135,25 @@ def device_median_ms(torch, fn, sets, min_reps=5, budget_s=0.5):
     return statistics.median(a.elapsed_time(b) for a, b in marks)
 
 
-def run_torch(names, gpu, threads, device, mode="default", tf32=False):
+def under_autocast(torch, fn, device, amp):
+    """fn under torch.autocast in `amp` (None: fn itself)."""
+    if amp is None:
+        return fn
+
+    def call(*args):
+        with torch.autocast(device, dtype=amp):
+            return fn(*args)
+    return call
+
+
+def run_torch(names, gpu, threads, device, mode="default", tf32=False, dtype="float32",
+              amp=False):
+    """`dtype` the inputs' (and train_mlp's model's); with `amp` they stay float32 and each call
+    runs under autocast in it instead, as coil-bench --dtype / --amp."""
     import torch
     import torch.nn.functional as F
+    autocast = getattr(torch, dtype) if amp else None
+    dtype = torch.float32 if amp else getattr(torch, dtype)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if threads:
         torch.set_num_threads(threads)
@@ -146,7 +167,8 @@ def run_torch(names, gpu, threads, device, mode="default", tf32=False):
         print(f"  torch {torch.__version__} has no torch.compile: PyTorch eager only", flush=True)
     out = {}
     if "train_mlp" in names:
-        eager_step, make = train_mlp(torch, gpu, False, device)
+        eager_step, make = train_mlp(torch, gpu, False, device, dtype=dtype)
+        eager_step = under_autocast(torch, eager_step, device, autocast)
         sets = [make() for _ in range(2)]
         eager = median_ms(eager_step, sets, sync)
         if not has_compile:
@@ -155,7 +177,8 @@ def run_torch(names, gpu, threads, device, mode="default", tf32=False):
             print(f"  torch train_mlp: eager {eager:.3f} ms", flush=True)
     if "train_mlp" in names and has_compile:
         torch._dynamo.reset()
-        compiled_step, _ = train_mlp(torch, gpu, True, device, mode)
+        compiled_step, _ = train_mlp(torch, gpu, True, device, mode, dtype)
+        compiled_step = under_autocast(torch, compiled_step, device, autocast)
         t0 = time.perf_counter()
         compiled_step(*sets[0])
         sync()
@@ -167,9 +190,10 @@ def run_torch(names, gpu, threads, device, mode="default", tf32=False):
                             if device == "cuda" else None}
         print(f"  torch train_mlp: eager {eager:.3f} ms, inductor {inductor:.3f} ms, "
               f"first {first_ms:.0f} ms", flush=True)
-    for name, (fn, make) in workloads(torch, F, gpu, device).items():
+    for name, (fn, make) in workloads(torch, F, gpu, device, dtype).items():
         if name not in names:
             continue
+        fn = under_autocast(torch, fn, device, autocast)
         with torch.no_grad():
             first = make()
             nbytes = sum(t.numel() * t.element_size() for t in first)
@@ -208,6 +232,10 @@ def main():
                    help="float32 products and convolutions on the GPU in TF32, on both sides")
     p.add_argument("--mode", default="default",
                    help="the compile mode of both sides (reduce-overhead: CUDA graphs)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="the inputs' dtype on both sides (coil-bench --dtype)")
+    p.add_argument("--amp", action="store_true",
+                   help="inputs float32, each call under autocast in --dtype, on both sides")
     a = p.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -223,15 +251,21 @@ def main():
             cmd += ["--mode", a.mode]
         if a.tf32:
             cmd += ["--tf32"]
+        if a.dtype != "float32":
+            cmd += ["--dtype", a.dtype]
+        if a.amp:
+            cmd += ["--amp"]
         print("$", " ".join(cmd), flush=True)
         rc = subprocess.call(cmd)
         coil = json.load(open(coil_json))
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor-cache")
         names = [w["name"] for w in coil["workloads"]]
-        torch_results = run_torch(names, gpu_sizes, a.threads, a.device, a.mode, a.tf32)
+        torch_results = run_torch(names, gpu_sizes, a.threads, a.device, a.mode, a.tf32, a.dtype,
+                                  a.amp)
 
     print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
-          f"matmul {coil['blas_gflops']:.0f} GFLOP/s, TF32 {'on' if a.tf32 else 'off'} on both sides")
+          f"matmul {coil['blas_gflops']:.0f} GFLOP/s, TF32 {'on' if a.tf32 else 'off'} on both sides, "
+          f"{a.dtype}{' under autocast' if a.amp else ''}")
     head = ("workload", "torch eager", "inductor", "coil", "coil/eager", "coil/ind", "roof %",
             "lib %", "ind first", "coil first", "coil warm")
     print("%-15s %11s %10s %10s %10s %9s %7s %6s %10s %10s %10s" % head)
@@ -263,7 +297,8 @@ def main():
             print("%-15s %10.3fms %8.3fms %8.2fx %6.0f%%" % (name, ind, coil_dev, speed, roof))
     if a.json:
         json.dump({"machine": {k: coil[k] for k in ("cpu", "threads", "copy_gbps", "blas_gflops")},
-                   "tf32": a.tf32, "workloads": rows}, open(a.json, "w"), indent=2)
+                   "tf32": a.tf32, "dtype": a.dtype, "amp": a.amp, "workloads": rows},
+                  open(a.json, "w"), indent=2)
     return rc
 
 

@@ -264,8 +264,8 @@ int main(int argc, char** argv) {
       o.quick = true;
     else if (a == "--channels-last")
       o.channels_last = true;
-    else if (a == "--amp" && i + 1 < argc && (std::string(argv[i + 1]) == "bf16" ||
-                                              std::string(argv[i + 1]) == "fp16"))
+    else if (a == "--amp" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "bf16" || std::string(argv[i + 1]) == "fp16"))
       o.amp = std::string(argv[++i]) == "bf16" ? kBFloat16 : kFloat16;
     else {
       std::cerr << "usage: coil-bench-models [--device cpu|cuda] [--model resnet50|gpt2] "

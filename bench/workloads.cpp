@@ -11,10 +11,33 @@ Device& current_device() {
   return d;
 }
 
+struct Precision {
+  DType dtype = kFloat32;
+  bool amp = false;
+};
+Precision& precision() {
+  static Precision p;
+  return p;
+}
+
+// An input made on the CPU, in the inputs' dtype, on the bench device.
+Tensor bench_input(const Tensor& t) {
+  return t.to(bench_amp() ? kFloat32 : bench_dtype()).to(bench_device());
+}
+
 std::vector<Tensor> randn_all(const std::vector<Shape>& shapes) {
   std::vector<Tensor> out;
-  for (const Shape& s : shapes) out.push_back(randn(s).to(bench_device()));
+  for (const Shape& s : shapes) out.push_back(bench_input(randn(s)));
   return out;
+}
+
+// `p` under autocast where --amp asked for it.
+Program with_precision(Program p) {
+  if (!bench_amp()) return p;
+  return [p](const std::vector<Tensor>& in) {
+    autocast guard(bench_device().type, bench_dtype());
+    return p(in);
+  };
 }
 
 // One Adam step of Linear -> GELU -> Linear -> LayerNorm with loss mean(y^2): all eager, or
@@ -29,6 +52,7 @@ Program train_mlp_step(bool compiled, bool gpu) {
   model->push_back(std::make_shared<nn::Linear>(4 * d, d));
   model->push_back(std::make_shared<nn::LayerNorm>(d));
   model->to(bench_device());
+  if (!bench_amp()) model->to(bench_dtype());
   auto opt =
       std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.compiled = compiled});
   auto loss_of = [model](const Tensor& x) {
@@ -68,11 +92,16 @@ CompileOptions bench_options(const std::string& name) {
   return o;
 }
 Device bench_device() { return current_device(); }
+void use_precision(DType dtype, bool amp) { precision() = {dtype, amp}; }
+DType bench_dtype() { return precision().dtype; }
+bool bench_amp() { return precision().amp; }
+
+Program Workload::eager(bool gpu) const { return with_precision(make ? make(false, gpu) : fn); }
 
 Program Workload::compiled(bool gpu) const {
-  if (make) return make(true, gpu);
+  if (make) return with_precision(make(true, gpu));
   auto cf = compile(fn, bench_options(name));
-  return [cf](const std::vector<Tensor>& in) { return cf(in); };
+  return with_precision([cf](const std::vector<Tensor>& in) { return cf(in); });
 }
 
 std::vector<Workload> workloads() {
@@ -123,8 +152,8 @@ std::vector<Workload> workloads() {
                [](bool gpu) {
                  Shape s = gpu ? Shape{32, 64, 56, 56} : Shape{8, 32, 56, 56};
                  std::vector<Tensor> in = randn_all({s, {s[1]}});
-                 in.push_back((rand({s[1]}) + 0.5).to(bench_device()));
-                 for (int i = 0; i < 2; ++i) in.push_back(randn({s[1]}).to(bench_device()));
+                 in.push_back(bench_input(rand({s[1]}) + 0.5));
+                 for (int i = 0; i < 2; ++i) in.push_back(bench_input(randn({s[1]})));
                  return in;
                },
                [](const std::vector<Tensor>& a) {
@@ -150,7 +179,7 @@ std::vector<Workload> workloads() {
                [](bool gpu) {
                  Shape s = gpu ? Shape{32, 64, 56, 56} : Shape{8, 64, 56, 56};
                  std::vector<Tensor> in = randn_all({s, {64, 64, 3, 3}, {64}, {64}, {64}});
-                 in.push_back((rand({64}) + 0.5).to(bench_device()));
+                 in.push_back(bench_input(rand({64}) + 0.5));
                  return in;
                },
                [](const std::vector<Tensor>& a) {

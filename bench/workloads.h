@@ -23,7 +23,7 @@ struct Workload {
   // PyTorch's side builds its model before timing); fn is then unused.
   std::function<Program(bool compiled, bool gpu)> make;
   // The eager and the compiled program of `w` at the CPU or the GPU size.
-  Program eager(bool gpu) const { return make ? make(false, gpu) : fn; }
+  Program eager(bool gpu) const;
   Program compiled(bool gpu) const;
 };
 
@@ -37,6 +37,12 @@ void use_dynamic_shapes(bool dynamic);
 // coil-bench --mode: CompileOptions::mode of the compiled programs ("reduce-overhead").
 void use_mode(const std::string& mode);
 CompileOptions bench_options(const std::string& name);
+// coil-bench --dtype: the floating dtype of the workloads' inputs and of train_mlp's model
+// (float32 unless given); with --amp, the inputs and model stay float32 and each call runs under
+// autocast in that dtype instead.
+void use_precision(DType dtype, bool amp);
+DType bench_dtype();
+bool bench_amp();
 
 // One matrix product of a workload: `batch` products of (m x k) by (k x n).
 struct Product {
