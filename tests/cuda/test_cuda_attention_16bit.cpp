@@ -137,7 +137,7 @@ TEST(Attention16OnCuda, HeadsReadStridedFromOneProduct) {
     (compiled ? compile(loss_of)(x) : loss_of(x)).backward();
     expect_near_largest(x.grad(), x64.grad(), 2 * rtol_for(kBFloat16), "the product's gradient");
   }
-  EXPECT_TRUE(cudnn_ran("backward bf16")) << graphs();
+  EXPECT_TRUE(cudnn_ran("backward bfloat16")) << graphs();
 }
 
 // Operands cuDNN does not take (a head of 6 features: rows not 16-byte aligned) run coil's own
