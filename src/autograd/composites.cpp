@@ -9,6 +9,7 @@
 
 #include "autograd/record.h"
 #include "graph/dims.h"
+#include "heuristics/heuristics.h"
 #include "graph/sym_node.h"
 
 namespace coil::autograd {
@@ -84,6 +85,22 @@ std::vector<Tensor> stack(const Args& a) {
   return one(cat(parts, dim));
 }
 
+// Self-attention without a mask or dropout where the device's fused backward reads the rows'
+// log-sum-exp: the op that keeps it beside the output (its derivative rule passes it on).
+bool keeps_stats(const Args& a) {
+  if (!a.is_none(3) || a.f64(4) > 0) return false;
+  const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+  return q.dim() >= 2 && k.sizes() == q.sizes() && v.sizes() == q.sizes() &&
+         k.dtype() == q.dtype() && v.dtype() == q.dtype() &&
+         heuristics::for_device(q.device()).attention_keeps_stats(q.dtype(), q.size(-1));
+}
+
+std::vector<Tensor> attention_keeping_stats(const Args& a) {
+  return one(call_op(OpId::scaled_dot_product_attention_stats,
+                     {a.tensor(0), a.tensor(1), a.tensor(2), a.b(5), a[6]})
+                 .at(0));
+}
+
 }  // namespace
 
 Tensor attention_weights(const Args& a) {
@@ -107,7 +124,7 @@ CompositeFn find_autograd_composite(OpId op, const Args& args) {
     case OpId::dropout:
       return args.b(2) && args.f64(1) > 0 ? dropout : nullptr;
     case OpId::scaled_dot_product_attention:
-      return args.f64(4) > 0 ? attention : nullptr;
+      return args.f64(4) > 0 ? attention : keeps_stats(args) ? attention_keeping_stats : nullptr;
     case OpId::group_norm:
       return group_norm;
     case OpId::rms_norm:

@@ -16,6 +16,7 @@ struct GradCtx {
   const Args& args;                    // as called (tensors unpacked from the saved ones)
   const std::vector<Tensor>& outputs;  // as computed
   const std::vector<Tensor>& grads;    // one per output; zeros where none flowed back
+  const std::vector<bool>& flowed;     // per output: whether a gradient flowed back into it
   const std::vector<bool>& needed;     // per flattened tensor input: is its gradient wanted?
   std::vector<Tensor>& result;         // per flattened tensor input: what the rule computed
   // Saved tensors changed in place since the forward: reading one is an error.

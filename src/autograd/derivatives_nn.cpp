@@ -211,33 +211,59 @@ void embedding_rule(C c) {
   c.set(0, scatter_add(zeros_like(weight), 0, idx, g.to(weight.dtype())));
 }
 
-// scaled_dot_product_attention without dropout, as flash attention's backward: the weights p
-// are recomputed from q and k (no sequence x sequence tensor is kept from the forward), then
-// dv = p^T g, ds = p * (dp - rowsum(dp * p)) with dp = g v^T (softmax's backward), dq = ds k
-// and dk = ds^T q, each times the scale; a float mask's gradient is ds. Self-attention without a
-// mask (q, k, v of one shape; the devices, dtypes and heads the device heuristics fuse) calls
-// the op that computes all three so, in the backend's fused kernels, without the p and dp
-// tensors (unless the backward is itself differentiated: create_graph takes the ops below).
-void attention_rule(C c) {
+// The weights' math of attention's backward, recorded op by op (the CPU's and the GPU's
+// kernels take the rest): p made again from q and k (`sdpa` holds scaled_dot_product_attention's
+// arguments), dv = p^T g, ds = p * (dp - rowsum(dp * p)) with dp = g v^T (softmax's backward),
+// dq = ds k and dk = ds^T q, each times the scale; a float mask's gradient is ds. Where the
+// rows' log-sum-exp has a gradient `lse_grad` too, each score's share of it is its weight.
+void attention_math(C c, const Args& sdpa, double scale, const Tensor& lse_grad = Tensor()) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2), &g = c.grad();
+  Tensor p = attention_weights(sdpa);
+  if (c.wants(2)) c.set(2, matmul(p.transpose(-2, -1), g));
+  Tensor dp = matmul(g, v.transpose(-2, -1));
+  Tensor ds = dp - sum(dp * p, {-1}, true);
+  if (lse_grad.defined()) ds = ds + lse_grad.to(ds.dtype()).unsqueeze(-1);
+  ds = p * ds;
+  if (c.wants(0)) c.set(0, matmul(ds, k) * scale);
+  if (c.wants(1)) c.set(1, matmul(ds.transpose(-2, -1), q) * scale);
+  if (c.wants(3)) c.set(3, ds);
+}
+
+// The op that computes all three gradients in the backend's fused kernels, without the p and
+// dp tensors, from the forward's log-sum-exp where it kept it (`stats`, else None).
+void fused_attention_grads(C c, bool causal, const Arg& scale, const Arg& stats) {
+  const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
+  Tensor grads = call_op1(OpId::scaled_dot_product_attention_backward,
+                          {c.grad(), q, k, v, c.out(), causal, scale, stats});
+  for (size_t i = 0; i < 3; ++i)
+    if (c.wants(i)) c.set(i, grads.select(0, static_cast<int64_t>(i)));
+}
+
+// scaled_dot_product_attention without dropout, as flash attention's backward: the weights are
+// recomputed (no sequence x sequence tensor is kept from the forward). Self-attention without a
+// mask (q, k, v of one shape; the devices, dtypes and heads the device heuristics fuse) takes
+// the fused op, unless the backward is itself differentiated (create_graph records the math).
+void attention_rule(C c) {
+  const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
   const double scale = c.args.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
   if (!grad_mode_enabled() && c.args.is_none(3) && q.dim() >= 2 &&
       heuristics::for_device(q.device()).fused_attention_backward(q.dtype(), q.size(-1)) &&
       k.sizes() == q.sizes() && v.sizes() == q.sizes() && k.dtype() == q.dtype() &&
-      v.dtype() == q.dtype()) {
-    Tensor grads = call_op1(OpId::scaled_dot_product_attention_backward,
-                            {g, q, k, v, c.out(), c.args.b(5), c.args[6]});
-    for (size_t i = 0; i < 3; ++i)
-      if (c.wants(i)) c.set(i, grads.select(0, static_cast<int64_t>(i)));
-    return;
-  }
-  Tensor p = attention_weights(c.args);
-  if (c.wants(2)) c.set(2, matmul(p.transpose(-2, -1), g));
-  Tensor dp = matmul(g, v.transpose(-2, -1));
-  Tensor ds = p * (dp - sum(dp * p, {-1}, true));
-  if (c.wants(0)) c.set(0, matmul(ds, k) * scale);
-  if (c.wants(1)) c.set(1, matmul(ds.transpose(-2, -1), q) * scale);
-  if (c.wants(3)) c.set(3, ds);
+      v.dtype() == q.dtype())
+    return fused_attention_grads(c, c.args.b(5), c.args[6], Arg());
+  attention_math(c, c.args, scale);
+}
+
+// scaled_dot_product_attention_stats: the fused op from the kept log-sum-exp, unless the
+// backward is differentiated or a gradient flows into the log-sum-exp itself (then the math).
+void attention_stats_rule(C c) {
+  const Tensor& q = c.in(0);
+  if (!grad_mode_enabled() && !c.flowed[1])
+    return fused_attention_grads(c, c.args.b(3), c.args[4], c.out(1));
+  const std::vector<Arg> sdpa = {q, c.in(1), c.in(2), Arg(), 0.0, c.args.b(3), c.args[4]};
+  attention_math(c, Args(sdpa),
+                 c.args.opt_f64(4).value_or(1 / std::sqrt(static_cast<double>(q.size(-1)))),
+                 c.flowed[1] ? c.grads[1] : Tensor());
 }
 
 }  // namespace
@@ -258,6 +284,7 @@ std::vector<RuleEntry> nn_rules() {
       {OpId::cross_entropy, cross_entropy_rule},
       {OpId::embedding, embedding_rule},
       {OpId::scaled_dot_product_attention, attention_rule},
+      {OpId::scaled_dot_product_attention_stats, attention_stats_rule},
       // Dropout in training mode records its parts (autograd/composites.cpp); otherwise it is
       // the identity.
       {OpId::dropout, [](C c) { c.set(0, c.grad()); }},

@@ -92,9 +92,12 @@ class OpNode : public Node {
     }
     std::vector<Tensor> outputs;
     for (const SavedTensor& s : saved_outputs_) outputs.push_back(s.unpack(op_name(op_)));
-    for (size_t i = 0; i < grads.size(); ++i)
+    std::vector<bool> flowed;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      flowed.push_back(grads[i].defined());
       if (!grads[i].defined())
         grads[i] = zeros(output_metas[i].sizes, output_metas[i].dtype, output_metas[i].device);
+    }
     std::vector<bool> needed;
     for (const Edge& e : next_edges) needed.push_back(e.valid());
     std::vector<Tensor> result(next_edges.size());
@@ -106,7 +109,7 @@ class OpNode : public Node {
     for (const SavedTensor& s : saved_inputs_)
       modified_in.push_back(reads_elements && s.modified());
     for (const SavedTensor& s : saved_outputs_) modified_out.push_back(s.modified());
-    rule(GradCtx{op_, a, outputs, grads, needed, result, modified_in, modified_out});
+    rule(GradCtx{op_, a, outputs, grads, flowed, needed, result, modified_in, modified_out});
     for (size_t i = 0; i < result.size(); ++i) {
       if (!needed[i]) {
         result[i] = Tensor();

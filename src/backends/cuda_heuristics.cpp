@@ -47,6 +47,10 @@ class CudaHeuristics final : public heuristics::DeviceHeuristics {
     return (dtype == kBFloat16 || dtype == kFloat16) && head > 0 && head % 8 == 0 &&
            head <= kFusedAttentionMaxHead;
   }
+  // cuDNN's backward does; coil's float32 kernels make the rows' statistics themselves.
+  bool attention_keeps_stats(DType dtype, int64_t head) const override {
+    return dtype != kFloat32 && fused_attention_backward(dtype, head);
+  }
   const char* many_streams_cost() const override { return "each thread holding every one's loads"; }
 };
 

@@ -38,6 +38,8 @@ Wrapper::Wrapper(WrapperPlan plan, ModuleFuture module, KernelBinder bind)
       }
     }
     extern_arg_slots_.push_back(std::move(arg_slots));
+    const bool later = st.kernel.empty() && plan_.slots.at(st.extern_slot).call->result > 0;
+    first_result_slot_.push_back(later ? slot_of.at(plan_.slots[st.extern_slot].call->first) : -1);
   }
 }
 
@@ -98,6 +100,17 @@ bool laid_out_as(const Tensor& t, const ir::Layout& layout, const int64_t* sizes
 
 }  // namespace
 
+Tensor Wrapper::checked_result(const Tensor& out, const WrapperPlan::Slot& result,
+                               const int64_t* sizes) const {
+  const TensorMeta want = meta_at(result.layout, sizes, plan_.device);
+  COIL_ASSERT(
+      out.sizes() == want.sizes && out.strides() == want.strides && out.dtype() == want.dtype,
+      "wrapper: extern ", op_name(result.call->op), " returned ",
+      ir::Layout::of(out.dtype(), out.sizes(), out.strides()).str(), " where lowering expected ",
+      result.layout.str());
+  return out;
+}
+
 Tensor Wrapper::as_planned(const Tensor& t, const ir::Layout& layout, const int64_t* sizes) {
   if (laid_out_as(t, layout, sizes) || t.numel() == 0) return t;
   TensorMeta m = meta_at(layout, sizes, t.device());
@@ -124,6 +137,8 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
     if (b.kind == ir::BufferKind::Constant) slots[s] = b.value;
   }
   std::vector<void*> ptrs;
+  // The results past the first of the calls that return several, by their first's slot.
+  std::unordered_map<int, std::vector<Tensor>> call_results;
   // Inputs per storage, and whether a CUDA graph records: when a result goes into an input.
   std::unordered_map<const void*, int> input_storages;
   bool recording = false;
@@ -177,6 +192,14 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
         const int64_t bound = evaluate_sizes(c.bound, sizes);
         throw Error(index_error_message(c.op, index_error[1], bound));
       }
+    } else if (first_result_slot_[i] >= 0) {
+      const WrapperPlan::Slot& result = buffers[st.extern_slot];
+      auto it = call_results.find(first_result_slot_[i]);
+      COIL_ASSERT(
+          it != call_results.end() && static_cast<size_t>(result.call->result) < it->second.size(),
+          "wrapper: result ", result.call->result, " of ", op_name(result.call->op),
+          " before its call");
+      slots[st.extern_slot] = checked_result(it->second[result.call->result], result, sizes);
     } else {
       const WrapperPlan::Slot& result = buffers[st.extern_slot];
       const std::vector<ir::ExternArg>& call_args = result.call->args;
@@ -194,18 +217,13 @@ std::vector<Tensor> Wrapper::run(const std::vector<Tensor>& inputs, const Tensor
           args.push_back(literal_at(std::get<Arg>(call_args[k]), sizes));
         }
       }
-      Tensor out;
+      std::vector<Tensor> outs;
       {
         ProfileScope profiled("library", op_name(result.call->op), plan_.device);
-        out = run_eager(result.call->op, args).at(0);
+        outs = run_eager(result.call->op, args);
       }
-      const TensorMeta want = meta_at(result.layout, sizes, plan_.device);
-      COIL_ASSERT(
-          out.sizes() == want.sizes && out.strides() == want.strides && out.dtype() == want.dtype,
-          "wrapper: extern ", op_name(result.call->op), " returned ",
-          ir::Layout::of(out.dtype(), out.sizes(), out.strides()).str(),
-          " where lowering expected ", result.layout.str());
-      slots[st.extern_slot] = out;
+      slots[st.extern_slot] = checked_result(outs.at(0), result, sizes);
+      if (outs.size() > 1) call_results[st.extern_slot] = std::move(outs);
     }
     for (int s : st.releases) slots[s] = Tensor();
   }

@@ -41,6 +41,9 @@ class Wrapper {
   // `t`, an input, in the layout its buffer has in the plan: itself, or a copy laid out so.
   static Tensor as_planned(const Tensor& t, const ir::Layout& layout, const int64_t* sizes);
   static Tensor view_of(const Tensor& base, const ir::Layout& view, const int64_t* sizes);
+  // An extern call's result, checked against the layout lowering gave its buffer.
+  Tensor checked_result(const Tensor& out, const WrapperPlan::Slot& result,
+                        const int64_t* sizes) const;
   void bind_kernels() const;
 
   WrapperPlan plan_;
@@ -51,6 +54,8 @@ class Wrapper {
   mutable std::vector<KernelCall> fns_;
   // Per extern step, per argument: the slots of its tensors.
   std::vector<std::vector<std::vector<int>>> extern_arg_slots_;
+  // Per step that takes a later result of an earlier step's call: that call's first slot.
+  std::vector<int> first_result_slot_;
 };
 
 }  // namespace coil::codegen

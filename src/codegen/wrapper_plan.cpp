@@ -184,8 +184,10 @@ std::string render_wrapper(const WrapperPlan& plan) {
       text += "    " + step.kernel + "(" + call + ")" + checks + "\n";
     } else {
       const ir::ExternCall& c = *plan.slots[step.extern_slot].call;
-      text += "    " + name(step.extern_slot) + " = extern " + op_name(c.op) + "(...)  # " +
-              c.reason + "\n";
+      text += "    " + name(step.extern_slot) +
+              (c.result > 0
+                   ? " = result " + std::to_string(c.result) + " of " + c.first + "\n"
+                   : " = extern " + std::string(op_name(c.op)) + "(...)  # " + c.reason + "\n");
     }
     for (int d : step.dead) text += "    del " + name(d) + "\n";
   }

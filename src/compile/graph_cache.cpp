@@ -176,7 +176,9 @@ json call_json(const ir::ExternCall& c) {
       args.push_back({{"arg", arg_json(std::get<Arg>(a))}});
     }
   }
-  return {{"op", op_name(c.op)}, {"args", args}, {"reason", c.reason}};
+  json j = {{"op", op_name(c.op)}, {"args", args}, {"reason", c.reason}};
+  if (c.result > 0) j["result"] = {c.result, c.first};
+  return j;
 }
 
 // A constant buffer: one of the graph's parameters by position, else its elements.
@@ -305,6 +307,12 @@ ir::ExternCall call_of(const json& j) {
   if (!op) throw std::runtime_error("an unknown op");
   c.op = *op;
   c.reason = j.at("reason").get<std::string>();
+  if (j.contains("result")) {
+    c.result = j.at("result").at(0).get<int64_t>();
+    c.first = j.at("result").at(1).get<std::string>();
+    if (c.result < 1 || !op_info(c.op).returns_list() || c.first.empty())
+      throw std::runtime_error("an extern result the op does not have");
+  }
   for (const json& a : j.at("args")) {
     if (a.contains("ref")) {
       c.args.emplace_back(ref_of(a.at("ref")));
@@ -363,10 +371,18 @@ codegen::WrapperPlan plan_of(const json& j, const Graph& graph) {
   // Checked as the wrapper will use them, so that a damaged entry is a miss, never a crash.
   std::set<std::string> names;
   for (const codegen::WrapperPlan::Slot& slot : plan.slots) names.insert(slot.name);
+  std::map<std::string, OpId> calls;  // the buffers that make a call, by the op they call
   for (const codegen::WrapperPlan::Slot& slot : plan.slots)
-    if (slot.call)
+    if (slot.call) {
       for (const std::string& name : ir::extern_inputs(*slot.call))
         if (!names.count(name)) throw std::runtime_error("a call reads an unknown buffer");
+      if (slot.call->result == 0) {
+        calls[slot.name] = slot.call->op;
+      } else if (auto it = calls.find(slot.call->first);
+                 it == calls.end() || it->second != slot.call->op) {
+        throw std::runtime_error("a call's later result before or without its call");
+      }
+    }
   auto slot_index = [&](const json& v, bool or_none = false) {
     int i = v.get<int>();
     if (i < (or_none ? -1 : 0) || i >= static_cast<int>(plan.slots.size()))

@@ -280,6 +280,13 @@ Layouts attention(const SymCall& c) {
   return one(c.result(out));
 }
 
+// Self-attention with its rows' log-sum-exp: [out, stats], every operand of the query's sizes.
+Layouts attention_stats(const SymCall& c) {
+  const SymShape q = c.sizes(0);
+  for (size_t i : {1, 2}) eq_all(c, c.sizes(i), q);
+  return {c.result(q, 0), c.result(leading(q, 1), 1)};
+}
+
 // Self-attention's gradients stacked: every operand has the query's sizes.
 Layouts attention_backward(const SymCall& c) {
   const SymShape q = c.sizes(1);
@@ -422,6 +429,7 @@ const std::unordered_map<OpId, Rule>& rules() {
         {OpId::linear, linear},
         {OpId::scaled_dot_product_attention, attention},
         {OpId::scaled_dot_product_attention_backward, attention_backward},
+        {OpId::scaled_dot_product_attention_stats, attention_stats},
         {OpId::embedding, embedding},
         {OpId::gather, gather},
         {OpId::scatter_add, gather},

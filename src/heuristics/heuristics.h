@@ -48,6 +48,9 @@ class DeviceHeuristics {
   // scaled_dot_product_attention_backward, in the device's fused kernels (else attention's
   // derivative rule takes the decomposed math).
   virtual bool fused_attention_backward(DType dtype, int64_t head) const = 0;
+  // Whether that backward reads the forward's log-sum-exp of each row (then autograd records
+  // attention as scaled_dot_product_attention_stats, which keeps it).
+  virtual bool attention_keeps_stats(DType dtype, int64_t head) const = 0;
   // Why a kernel that walks many unrelated arrays at once runs slowly here (the reason a fusion
   // decision gives).
   virtual const char* many_streams_cost() const = 0;

@@ -122,6 +122,10 @@ std::string to_string(const Program& p) {
         out += to_string(*b.compute);
         break;
       case BufferKind::Extern: {
+        if (b.call->result > 0) {
+          out += "result " + std::to_string(b.call->result) + " of " + b.call->first + "'s call";
+          break;
+        }
         out += std::string("extern ") + op_name(b.call->op) + "(";
         bool first = true;
         for (const ExternArg& a : b.call->args) {

@@ -81,6 +81,10 @@ struct ExternCall {
   OpId op{};
   std::vector<ExternArg> args;  // one per schema argument
   std::string reason;           // why this op runs a library/eager kernel: logs say it
+  // Which of the op's results this buffer holds. A later result's buffer makes no call of its
+  // own: it takes that result of the call its first result's buffer (`first`) made.
+  int64_t result = 0;
+  std::string first;
 };
 // The buffers an extern call reads, in argument order.
 std::vector<std::string> extern_inputs(const ExternCall& call);

@@ -177,15 +177,22 @@ std::vector<TensorBox> lower_extern(Context& cx, const Node& n, std::string reas
     }
   }
   std::vector<SymLayout> out = layouts_over(cx, n, refs_of);
-  COIL_ASSERT(out.size() == 1, "lowering: extern ", op_name(n.op()), " with ", out.size(),
-              " outputs");
-  ir::Buffer b;
-  b.kind = ir::BufferKind::Extern;
-  // Relative to the returned tensor's data pointer, which includes its storage offset.
-  b.layout = ir::Layout{n.tensor_meta().dtype, out[0].sizes, out[0].strides, sym::constant(0)};
-  b.call = std::move(call);
-  ir::Layout layout = b.layout;
-  return {cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout})};
+  COIL_ASSERT(out.size() == n.meta().size(), "lowering: extern ", op_name(n.op()), " with ",
+              out.size(), " layouts for ", n.meta().size(), " results");
+  // A buffer per result: the first makes the call, each later one takes its result of it.
+  std::vector<TensorBox> boxes;
+  for (size_t i = 0; i < out.size(); ++i) {
+    ir::Buffer b;
+    b.kind = ir::BufferKind::Extern;
+    // Relative to the returned tensor's data pointer, which includes its storage offset.
+    b.layout = ir::Layout{n.meta()[i].dtype, out[i].sizes, out[i].strides, sym::constant(0)};
+    b.call = call;
+    b.call->result = static_cast<int64_t>(i);
+    if (i > 0) b.call->first = boxes.front().storage->buffer;
+    ir::Layout layout = b.layout;
+    boxes.push_back(cx.from_storage(ir::TensorRef{cx.add_buffer(std::move(b)), layout}));
+  }
+  return boxes;
 }
 
 // The values a matrix product will write to memory for its operands (product_operand).

@@ -343,6 +343,73 @@ std::vector<Tensor> eager_scaled_dot_product_attention(const Args& a,
 
 namespace coil::ops {
 
+namespace {
+
+// scaled_dot_product_attention_stats's arguments as scaled_dot_product_attention's (no mask, no
+// dropout), kept alive beside the Args that reads them.
+struct AsAttention {
+  std::vector<Arg> v;
+  Args args;
+  explicit AsAttention(const Args& a) : v{a[0], a[1], a[2], Arg(), 0.0, a[3], a[4]}, args(v) {}
+};
+
+// Each row's log-sum-exp of its scaled scores (keys j <= i for row i when causal), in float64.
+void row_log_sum_exp(const Tensor& q_in, const Tensor& k_in, double scale, bool causal,
+                     const Tensor& stats) {
+  const Tensor q = as_contiguous(as_dtype(q_in, kFloat64)),
+               k = as_contiguous(as_dtype(k_in, kFloat64));
+  const int64_t L = q.size(-2), S = k.size(-2), E = q.size(-1), batches = stats.numel() / L;
+  const double *qd = q.data_ptr<double>(), *kd = k.data_ptr<double>();
+  std::vector<double> row(static_cast<size_t>(S));
+  Tensor out = empty_contiguous(stats.sizes(), kFloat64);
+  double* o = out.data_ptr<double>();
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < L; ++i) {
+      const int64_t keys = causal ? std::min(i + 1, S) : S;
+      double m = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t j = 0; j < keys; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < E; ++e) dot += qd[(b * L + i) * E + e] * kd[(b * S + j) * E + e];
+        row[j] = dot * scale;
+        m = std::max(m, row[j]);
+      }
+      for (int64_t j = 0; j < keys; ++j) sum += std::exp(row[j] - m);
+      o[b * L + i] = keys ? m + std::log(sum) : -std::numeric_limits<double>::infinity();
+    }
+  copy_into(stats, out);
+}
+
+}  // namespace
+
+// scaled_dot_product_attention_stats(query, key, value, is_causal, scale): [out, stats], out as
+// scaled_dot_product_attention's (its layout too), stats [batch..., L] in float32 (float64 for
+// float64 inputs). On the CPU (a
+// GPU's fallback where its library declines) out is the attention's eager kernel and stats a
+// float64 loop.
+std::vector<TensorMeta> meta_scaled_dot_product_attention_stats(const Args& a) {
+  const char* op = "scaled_dot_product_attention_stats";
+  const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+  COIL_CHECK(k.sizes() == q.sizes() && v.sizes() == q.sizes(), op, ": key ", describe(k),
+             " and value ", describe(v), " must have the query's sizes ", describe(q),
+             " (self-attention; other attention takes scaled_dot_product_attention)");
+  const AsAttention as(a);
+  TensorMeta out = meta_scaled_dot_product_attention(as.args).at(0);
+  TensorMeta stats = contiguous_meta(q.dtype() == kFloat64 ? kFloat64 : kFloat32,
+                                     Shape(q.sizes().begin(), q.sizes().end() - 1), out.device);
+  return {std::move(out), std::move(stats)};
+}
+
+std::vector<Tensor> eager_scaled_dot_product_attention_stats(const Args& a,
+                                                             const std::vector<TensorMeta>& out) {
+  const AsAttention as(a);
+  Tensor o = eager_scaled_dot_product_attention(as.args, {out.at(0)}).at(0);
+  Tensor stats = empty_from_meta(out.at(1));
+  const Tensor& q = a.tensor(0);
+  const double scale = a.opt_f64(4).value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (stats.numel() > 0) row_log_sum_exp(q, a.tensor(1), scale, a.b(3), stats);
+  return {o, stats};
+}
+
 // scaled_dot_product_attention_backward(grad_out, query, key, value, out, is_causal, scale):
 // self-attention's gradients, [dq, dk, dv] stacked. On the CPU as the math path's backward
 // (attention's derivative rule without this op): the weights p made again, dv = p^T g,

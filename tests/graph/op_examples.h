@@ -181,6 +181,7 @@ inline const std::vector<OpExample>& op_examples() {
       {"scaled_dot_product_attention", {In{"q"}, In{"q"}, In{"q"}, None(), F(0), B(true)}},
       {"scaled_dot_product_attention_backward",
        {In{"q"}, In{"q"}, In{"q"}, In{"q"}, In{"q"}, B(true)}},
+      {"scaled_dot_product_attention_stats", {In{"q"}, In{"q"}, In{"q"}, B(true)}},
       // shape and indexing
       {"cat", {Ins{{"x", "p"}}, I(1)}},
       {"stack", {Ins{{"x", "p"}}}},

@@ -38,6 +38,7 @@ class CpuHeuristics final : public heuristics::DeviceHeuristics {
   bool fused_attention_backward(DType dtype, int64_t) const override {
     return dtype == kFloat32 || dtype == kFloat64;
   }
+  bool attention_keeps_stats(DType, int64_t) const override { return false; }
   const char* many_streams_cost() const override { return "more than the prefetchers follow"; }
 };
 

@@ -3,6 +3,7 @@
 #include "backends/cuda/cudnn_calls.h"
 
 #if __has_include(<cudnn.h>)
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -113,6 +114,7 @@ struct Built {
   DnnGraph graph;
   bool ok = false;
   std::string what, why;
+  mutable std::atomic<int64_t> runs{0};
   std::vector<TensorId> ids;
   std::vector<int64_t> scratch_floats;  // one per id past the operands
 };
@@ -168,6 +170,7 @@ void run(const Built& b, int device, const std::vector<const Tensor*>& operands)
   } release{scratch, device};
   set_device(device);
   b.graph.run(handle(device), pointers, ws > 0 ? scratch.back() : nullptr);
+  ++b.runs;
   note_launch(device, "cudnn_attention");
 }
 
@@ -202,7 +205,8 @@ bool cudnn_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
   std::vector<int64_t> key = {0,      device,     static_cast<int64_t>(dt),
                               causal, with_stats, scale_bits(scale)};
   for (const Operand* op : {&*q, &*k, &*v, &*o}) append(key, *op);
-  const Built& b = built(key, device, describe("forward", dt, *q, causal), [&](Built& b) {
+  const char* pass = with_stats ? "forward keeping the log-sum-exp" : "forward";
+  const Built& b = built(key, device, describe(pass, dt, *q, causal), [&](Built& b) {
     DnnGraph& g = b.graph;
     const cudnnDataType_t type = data_type(dt);
     const TensorId qt = g.tensor(q->dims, q->strides, type);
@@ -304,7 +308,9 @@ std::vector<std::string> cudnn_attention_graphs() {
   std::lock_guard<std::mutex> lock(c.mutex);
   std::vector<std::string> lines;
   for (const auto& [key, b] : c.graphs)
-    lines.push_back(b->what + ": " + (b->ok ? "cuDNN's plan" : "declined, " + b->why));
+    lines.push_back(
+        b->what + ": " +
+        (b->ok ? "cuDNN's plan, " + std::to_string(b->runs) + " runs" : "declined, " + b->why));
   return lines;
 }
 

@@ -27,8 +27,8 @@ bool cudnn_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
                               const Tensor& o, const Tensor& stats, const Tensor& grads,
                               double scale, bool causal);
 
-// Each graph built so far, a line each: the pass, dtype and query dims, and cuDNN's plan or
-// why it declined (coil's kernels ran instead).
+// Each graph built so far, a line each: the pass, dtype and query dims, and cuDNN's plan with
+// the times it ran, or why it declined (coil's kernels ran instead).
 std::vector<std::string> cudnn_attention_graphs();
 
 }  // namespace coil::cuda

@@ -190,18 +190,29 @@ Results attention_kernel(OpId, const Args& a, const Metas& metas) {
   return one(out);
 }
 
-// Its backward for self-attention: cuDNN's for 16-bit floats (from the rows' log-sum-exp, which
-// a forward makes again), two kernels of coil's own for float32, where they take the head size
-// (else the CPU, on copies).
+// Attention with its rows' log-sum-exp: cuDNN's (else the CPU, on copies).
+Results attention_stats_kernel(OpId, const Args& a, const Metas& metas) {
+  const Tensor& q = a.tensor(0);
+  Tensor out = empty_from_meta(metas.at(0)), stats = empty_from_meta(metas.at(1));
+  const double scale = a.opt_f64(4).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (!cudnn_attention(q, a.tensor(1), a.tensor(2), out, stats, scale, a.b(3))) return std::nullopt;
+  return Results(std::vector<Tensor>{out, stats});
+}
+
+// Its backward for self-attention: cuDNN's for 16-bit floats (from the forward's log-sum-exp,
+// or one a forward makes again where it was not kept), two kernels of coil's own for float32,
+// where they take the head size (else the CPU, on copies).
 Results attention_backward_kernel(OpId, const Args& a, const Metas& metas) {
   const Tensor &g = a.tensor(0), &q = a.tensor(1), &k = a.tensor(2), &v = a.tensor(3),
                &o = a.tensor(4);
   const double scale = attention_scale(a, q);
   if (cudnn_attention_takes(q.dtype(), q.size(-1), v.size(-1))) {
-    Tensor out = empty_from_meta(metas.at(0));
+    Tensor out = empty_from_meta(metas.at(0)), stats = a.opt_tensor(7);
     const Shape rows(q.sizes().begin(), q.sizes().end() - 1);
-    const Tensor stats = empty(rows, kFloat32, q.device()), again = empty_like(o);
-    if (cudnn_attention(q, k, v, again, stats, scale, a.b(5)) &&
+    const bool kept = stats.defined() && stats.dtype() == kFloat32 && stats.sizes() == rows &&
+                      stats.is_contiguous();
+    if (!kept) stats = empty(rows, kFloat32, q.device());
+    if ((kept || cudnn_attention(q, k, v, empty_like(o), stats, scale, a.b(5))) &&
         cudnn_attention_backward(g, q, k, v, o, stats, out, scale, a.b(5)))
       return one(out);
   }
@@ -234,6 +245,7 @@ Results attention_backward_kernel(OpId, const Args& a, const Metas& metas) {
       {OpId::adaptive_avg_pool2d_backward, avg_pool_kernel},
       {OpId::scaled_dot_product_attention, attention_kernel},
       {OpId::scaled_dot_product_attention_backward, attention_backward_kernel},
+      {OpId::scaled_dot_product_attention_stats, attention_stats_kernel},
   };
   for (const auto& [op, kernel] : kernels) register_device_kernel(DeviceType::CUDA, op, kernel);
   return true;
