@@ -4,14 +4,17 @@
 // scaled_dot_product_attention_backward). Device time by CUDA events, the median of 10 calls
 // after 3; TFLOP/s counts 4 b h L S d for the forward (half that causal) and 2.5 times it for
 // the backward. The first batch's output and gradients are checked against float64 on the CPU.
-// bench/probes/torch_attention_16bit.py times PyTorch at the same shapes.
+// bench/probes/torch_attention_16bit.py times PyTorch at the same shapes. With --profile, the
+// profiler's table of one forward and backward after each shape's line.
 //   g++ -std=c++20 -O2 -Iinclude bench/probes/attention_16bit.cpp -Lbuild -lcoil -o attention_16bit
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <coil/coil.h>
 #include <coil/cuda.h>
+#include <coil/profiler.h>
 
 #include "device_timing.h"
 
@@ -23,6 +26,8 @@ double error(const Tensor& got, const Tensor& want) {
   Tensor g = got.detach().cpu().to(kFloat64);
   return amax(abs(g - want)).item<double>() / std::max(1e-30, amax(abs(want)).item<double>());
 }
+
+bool g_profile = false;
 
 void run(int64_t b, int64_t h, int64_t s, int64_t d, bool causal, bool strided) {
   const Device cuda("cuda");
@@ -50,6 +55,12 @@ void run(int64_t b, int64_t h, int64_t s, int64_t d, bool causal, bool strided) 
     out = scaled_dot_product_attention(qg, kg, vg, {}, 0.0, causal);
     out.backward(g);
   });
+  if (g_profile) {
+    Profiler p;
+    for (const Tensor& x : {qg, kg, vg}) x.set_grad(Tensor());
+    scaled_dot_product_attention(qg, kg, vg, {}, 0.0, causal).backward(g);
+    std::printf("%s\n", p.table(20).c_str());
+  }
   auto first = [](const Tensor& x) { return x.select(0, 0).detach().cpu().to(kFloat64); };
   Tensor q64 = first(q), k64 = first(k), v64 = first(v);
   for (const Tensor& x : {q64, k64, v64}) x.requires_grad_();
@@ -66,7 +77,8 @@ void run(int64_t b, int64_t h, int64_t s, int64_t d, bool causal, bool strided) 
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  g_profile = argc > 1 && std::string(argv[1]) == "--profile";
   manual_seed(0);
   for (bool causal : {false, true}) {
     run(8, 12, 1024, 64, causal, false);

@@ -4,7 +4,8 @@
 // coil-bench-models: GPT-2 small at 8 x 512 tokens with AdamW, ResNet-50 at 32 images of 224²
 // with SGD (momentum 0.9); or coil-bench's train_mlp (Linear 1024 -> 4096, GELU, Linear back,
 // LayerNorm, loss mean(y^2), Adam) at 4096 rows. Usage: train_step gpt2|resnet50|mlp eager|compiled
-// [gaps]. With "gaps" it profiles the step with coil's own profiler instead: the step's wall time,
+// [gaps|kernels] [bf16|fp16]; a dtype runs the loss under autocast in it (an fp16 step unscaled:
+// the probe times, it does not train). With "gaps" it profiles the step with coil's own profiler instead: the step's wall time,
 // the work's device time by name, and the device's idle time summed by the work that came after
 // it (a host-bound step waits for the host before each piece of work: where the host is slow).
 #include <cuda_profiler_api.h>
@@ -76,6 +77,13 @@ int main(int argc, char** argv) {
     };
   }
   model->train();
+  if (argc > 4) {
+    const DType amp = std::string(argv[4]) == "fp16" ? kFloat16 : kBFloat16;
+    loss_of = [inner = loss_of, amp](const Tensor& a, const Tensor& b) {
+      autocast guard(DeviceType::CUDA, amp);
+      return inner(a, b);
+    };
+  }
   auto compiled_loss = coil::compile(loss_of);
   auto step = [&] {
     opt->zero_grad();

@@ -60,14 +60,16 @@ class AccumulateGrad : public Node {
     AutogradMeta& m = ensure_autograd_meta(leaf);
     Tensor& g = grads[0];
     if (!m.grad.defined()) {
-      // Keep the incoming tensor when nothing else can see it; else a private copy, so that
-      // an optimizer's in-place update never writes into another tensor. Laid out as the leaf
-      // when it is channels-last (torch's gradient layout contract), contiguous otherwise.
+      // Keep the incoming tensor when nothing else can see it; else a private copy (one: a
+      // gradient laid out otherwise is copied once, into the layout), so that an optimizer's
+      // in-place update never writes into another tensor. Laid out as the leaf when it is
+      // channels-last (torch's gradient layout contract), contiguous otherwise.
       const MemoryFormat format = leaf.impl()->meta.is_channels_last() ? MemoryFormat::ChannelsLast
                                                                        : MemoryFormat::Contiguous;
+      const bool laid_out = g.is_contiguous(format);
       const bool unique = g.impl_ptr().use_count() == 1 && g.has_storage() &&
-                          g.impl()->storage.use_count() == 1 && g.is_contiguous(format);
-      m.grad = unique && !grad_mode_enabled() ? g : g.contiguous(format).clone();
+                          g.impl()->storage.use_count() == 1 && laid_out;
+      m.grad = unique && !grad_mode_enabled() ? g : laid_out ? g.clone() : g.contiguous(format);
       if (m.grad.requires_grad() && !grad_mode_enabled()) m.grad = m.grad.detach();
     } else if (grad_mode_enabled()) {
       m.grad = m.grad + g;  // create_graph: the sum stays differentiable

@@ -27,6 +27,8 @@
 #include "graph/printer.h"
 #include "graph/shape_env.h"
 #include "lower/context.h"
+#include "runtime/copy.h"
+#include "runtime/tensor_impl.h"
 
 namespace coil {
 
@@ -63,9 +65,18 @@ std::vector<Tensor> on_cpu(OpId op, const std::vector<Arg>& args,
   std::vector<Arg> host;
   for (const Arg& a : args) host.push_back(to_device(a, kCPU));
   std::vector<Tensor> outs = run_eager(op, host);
-  for (size_t i = 0; i < outs.size(); ++i)
-    if (outs[i].defined())
-      outs[i] = run_eager(OpId::to_device, {outs[i], metas.at(i).device, false}).at(0);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].defined()) continue;
+    const TensorMeta& m = metas.at(i);
+    outs[i] = run_eager(OpId::to_device, {outs[i], m.device, false}).at(0);
+    // Laid out as the device's meta says where the CPU's differs (attention's output is stored
+    // token-major on a GPU): a compiled graph's wrapper holds the call to that layout.
+    if (outs[i].strides() != m.strides && outs[i].sizes() == m.sizes) {
+      Tensor laid_out = empty_from_meta(m);
+      copy_into(laid_out, outs[i]);
+      outs[i] = laid_out;
+    }
+  }
   return outs;
 }
 

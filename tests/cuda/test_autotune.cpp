@@ -41,9 +41,10 @@ TEST_F(MaxAutotune, ProductsKeepTheFastestCandidateAndMatchTheCpu) {
         SCOPED_TRACE(mode + ", call " + std::to_string(call));
         std::vector<Tensor> got = cf(x.cuda(), w1.cuda(), b1.cuda(), w2.cuda());
         // float32 sums of 160-224 products in another order (a candidate may split the sum):
-        // the softmax of such logits differed from the CPU's by 2.8e-5 at 0.82.
+        // the softmax of such logits differed from the CPU's by 2.8e-5 at 0.82 and 3.3e-5 at
+        // 0.10, as the fastest candidate changed from run to run.
         for (size_t i = 0; i < want.size(); ++i)
-          expect_close(got[i].cpu(), values(want[i]), want[i].sizes(), 1e-4, 1e-5);
+          expect_close(got[i].cpu(), values(want[i]), want[i].sizes(), 1e-4, 5e-5);
       }
     });
   };
