@@ -420,9 +420,8 @@ int run_bench(int argc, char** argv) {
       gpu ? (cuda::device_name(o.device.index) + " (" + o.device.str() + ")").c_str()
           : cpu_model().c_str(),
       omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9, dtype_name(o.dtype),
-      gpu ? "4096" : "2048",
-      o.dynamic ? "; dynamic shapes" : "", o.mode.c_str(), o.tf32 ? "on" : "off",
-      dtype_name(o.dtype), o.amp ? " under autocast" : "");
+      gpu ? "4096" : "2048", o.dynamic ? "; dynamic shapes" : "", o.mode.c_str(),
+      o.tf32 ? "on" : "off", dtype_name(o.dtype), o.amp ? " under autocast" : "");
   std::printf("%-15s %10s %10s %8s %10s %10s %7s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
               "coil ms", "speedup", "device ms", "roofline", "of roof", "of lib", "kernels",
               "first cold", "first warm", "check");

@@ -3,13 +3,8 @@
 # build/bench/coil-bench-models): GPT-2 small (or the model in $COIL_MODEL) under autocast in
 # bfloat16 (or $COIL_AMP), coil against PyTorch eager and Inductor (bench/compare_models.py), the
 # JSON and log under $OUT. Extra arguments go to compare_models.py (--channels-last).
-set -uo pipefail
 cd "$(dirname "$0")/.."
-COIL_DEPS=${COIL_DEPS:-.deps-run} COIL_SKIP_BUILD=1 source bench/device_setup.sh
-set +e
-ln -sf libcoil.so.0.1.0 build/libcoil.so.0
-export LD_LIBRARY_PATH=$PWD/build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 model=${COIL_MODEL:-gpt2} amp=${COIL_AMP:-bf16}
-python3 bench/compare_models.py --coil-bench-models build/bench/coil-bench-models --device cuda \
-  --model "$model" --amp "$amp" --json "$OUT/models_${model}_${amp}.json" "$@" 2>&1 |
-  tee "$OUT/models_${model}_${amp}.txt"
+bash bench/device_prebuilt.sh "python3 bench/compare_models.py --coil-bench-models \
+build/bench/coil-bench-models --device cuda --model $model --amp $amp \
+--json '$OUT/models_${model}_${amp}.json' $* 2>&1 | tee '$OUT/models_${model}_${amp}.txt'"

@@ -8,7 +8,9 @@
 
 #include <coil/cuda.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "backends/backend.h"
@@ -41,6 +43,17 @@ inline void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string&
   if (!is_floating(cpu.dtype())) tol = {0, 0};
   expect_close(gpu.cpu(), values(cpu), cpu.sizes(), std::max(tol.rtol, rtol),
                std::max(tol.atol, atol));
+}
+
+// Attention written out in ops (products, a mask, softmax), for float64 references on the GPU:
+// through the library's products and generated kernels rather than the fused kernels under test.
+inline Tensor attention_by_ops(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+  Tensor s = matmul(q, k.transpose(-2, -1)) * (1 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (causal) {
+    Tensor keep = tril(ones({q.size(-2), k.size(-2)}, kBool, q.device()));
+    s = where(keep, s, -std::numeric_limits<double>::infinity());
+  }
+  return matmul(softmax(s, -1), v);
 }
 
 // `got` against `want` relative to want's largest magnitude (a kernel's sums run in another

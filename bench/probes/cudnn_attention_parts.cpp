@@ -36,8 +36,9 @@ void run(int64_t b, int64_t h, int64_t s, int64_t d, bool causal) {
   Tensor grads_projection = empty({b, s, 3, h, d}, kBFloat16, cuda).permute({2, 0, 3, 1, 4});
   auto bwd = [&](const Tensor& g, const Tensor& grads) {
     bool ok = true;
-    const double ms = median_device_ms(
-        [&] { ok = ok && cuda::cudnn_attention_backward(g, q, k, v, o, stats, grads, scale, causal); });
+    const double ms = median_device_ms([&] {
+      ok = ok && cuda::cudnn_attention_backward(g, q, k, v, o, stats, grads, scale, causal);
+    });
     return ok ? ms : -1.0;
   };
   const double a = bwd(g_bhsd, grads_apart), p = bwd(g_bhsd, grads_projection),
@@ -46,8 +47,8 @@ void run(int64_t b, int64_t h, int64_t s, int64_t d, bool causal) {
       "%dx%dx%dx%d%s: forward %.3f ms (%.0f TFLOP/s), with stats %.3f; backward, dO BHSD: "
       "grads apart %.3f, as a projection %.3f; dO token-major: apart %.3f, projection %.3f ms "
       "(%.0f TFLOP/s)\n",
-      int(b), int(h), int(s), int(d), causal ? " causal" : "", fwd, flops / fwd / 1e9, fwd_stats,
-      a, p, ga, gp, 2.5 * flops / gp / 1e9);
+      int(b), int(h), int(s), int(d), causal ? " causal" : "", fwd, flops / fwd / 1e9, fwd_stats, a,
+      p, ga, gp, 2.5 * flops / gp / 1e9);
 }
 
 }  // namespace

@@ -5,9 +5,10 @@
 // with SGD (momentum 0.9); or coil-bench's train_mlp (Linear 1024 -> 4096, GELU, Linear back,
 // LayerNorm, loss mean(y^2), Adam) at 4096 rows. Usage: train_step gpt2|resnet50|mlp eager|compiled
 // [gaps|kernels] [bf16|fp16]; a dtype runs the loss under autocast in it (an fp16 step unscaled:
-// the probe times, it does not train). With "gaps" it profiles the step with coil's own profiler instead: the step's wall time,
-// the work's device time by name, and the device's idle time summed by the work that came after
-// it (a host-bound step waits for the host before each piece of work: where the host is slow).
+// the probe times, it does not train). With "gaps" it profiles the step with coil's own profiler
+// instead: the step's wall time, the work's device time by name, and the device's idle time summed
+// by the work that came after it (a host-bound step waits for the host before each piece of work:
+// where the host is slow).
 #include <cuda_profiler_api.h>
 
 #include <algorithm>

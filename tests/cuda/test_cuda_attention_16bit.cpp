@@ -18,15 +18,6 @@ using namespace coil::testing;
 
 namespace {
 
-Tensor attention_by_ops(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
-  Tensor s = matmul(q, k.transpose(-2, -1)) * (1 / std::sqrt(static_cast<double>(q.size(-1))));
-  if (causal) {
-    Tensor keep = tril(ones({q.size(-2), k.size(-2)}, kBool, q.device()));
-    s = where(keep, s, -std::numeric_limits<double>::infinity());
-  }
-  return matmul(softmax(s, -1), v);
-}
-
 // Whether cuDNN built a plan for a graph whose line starts with `what`.
 bool cudnn_ran(const std::string& what) {
   for (const std::string& line : cuda::cudnn_attention_graphs())

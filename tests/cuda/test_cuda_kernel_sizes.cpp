@@ -14,17 +14,6 @@ using namespace coil::testing;
 
 namespace {
 
-// Attention written out in ops (products, a mask, softmax): float64 on the GPU, through the
-// library's products and generated kernels rather than the fused kernels under test.
-Tensor attention_by_ops(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
-  Tensor s = matmul(q, k.transpose(-2, -1)) * (1 / std::sqrt(static_cast<double>(q.size(-1))));
-  if (causal) {
-    Tensor keep = tril(ones({q.size(-2), k.size(-2)}, kBool, q.device()));
-    s = where(keep, s, -std::numeric_limits<double>::infinity());
-  }
-  return matmul(softmax(s, -1), v);
-}
-
 struct AttentionCase {
   int64_t batch, heads, tokens, head;
   bool causal;

@@ -1,6 +1,6 @@
-// What coil's cuDNN calls share (backends/cuda/cudnn_conv.cpp, cudnn_pool.cpp, cudnn_graph.cpp): the library's
-// entry points, loaded on first use; a handle per device on coil's stream; descriptors of 4-D
-// contiguous tensors. Included only where the toolkit has cudnn.h.
+// What coil's cuDNN calls share (backends/cuda/cudnn_conv.cpp, cudnn_pool.cpp, cudnn_graph.cpp):
+// the library's entry points, loaded on first use; a handle per device on coil's stream;
+// descriptors of 4-D contiguous tensors. Included only where the toolkit has cudnn.h.
 #pragma once
 
 #include <cudnn.h>
