@@ -31,11 +31,13 @@ DType autocast_dtype(DeviceType device);
 // RAII: autocast on (or, with enabled = false, off) for `device` in this scope, casting to
 // `dtype` (bfloat16 or float16; the device's default when none is given); the previous state
 // comes back when it ends. Nested scopes work as PyTorch's: an inner autocast(device, {}, false)
-// runs its ops in their own types.
+// runs its ops in their own types. With `cache_enabled` (PyTorch's default), a leaf that
+// requires grad (a weight) is cast once per dtype and the cast reused until the outermost scope
+// ends, however many ops read it (a tied embedding and output layer: one cast, one gradient).
 class autocast {
  public:
   explicit autocast(DeviceType device, std::optional<DType> dtype = std::nullopt,
-                    bool enabled = true);
+                    bool enabled = true, bool cache_enabled = true);
   ~autocast();
   autocast(const autocast&) = delete;
   autocast& operator=(const autocast&) = delete;
@@ -44,6 +46,7 @@ class autocast {
   DeviceType device_;
   bool was_enabled_;
   DType was_dtype_;
+  bool was_caching_;
 };
 
 }  // namespace coil

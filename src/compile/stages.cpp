@@ -41,7 +41,9 @@ std::string steps_text(const schedule::Schedule& sched, const ir::Program& progr
       out += "\n  " + k.name + " (" + std::to_string(k.nodes.size()) + " buffers)";
     } else {
       const ir::ExternCall& c = *program.buffer(st.buffer).call;
-      out += "\n  " + st.buffer + " = extern " + op_name(c.op) + " (" + c.reason + ")";
+      out += "\n  " + st.buffer +
+             (c.result > 0 ? " = result " + std::to_string(c.result) + " of " + c.first
+                           : " = extern " + std::string(op_name(c.op)) + " (" + c.reason + ")");
     }
   }
   return out;

@@ -1,10 +1,15 @@
 #include "graph/autocast.h"
 
 #include <array>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include <coil/cuda.h>
 #include <coil/error.h>
+
+#include "runtime/tensor_impl.h"
 
 namespace coil {
 
@@ -14,6 +19,23 @@ struct State {
   bool enabled = false;
   DType dtype;
 };
+
+// The casts of leaves that require grad made in the open autocast scopes (PyTorch's
+// cached_casts), by the leaf and the dtype, each with the leaf itself (weakly, so that a freed
+// leaf's address taken again misses) and its storage's version then (a leaf written in place
+// since, by an optimizer's step inside the scope, is cast again: PyTorch's cache would serve the
+// stale cast); emptied when the outermost scope ends.
+struct CachedCast {
+  std::weak_ptr<TensorImpl> leaf;
+  uint64_t version;
+  Tensor cast;
+};
+struct CastCache {
+  int depth = 0;        // autocast scopes open in this thread
+  bool enabled = true;  // the innermost scope's cache_enabled
+  std::map<std::pair<const TensorImpl*, DType>, CachedCast> casts;
+};
+thread_local CastCache tls_cache;
 
 constexpr size_t index_of(DeviceType d) { return d == DeviceType::CPU ? 0 : 1; }
 
@@ -42,10 +64,11 @@ std::string autocast_state_str(uint32_t state) {
   return out.empty() ? "off" : out;
 }
 
-autocast::autocast(DeviceType device, std::optional<DType> dtype, bool enabled)
+autocast::autocast(DeviceType device, std::optional<DType> dtype, bool enabled, bool cache_enabled)
     : device_(device),
       was_enabled_(is_autocast_enabled(device)),
-      was_dtype_(autocast_dtype(device)) {
+      was_dtype_(autocast_dtype(device)),
+      was_caching_(tls_cache.enabled) {
   const char* name = device == DeviceType::CPU ? "cpu" : "cuda";
   if (dtype)
     COIL_CHECK(*dtype == kBFloat16 || *dtype == kFloat16, "autocast(", name, "): dtype ",
@@ -56,9 +79,15 @@ autocast::autocast(DeviceType device, std::optional<DType> dtype, bool enabled)
   State& s = tls_state[index_of(device)];
   s.enabled = enabled;
   if (dtype) s.dtype = *dtype;
+  ++tls_cache.depth;
+  tls_cache.enabled = cache_enabled;
 }
 
-autocast::~autocast() { tls_state[index_of(device_)] = State{was_enabled_, was_dtype_}; }
+autocast::~autocast() {
+  tls_state[index_of(device_)] = State{was_enabled_, was_dtype_};
+  tls_cache.enabled = was_caching_;
+  if (--tls_cache.depth == 0) tls_cache.casts.clear();
+}
 
 AutocastOff::AutocastOff() : was_{tls_state[0].enabled, tls_state[1].enabled} {
   tls_state[0].enabled = tls_state[1].enabled = false;
@@ -156,6 +185,23 @@ std::optional<size_t> dtype_position(OpId op) {
   return std::nullopt;
 }
 
+// `t` in `to`: a weight's cast made once per scope (not while a compiled function captures:
+// its graph has the casts, and a cast made outside it is not one of its values).
+Tensor cast(const Tensor& t, DType to) {
+  const bool cacheable = tls_cache.enabled && t.is_leaf() && t.requires_grad() && t.has_storage() &&
+                         !current_dispatch_hook();
+  if (!cacheable) return call_op1(OpId::to_dtype, {t, to});
+  const auto key = std::make_pair(t.impl(), to);
+  const uint64_t version = t.impl()->storage->version;
+  if (auto it = tls_cache.casts.find(key); it != tls_cache.casts.end() &&
+                                           it->second.leaf.lock() == t.impl_ptr() &&
+                                           it->second.version == version)
+    return it->second.cast;
+  Tensor c = call_op1(OpId::to_dtype, {t, to});
+  tls_cache.casts[key] = CachedCast{t.impl_ptr(), version, c};
+  return c;
+}
+
 }  // namespace
 
 void apply_autocast(OpId op, std::vector<Arg>& args) {
@@ -165,7 +211,7 @@ void apply_autocast(OpId op, std::vector<Arg>& args) {
   if (!policy) return;
   auto cast_all = [&](DType to) {
     for_each_tensor(args, [&](Tensor& t) {
-      if (eligible(t, *device) && t.dtype() != to) t = call_op1(OpId::to_dtype, {t, to});
+      if (eligible(t, *device) && t.dtype() != to) t = cast(t, to);
     });
   };
   switch (*policy) {

@@ -1,8 +1,10 @@
 // Autocast (coil/amp.h): each op of PyTorch's lists casts as PyTorch casts it, on the CPU and
 // (where there is one) the GPU, eagerly and in compiled functions, whose graphs show the casts
 // and whose guards tell a call with autocast from one without; nested scopes; the parameters'
-// gradients in float32; dtypes autocast does not take are clear errors.
+// gradients in float32; dtypes autocast does not take are clear errors; a weight's cast made
+// once per scope.
 #include <coil/coil.h>
+#include <coil/profiler.h>
 
 #include "cuda_testing.h"
 #include "graph/autocast.h"
@@ -256,6 +258,58 @@ TEST(Autocast, ParametersGetFloat32GradientsEagerAndCompiled) {
     // ... and not float32's own: the products ran in bfloat16.
     EXPECT_GT((eager[i] - f32[i]).abs().amax().item<double>(), 1e-5);
   }
+}
+
+// The casts `body` makes (to_dtype calls, as the profiler counts them).
+template <typename F>
+int64_t casts_in(F&& body) {
+  Profiler p;
+  body();
+  int64_t n = 0;
+  for (const Profiler::Row& r : p.rows())
+    if (r.name == "to_dtype") n += r.calls;
+  return n;
+}
+
+// A weight read by two products in one scope is cast once (PyTorch's cache_enabled), its
+// gradient the sum of both uses as without the cache (to bfloat16's rounding); a new scope, a write into the weight or
+// cache_enabled = false casts again; an input that is not a leaf needing grad is never cached.
+TEST(Autocast, AWeightIsCastOncePerScope) {
+  manual_seed(6);
+  const Tensor x = random({8, 16});
+  Tensor w = random({16, 16}).requires_grad_();
+  auto twice = [&] { return matmul(matmul(x, w), w).sum(); };
+  auto grad_of = [&](bool cache) {
+    w.set_grad(Tensor());
+    Tensor loss;
+    {
+      autocast on(DeviceType::CPU, kBFloat16, true, cache);
+      EXPECT_EQ(casts_in([&] { loss = twice(); }), cache ? 2 : 3);  // x once, w once or twice
+    }
+    loss.backward();
+    return w.grad();
+  };
+  // (The cached cast's gradient is the two uses' sum in bfloat16, cast once; without the cache
+  // each use's is cast to float32 and summed there: they differ by bfloat16's rounding.)
+  const Tensor cached = grad_of(true), uncached = grad_of(false);
+  EXPECT_LE((cached - uncached).abs().amax().item<double>(),
+            1e-2 * uncached.abs().amax().item<double>());
+  {
+    autocast on(DeviceType::CPU, kBFloat16);
+    EXPECT_EQ(casts_in(twice), 2);
+    EXPECT_EQ(casts_in(twice), 1);  // x again (it needs no grad), the weight's cast reused
+    {
+      NoGradGuard no_grad;
+      w.mul_(0.5);  // an optimizer's step inside the scope
+    }
+    EXPECT_EQ(casts_in(twice), 2);  // the weight cast again: its old cast is stale
+    Tensor y;
+    casts_in([&] { y = matmul(x, w); });
+    EXPECT_TRUE(allclose(y.to(kFloat32), matmul(x.to(kBFloat16), w.to(kBFloat16)).to(kFloat32),
+                         1e-2, 1e-2));
+  }
+  autocast again(DeviceType::CPU, kBFloat16);
+  EXPECT_EQ(casts_in(twice), 2);  // a new scope casts again
 }
 
 }  // namespace
