@@ -272,8 +272,9 @@ int64_t casts_in(F&& body) {
 }
 
 // A weight read by two products in one scope is cast once (PyTorch's cache_enabled), its
-// gradient the sum of both uses as without the cache (to bfloat16's rounding); a new scope, a write into the weight or
-// cache_enabled = false casts again; an input that is not a leaf needing grad is never cached.
+// gradient the sum of both uses as without the cache (to bfloat16's rounding); a new scope, a write
+// into the weight or cache_enabled = false casts again; an input that is not a leaf needing grad is
+// never cached.
 TEST(Autocast, AWeightIsCastOncePerScope) {
   manual_seed(6);
   const Tensor x = random({8, 16});
