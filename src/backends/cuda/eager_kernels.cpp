@@ -172,8 +172,9 @@ Results avg_pool_kernel(OpId op, const Args& a, const Metas& metas) {
   return one(out);
 }
 
-double attention_scale(const Args& a, const Tensor& q) {
-  return a.opt_f64(6).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
+// The scores' scale: the call's, else 1 / sqrt(head size).
+double attention_scale(std::optional<double> scale, const Tensor& q) {
+  return scale.value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
 }
 
 // Attention without a mask (or with a causal one) and without dropout: cuDNN's flash attention
@@ -184,7 +185,7 @@ Results attention_kernel(OpId, const Args& a, const Metas& metas) {
   if (!a.is_none(3) || a.f64(4) > 0 || q.size(-1) == 0 || !attention_fits(q.size(-1), v.size(-1)))
     return std::nullopt;
   Tensor out = empty_from_meta(metas.at(0));
-  const double scale = attention_scale(a, q);
+  const double scale = attention_scale(a.opt_f64(6), q);
   if (!cudnn_attention(q, a.tensor(1), v, out, Tensor(), scale, a.b(5)))
     attention(q, a.tensor(1), v, out, scale, a.b(5));
   return one(out);
@@ -194,8 +195,9 @@ Results attention_kernel(OpId, const Args& a, const Metas& metas) {
 Results attention_stats_kernel(OpId, const Args& a, const Metas& metas) {
   const Tensor& q = a.tensor(0);
   Tensor out = empty_from_meta(metas.at(0)), stats = empty_from_meta(metas.at(1));
-  const double scale = a.opt_f64(4).value_or(1 / std::sqrt(static_cast<double>(q.size(-1))));
-  if (!cudnn_attention(q, a.tensor(1), a.tensor(2), out, stats, scale, a.b(3))) return std::nullopt;
+  if (!cudnn_attention(q, a.tensor(1), a.tensor(2), out, stats, attention_scale(a.opt_f64(4), q),
+                       a.b(3)))
+    return std::nullopt;
   return Results(std::vector<Tensor>{out, stats});
 }
 
@@ -205,7 +207,7 @@ Results attention_stats_kernel(OpId, const Args& a, const Metas& metas) {
 Results attention_backward_kernel(OpId, const Args& a, const Metas& metas) {
   const Tensor &g = a.tensor(0), &q = a.tensor(1), &k = a.tensor(2), &v = a.tensor(3),
                &o = a.tensor(4);
-  const double scale = attention_scale(a, q);
+  const double scale = attention_scale(a.opt_f64(6), q);
   if (cudnn_attention_takes(q.dtype(), q.size(-1), v.size(-1))) {
     Tensor out = empty_from_meta(metas.at(0)), stats = a.opt_tensor(7);
     const Shape rows(q.sizes().begin(), q.sizes().end() - 1);
