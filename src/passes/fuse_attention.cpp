@@ -7,7 +7,10 @@
 // The scale may multiply the product on either side or divide it; the key's transpose is the
 // permute that view canonicalisation makes of transpose(-2, -1). The rewrite keeps the value
 // except for a row whose scores are all -inf (only infinite inputs make one), where the
-// attention kernel's safe softmax gives zeros instead of NaN.
+// attention kernel's safe softmax gives zeros instead of NaN. In float16 and bfloat16 (and
+// under autocast, which takes the softmax to float32 and its result back) the fused kernel
+// keeps the scores in float32 where the graph rounds them: the compiled result differs from
+// eager's within the dtype's tolerance, as Inductor's does.
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 #include "passes/pattern_matcher.h"
@@ -74,25 +77,38 @@ std::optional<Parts> attention_scores(Node* s) {
   return Parts{node_arg(s->args()[0]), node_arg(kt->args()[0]), scale};
 }
 
-Pattern attention() {
+bool is_16_bit(DType t) { return t == kFloat16 || t == kBFloat16; }
+
+// The pattern, plain or with autocast's casts around the softmax (to float32 before it, back to
+// the operands' dtype after it).
+Pattern attention(bool cast) {
   Pattern p;
-  p.name = "softmax(q @ k^T * scale) @ v -> scaled_dot_product_attention(q, k, v, scale)";
-  p.expr = op(OpId::matmul, {op(OpId::softmax, {any("scores")}, "softmax"), any("v")});
-  p.predicate = [](const Match& m) {
+  PatternExpr scores = any("scores");
+  if (cast) scores = op(OpId::to_dtype, {scores}, "widen");
+  PatternExpr weights = op(OpId::softmax, {scores}, "softmax");
+  if (cast) weights = op(OpId::to_dtype, {weights}, "narrow");
+  p.name = cast ? "softmax(float(q @ k^T * scale)).to(dtype) @ v -> scaled_dot_product_attention"
+                : "softmax(q @ k^T * scale) @ v -> scaled_dot_product_attention(q, k, v, scale)";
+  p.expr = op(OpId::matmul, {weights, any("v")});
+  p.predicate = [cast](const Match& m) {
     Node *softmax = m["softmax"], *v = m["v"];
     std::optional<Parts> parts = attention_scores(m["scores"]);
     if (!parts || !single_user(softmax) || !parts->q || !parts->k) return false;
     const int64_t r = static_cast<int64_t>(sizes(softmax).size());
     const int64_t dim = std::get<int64_t>(softmax->args()[1]);
     const DType t = v->tensor_meta().dtype;
-    // sdpa's operands share a dtype and batch shape; its float16/bfloat16 path would round the
-    // scores differently from this graph, so only float32 and float64 are rewritten.
+    // sdpa's operands share a dtype and batch shape.
     for (const Node* x : {parts->q, parts->k, v})
       if (x->tensor_meta().dtype != t || sizes(x).size() != sizes(softmax).size() ||
           batch_of(x) != batch_of(softmax) || x->tensor_meta().device != v->tensor_meta().device)
         return false;
-    return r >= 2 && (dim == r - 1 || dim == -1) && (t == kFloat32 || t == kFloat64) &&
-           softmax->tensor_meta().dtype == t && m.root->tensor_meta().dtype == t;
+    if (cast && (!is_16_bit(t) || !single_user(m["widen"]) || !single_user(m["narrow"]) ||
+                 m["scores"]->tensor_meta().dtype != t ||
+                 softmax->tensor_meta().dtype != kFloat32 || m["narrow"]->tensor_meta().dtype != t))
+      return false;
+    if (!cast && softmax->tensor_meta().dtype != t) return false;
+    return r >= 2 && (dim == r - 1 || dim == -1) && is_floating(t) &&
+           m.root->tensor_meta().dtype == t;
   };
   p.replacement = [](Graph& g, const Match& m) {
     Parts parts = *attention_scores(m["scores"]);
@@ -105,7 +121,7 @@ Pattern attention() {
 }  // namespace
 
 bool run_fuse_attention(Graph& g) {
-  static const std::vector<Pattern> patterns = {attention()};
+  static const std::vector<Pattern> patterns = {attention(false), attention(true)};
   return apply_patterns(g, patterns);
 }
 

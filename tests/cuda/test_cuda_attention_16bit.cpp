@@ -2,7 +2,8 @@
 // (backends/cuda/cudnn_attention.h), forward and self-attention's backward, against attention
 // written out in float64 at PyTorch's tolerances for the dtype: causal or not, sequences that
 // are no multiple of a tile, head sizes up to 128, cross-attention (more or fewer keys than
-// queries), heads read strided from one projection, eagerly and in a compiled training step.
+// queries), heads read strided from one projection, eagerly and in a compiled training step,
+// and attention written out by hand, compiled.
 // Each case also checks that cuDNN's plan ran (not coil's CUDA-core kernel).
 #include <coil/coil.h>
 
@@ -159,6 +160,38 @@ TEST(Attention16OnCuda, UnalignedHeadsTakeCoilsKernel) {
   Tensor y = scaled_dot_product_attention(q.cuda(), q.cuda(), q.cuda(), {}, 0.0, true);
   Tensor q64 = q.to(kFloat64);
   expect_near_largest(y, attention_by_ops(q64, q64, q64, true), rtol_for(kBFloat16), "output");
+}
+
+// Attention written out in bfloat16, and in float32 under autocast (which casts the softmax to
+// float32 and back), compiles to one call of cuDNN's plan (passes/fuse_attention.cpp) and
+// matches float64 at bfloat16's tolerance.
+TEST(Attention16OnCuda, WrittenOutAttentionCompilesToCudnn) {
+  COIL_REQUIRE_GPU();
+  if (!cuda::cudnn_available()) GTEST_SKIP() << "cuDNN does not load";
+  const Shape s{2, 4, 96, 64};
+  std::vector<Tensor> qkv;
+  for (int i = 0; i < 3; ++i) qkv.push_back(random(s, kFloat32, -1, 1).to(kBFloat16).cuda());
+  auto written = [](const Tensor& q, const Tensor& k, const Tensor& v) {
+    return matmul(softmax(matmul(q, k.transpose(-2, -1)) * 0.125, -1), v);
+  };
+  auto autocast_written = [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+    autocast on(DeviceType::CUDA, kBFloat16);
+    return written(q, k, v);
+  };
+  const Tensor want =
+      attention_by_ops(qkv[0].to(kFloat64), qkv[1].to(kFloat64), qkv[2].to(kFloat64), false);
+  for (bool amp : {false, true}) {
+    SCOPED_TRACE(amp ? "under autocast" : "in bfloat16");
+    const int64_t before = runs_of("forward bfloat16");
+    std::vector<Tensor> in = qkv;
+    if (amp)
+      for (Tensor& t : in) t = t.to(kFloat32);
+    Tensor y = amp ? compile(autocast_written)(in[0], in[1], in[2])
+                   : compile(written)(in[0], in[1], in[2]);
+    EXPECT_EQ(y.dtype(), kBFloat16);
+    expect_near_largest(y, want, rtol_for(kBFloat16), "the output");
+    EXPECT_EQ(runs_of("forward bfloat16") - before, 1) << graphs();
+  }
 }
 
 }  // namespace

@@ -43,6 +43,40 @@ TEST(FuseAttention, TakesTheScaleAsWritten) {
   expect_pass(run_fuse_attention, program("", "s", "2"), fused("1.0"));
 }
 
+// In 16 bits, and under autocast's casts around the softmax (float32 in, the operands' dtype
+// out), the fused kernel keeps the scores in float32 (within the dtype's tolerance of eager).
+TEST(FuseAttention, TakesSixteenBitAttentionAndAutocastsCasts) {
+  const std::string head =
+      R"(def forward(self, q: "bf16[6, 4][4, 1]cpu", k: "bf16[5, 4][4, 1]cpu", v: "bf16[5, 3][3, 1]cpu"):
+    kt = coil.permute(k, [1, 0])
+    s = coil.matmul(q, kt)
+)";
+  const std::string fused16 =
+      R"(def forward(self, q: "bf16[6, 4][4, 1]cpu", k: "bf16[5, 4][4, 1]cpu", v: "bf16[5, 3][3, 1]cpu"):
+    scaled_dot_product_attention = coil.scaled_dot_product_attention(q, k, v, None, 0.0, False, 1.0)
+    return (scaled_dot_product_attention,)
+)";
+  expect_pass(run_fuse_attention, head + R"(    p = coil.softmax(s, -1)
+    out = coil.matmul(p, v)
+    return (out,)
+)",
+              fused16);
+  expect_pass(run_fuse_attention, head + R"(    s32 = coil.to_dtype(s, coil.float32)
+    p = coil.softmax(s32, -1)
+    p16 = coil.to_dtype(p, coil.bfloat16)
+    out = coil.matmul(p16, v)
+    return (out,)
+)",
+              fused16);
+  // The float32 weights are a result too.
+  expect_no_change(run_fuse_attention, head + R"(    s32 = coil.to_dtype(s, coil.float32)
+    p = coil.softmax(s32, -1)
+    p16 = coil.to_dtype(p, coil.bfloat16)
+    out = coil.matmul(p16, v)
+    return (out, p)
+)");
+}
+
 TEST(FuseAttention, KeepsWhatItCannotFuse) {
   // The weights are a result too: they must still be computed.
   expect_no_change(run_fuse_attention,
@@ -57,16 +91,6 @@ TEST(FuseAttention, KeepsWhatItCannotFuse) {
       run_fuse_attention,
       R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[4, 5][5, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
     s = coil.matmul(q, k)
-    p = coil.softmax(s, -1)
-    out = coil.matmul(p, v)
-    return (out,)
-)");
-  // float16 attention would round its scores differently from this graph.
-  expect_no_change(
-      run_fuse_attention,
-      R"(def forward(self, q: "f16[6, 4][4, 1]cpu", k: "f16[5, 4][4, 1]cpu", v: "f16[5, 3][3, 1]cpu"):
-    kt = coil.permute(k, [1, 0])
-    s = coil.matmul(q, kt)
     p = coil.softmax(s, -1)
     out = coil.matmul(p, v)
     return (out,)
