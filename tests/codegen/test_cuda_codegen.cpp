@@ -133,26 +133,38 @@ TEST(CudaCodegen, SineAndCosineOfOneValueShareACall) {
   EXPECT_EQ(source.find("sincosf("), std::string::npos) << source;
 }
 
-// Pointwise kernels whose stores (and some loads) are consecutive in the flat index take four
-// elements per thread with vector accesses (a broadcast operand is still read one by one), in
-// every dtype, and compile.
+// Pointwise kernels whose stores (and some loads) are consecutive in the flat index take a
+// vector of elements per thread with vector accesses (a broadcast operand is still read one by
+// one), in every dtype, and compile: four, or eight where the narrowest access is of 16-bit
+// values (16 bytes of those; a float32 result beside them then takes two 16-byte stores).
 TEST(CudaCodegen, PointwiseKernelsUseVectorAccesses) {
   if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
-  for (auto [t, memory] : {std::pair{kFloat32, "float"},
-                           {kFloat16, "unsigned short"},
-                           {kFloat64, "double"},
-                           {kBool, "bool"}}) {
-    SCOPED_TRACE(dtype_name(t));
+  struct Want {
+    DType t;
+    std::string vector;
+  };
+  for (const Want& w :
+       {Want{kFloat32, "coil_vec<float, 4>"}, Want{kFloat16, "coil_vec<unsigned short, 8>"},
+        Want{kBFloat16, "coil_vec<unsigned short, 8>"}, Want{kFloat64, "coil_vec<double, 4>"},
+        Want{kBool, "coil_vec<bool, 4>"}}) {
+    SCOPED_TRACE(dtype_name(w.t));
     Graph g;
-    Node* x = g.placeholder("x", ops::contiguous_meta(t, {64, 48}));
-    Node* b = g.placeholder("b", ops::contiguous_meta(t, {48}));
-    Node* y = t == kBool ? g.call(OpId::logical_and, {x, b})
-                         : g.call(OpId::add, {g.call(OpId::sin, {x}), g.call(OpId::cos, {b})});
+    Node* x = g.placeholder("x", ops::contiguous_meta(w.t, {64, 48}));
+    Node* b = g.placeholder("b", ops::contiguous_meta(w.t, {48}));
+    Node* y = w.t == kBool ? g.call(OpId::logical_and, {x, b})
+                           : g.call(OpId::add, {g.call(OpId::sin, {x}), g.call(OpId::cos, {b})});
     g.output({y});
     const std::string source = cuda_module_source(g);
-    EXPECT_NE(source.find(std::string("coil_vec<") + memory + ", 4>"), std::string::npos) << source;
+    EXPECT_NE(source.find(w.vector), std::string::npos) << source;
     EXPECT_EQ(cuda_compile_errors(g), "");
   }
+  Graph g;
+  Node* x = g.placeholder("x", ops::contiguous_meta(kBFloat16, {64, 48}));
+  g.output({g.call(OpId::to_dtype, {g.call(OpId::relu, {x}), kFloat32})});
+  const std::string source = cuda_module_source(g);
+  EXPECT_NE(source.find("coil_vec<unsigned short, 8>"), std::string::npos) << source;
+  EXPECT_NE(source.find("coil_vec<float, 8>"), std::string::npos) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
 }
 
 // A row's passes read and write it four elements at a time where they are consecutive along it

@@ -6,9 +6,12 @@
 #include <array>
 #include <map>
 #include <random>
+#include <regex>
+#include <sstream>
 
 #include "compile/compile_fx.h"
 #include "graph/interpreter.h"
+#include "graph/parser.h"
 #include "graph/printer.h"
 #include "runtime/tensor_impl.h"
 #include "cuda_testing.h"
@@ -316,6 +319,72 @@ std::vector<std::unordered_map<sym::Expr, int64_t>> run_sizes(const ShapeEnv& en
   return sizes;
 }
 
+// The group's programs with their floating inputs in `t`: the same calls (their results take
+// the inputs' dtype), parsed from the printed graph with its annotations dropped.
+Graph retyped(const Graph& graph, DType t) {
+  std::istringstream text(print_graph(graph));
+  std::string line, out;
+  while (std::getline(text, line) && line.rfind("def ", 0) != 0) out += line + "\n";
+  const std::string from = "\"f32[", to = std::string("\"") + dtype_short_name(t) + "[";
+  for (size_t at = 0; (at = line.find(from, at)) != std::string::npos; at += to.size())
+    line.replace(at, from.size(), to);
+  out += line + "\n";
+  static const std::regex annotation(R"re(^(\s+\w+): "[^"]*" = )re");
+  while (std::getline(text, line)) out += std::regex_replace(line, annotation, "$1 = ") + "\n";
+  return parse_graph(out);
+}
+
+// A 16-bit program's compiled result against float32's on the same (exactly representable)
+// inputs: within the dtype's tolerance of the largest value, plus twice the error of the 16-bit
+// eager result, which rounds after every op (an ill-conditioned program, a variance of nearly
+// equal values, loses as much there). Where eager or float32 overflows (float16's exp, say) the
+// place is not compared; elsewhere the compiled value must be finite.
+void expect_near_float32(const Tensor& got, const Tensor& eager, const Tensor& want, DType t) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  const std::vector<double> g = values(got.cpu()), e = values(eager), w = values(want);
+  double scale = 1, eager_error = 0, error = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!std::isfinite(w[i]) || !std::isfinite(e[i])) continue;
+    scale = std::max(scale, std::fabs(w[i]));
+    eager_error = std::max(eager_error, std::fabs(e[i] - w[i]));
+    error = std::isfinite(g[i]) ? std::max(error, std::fabs(g[i] - w[i]))
+                                : std::numeric_limits<double>::infinity();
+  }
+  EXPECT_LE(error, 2 * eager_error + rtol_for(t) * scale)
+      << "16-bit eager's error " << eager_error << ", largest |float32| " << scale;
+}
+
+// Groups of the random programs with 16-bit inputs, compiled (on the GPU, with `gpu`) against
+// the float32 programs interpreted on the same inputs.
+void check_sixteen_bit_programs(DType t, int groups, bool gpu) {
+  std::mt19937_64 rng(20261122);
+  for (int start = 0; start < groups * kProgramsPerGraph; start += kProgramsPerGraph) {
+    ProgramGroup group = program_group(rng, start);
+    auto narrow = std::make_shared<const Graph>(retyped(*group.graph, t));
+    std::vector<Tensor> wide_inputs = program_inputs(group), inputs;
+    for (Tensor& x : wide_inputs) {
+      if (is_floating(x.dtype())) x = x.to(t).to(kFloat32);  // exactly representable in t
+      inputs.push_back(is_floating(x.dtype()) ? x.to(t) : x);
+    }
+    std::vector<Tensor> want = interpret(*group.graph, wide_inputs);
+    std::vector<Tensor> eager = interpret(*narrow, inputs);
+    auto compiled = gpu ? std::make_shared<const Graph>(on_gpu(*narrow)) : narrow;
+    std::vector<Tensor> got =
+        compile_fx(compiled, CompileOptions{}, "fuzz_16").run(gpu ? on_gpu(inputs) : inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE("program " + std::to_string(group.program_of[i]) + ", output " +
+                   group.graph->output_node()->results()[i]->name());
+      ASSERT_EQ(got[i].dtype(), t);
+      expect_near_float32(got[i], eager[i], want[i], t);
+      if (::testing::Test::HasFailure()) {
+        std::cout << print_graph(*narrow);
+        return;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST(Fuzz, RandomProgramsMatchEager) {
@@ -344,6 +413,23 @@ TEST(Fuzz, RandomProgramsMatchEager) {
   }
   EXPECT_GE(checked, 200);
   EXPECT_GE(indexing_ops, 20);
+}
+
+// The programs in bfloat16 and float16 on the CPU (two groups each, a C++ compile each).
+TEST(Fuzz, SixteenBitProgramsMatchFloat32) {
+  for (DType t : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    check_sixteen_bit_programs(t, 2, /*gpu=*/false);
+  }
+}
+
+// ... and on the GPU, every group: 16-bit vector accesses eight elements wide.
+TEST(Fuzz, SixteenBitProgramsMatchFloat32OnCuda) {
+  COIL_REQUIRE_GPU();
+  for (DType t : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    check_sixteen_bit_programs(t, kPrograms / kProgramsPerGraph, /*gpu=*/true);
+  }
 }
 
 // The programs over size symbols: each group compiles once and runs at its capture sizes and at

@@ -376,7 +376,15 @@ Emitted BodyEmitter::emit_vector_op(const ir::ValueNode& v, const std::vector<Em
   bool mask = v.dtype() == kBool;
   std::string e;
   if (v.op() == Op::Cast) {
-    e = mask ? "(" + x[0] + " != 0)" : "vfrommask(" + x[0] + ")";  // float <-> mask
+    // Vector lanes are masks or float32; a 16-bit value is a float32 rounded to its dtype.
+    const DType from = v.args()[0]->dtype();
+    COIL_ASSERT(mask || is_floating(v.dtype()), "codegen: no vector cast to ",
+                dtype_name(v.dtype()));
+    e = mask                     ? "(" + x[0] + " != 0)"
+        : from == kBool          ? "vfrommask(" + x[0] + ")"
+        : v.dtype() == kBFloat16 ? "vround_bf16(" + x[0] + ")"
+        : v.dtype() == kFloat16  ? "vround_f16(" + x[0] + ")"
+                                 : x[0];
   } else if (v.op() == Op::Div && !args[1].varying) {
     // By a value shared by every lane (a row's sum, a count): one reciprocal, then multiplies.
     e = "(" + x[0] + " * vsplat(1.0f / " + args[1].text + "))";

@@ -77,6 +77,16 @@ static inline bf16 f2bf(float f) {
   if (f != f) return 0x7fc0;
   return (bf16)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
 }
+// Each lane rounded to bfloat16 (to nearest even, NaN kept) or float16, kept in float32.
+typedef unsigned vu32 __attribute__((vector_size(COIL_VEC * 4)));
+static inline vf32 vround_bf16(vf32 x) {
+  const vu32 u = (vu32)x, r = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+  return x != x ? x : (vf32)r;
+}
+static inline vf32 vround_f16(vf32 x) {
+  for (int k = 0; k < COIL_VEC; ++k) x[k] = (float)(_Float16)x[k];
+  return x;
+}
 template <typename T> static inline T coil_sign(T a) { return (T)((T(0) < a) - (a < T(0))); }
 template <typename T> static inline T coil_floordiv_int(T a, T b) {
   T q = a / b;

@@ -93,6 +93,7 @@ class Printer {
     const std::vector<VectorAccess>& vectors;
     sym::Expr var;
     std::vector<std::string> checked = {};  // run-time checks the vector path made (run_uniform's)
+    int64_t width = kVector;                // elements per access
   };
 
   // The statements of `nodes` at one point: pointwise values forwarded and stored (in a
@@ -109,8 +110,9 @@ class Printer {
     }
   }
 
-  // When every store writes consecutive elements for consecutive i, each thread takes kVector
-  // of them: the stores, and the loads that are consecutive too, with vector accesses.
+  // When every store writes consecutive elements for consecutive i, each thread takes a vector
+  // of them (pointwise_vector_accesses's width): the stores, and the loads that are consecutive
+  // too, with vector accesses.
   Pointwise pointwise(const Kernel& k) {
     const sym::Expr numel = sym_numel(k.outer);
     sym::Expr i = sym::index_var("i", numel);
@@ -121,8 +123,9 @@ class Printer {
     for (const KernelNode& n : bk.nodes) nodes_[n.buffer] = &n;
     std::vector<const KernelNode*> nodes;
     for (const KernelNode& n : bk.nodes) nodes.push_back(&n);
-    std::vector<VectorAccess> vectors = vector_accesses(nodes, i);
-    const int64_t per_block = pointwise_block_ * (vectors.empty() ? 1 : kVector);
+    std::vector<VectorAccess> vectors = pointwise_vector_accesses(
+        nodes, i, [&](const std::string& b) { return nodes_.count(b) > 0; });
+    const int64_t per_block = pointwise_block_ * (vectors.empty() ? 1 : vectors.front().width);
     return {&bk, i, numel, std::move(vectors), sym::floordiv(numel + (per_block - 1), per_block)};
   }
 
@@ -143,23 +146,24 @@ class Printer {
       point(em, nodes);
       return;
     }
-    const std::string v = std::to_string(kVector);
+    const int64_t width = pw.vectors.front().width;
+    const std::string v = std::to_string(width);
     w_.line("const i64 coil_base = (" + thread + ") * " + v + ";");
     std::string fast = "coil_base + " + v + " <= " + numel;
     for (const VectorAccess& a : pw.vectors) fast += " && " + a.aligned();
-    // Parameters read once per run where a symbolic size is a multiple of kVector: checked.
+    // Parameters read once per run where a symbolic size is a multiple of the width: checked.
     std::vector<std::string> checked;
     for (const KernelNode* n : nodes)
       ir::for_each_load(n->body, [&](const ir::ValueNode& load) {
         if (load.is_indirect() || nodes_.count(load.buffer())) return;
-        const std::optional<std::string> c = run_uniform(load.index(), pw.i);
+        const std::optional<std::string> c = run_uniform(load.index(), pw.i, width);
         if (c && !c->empty() && std::find(checked.begin(), checked.end(), *c) == checked.end())
           checked.push_back(*c);
       });
     for (const std::string& c : checked) fast += " && " + c;
     {
       auto vector_path = w_.block("if (" + fast + ")");
-      vector_lanes({pw.vectors, pw.i, checked},
+      vector_lanes({pw.vectors, pw.i, checked, width},
                    [&](CudaEmitter& em, const Lanes& lanes) { point(em, nodes, &lanes); });
     }
     auto scalar_path = w_.block("else");
@@ -170,11 +174,11 @@ class Printer {
     point(em, nodes);
   }
 
-  // kVector elements from coil_base on, along `lanes.var`: the vectors read, `body` for each
-  // element (its loads of them from registers), the vectors written.
+  // lanes.width elements from coil_base on, along `lanes.var`: the vectors read, `body` for
+  // each element (its loads of them from registers), the vectors written.
   void vector_lanes(const Lanes& lanes,
                     const std::function<void(CudaEmitter&, const Lanes&)>& body) {
-    const std::string v = std::to_string(kVector);
+    const std::string v = std::to_string(lanes.width);
     for (const VectorAccess& a : lanes.vectors)
       w_.line(a.type() + " " + a.name +
               (a.store            ? ";"
@@ -189,14 +193,14 @@ class Printer {
         if (const VectorAccess* a = find(lanes, load.buffer(), load.index()))
           return a->store ? std::nullopt
                           : std::optional(from_memory(load.dtype(), a->name + ".v[coil_j]"));
-        // The same element for the run's kVector elements (a channel's parameter read by flat
-        // index, (i % (C*HW)) // HW with HW a multiple of four, known or checked): read at the
+        // The same element for the run's elements (a channel's parameter read by flat index,
+        // (i % (C*HW)) // HW with HW a multiple of the width, known or checked): read at the
         // run's first element, so that the run's reads, and what is computed from them alone, are
         // one (the compiler merges the unrolled copies) instead of a division chain each.
         if (load.is_indirect() || nodes_.count(load.buffer()) ||
             !sym::depends_on(load.index(), lanes.var))
           return std::nullopt;
-        const std::optional<std::string> c = run_uniform(load.index(), lanes.var);
+        const std::optional<std::string> c = run_uniform(load.index(), lanes.var, lanes.width);
         if (!c || (!c->empty() && std::find(lanes.checked.begin(), lanes.checked.end(), *c) ==
                                       lanes.checked.end()))
           return std::nullopt;

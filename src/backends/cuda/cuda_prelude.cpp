@@ -114,10 +114,15 @@ __device__ __forceinline__ unsigned short coil_f2h(float f) {
   unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 }
 __device__ __forceinline__ float coil_bf2f(unsigned short h) { return __int_as_float((int)h << 16); }
+// Rounded to nearest even: one instruction from sm_80 on, the bits by hand before it.
 __device__ __forceinline__ unsigned short coil_f2bf(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if (f != f) return 0x7fc0;
   return (unsigned short)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+#endif
 }
 // An indirect load's index value if it lies in [0, size); else 0, a safe address, with the
 // first failure (check number + 1, value) kept in the error record the wrapper reads.

@@ -7,10 +7,10 @@
 
 namespace coil::cuda {
 
-std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i) {
+std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i, int64_t width) {
   sym::Expr offset = index - i;
   if (sym::depends_on(offset, i)) return std::nullopt;
-  if (offset->is_const() && offset->value() % kVector != 0) return std::nullopt;
+  if (offset->is_const() && offset->value() % width != 0) return std::nullopt;
   return offset;
 }
 
@@ -19,7 +19,7 @@ std::string VectorAccess::at() const {
 }
 
 std::string VectorAccess::type() const {
-  return std::string("coil_vec<") + memory_type(dtype) + ", " + std::to_string(kVector) + ">";
+  return std::string("coil_vec<") + memory_type(dtype) + ", " + std::to_string(width) + ">";
 }
 
 std::string VectorAccess::load(const std::string& i) const {
@@ -28,32 +28,45 @@ std::string VectorAccess::load(const std::string& i) const {
 }
 
 std::string VectorAccess::aligned() const {
-  return "coil_vec_aligned<" + std::to_string(kVector) + ">(" + at() + ")";
+  return "coil_vec_aligned<" + std::to_string(width) + ">(" + at() + ")";
 }
 
 std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::KernelNode*>& nodes,
                                           sym::Expr var,
-                                          const std::function<bool(const std::string&)>& computed) {
+                                          const std::function<bool(const std::string&)>& computed,
+                                          int64_t width) {
   std::vector<VectorAccess> out;
   auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
-    VectorAccess a{buffer, offset, dtype, store, "coil_v" + std::to_string(out.size()), "", false};
+    VectorAccess a{buffer, offset, dtype, store, "coil_v" + std::to_string(out.size()),
+                   "",     false,  width};
     if (std::none_of(out.begin(), out.end(),
                      [&](const VectorAccess& o) { return o.same_element(a); }))
       out.push_back(std::move(a));
   };
   for (const schedule::KernelNode* n : nodes) {
     if (!n->store || n->reduce) continue;
-    std::optional<sym::Expr> offset = unit_offset(n->store_index, var);
+    std::optional<sym::Expr> offset = unit_offset(n->store_index, var, width);
     if (!offset) return {};
     add(n->buffer, *offset, n->dtype, true);
   }
   for (const schedule::KernelNode* n : nodes)
     ir::for_each_load(n->body, [&](const ir::ValueNode& load) {
       if (load.is_indirect() || computed(load.buffer())) return;
-      if (std::optional<sym::Expr> offset = unit_offset(load.index(), var))
+      if (std::optional<sym::Expr> offset = unit_offset(load.index(), var, width))
         add(load.buffer(), *offset, load.dtype(), false);
     });
   return out;
+}
+
+std::vector<VectorAccess> pointwise_vector_accesses(
+    const std::vector<const schedule::KernelNode*>& nodes, sym::Expr var,
+    const std::function<bool(const std::string&)>& computed) {
+  std::vector<VectorAccess> four = vector_accesses(nodes, var, computed);
+  size_t narrowest = 8;
+  for (const VectorAccess& a : four) narrowest = std::min(narrowest, itemsize(a.dtype));
+  if (four.empty() || narrowest != 2) return four;
+  std::vector<VectorAccess> eight = vector_accesses(nodes, var, computed, kWideVector);
+  return eight.size() == four.size() ? eight : four;
 }
 
 std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>>& passes,
@@ -70,7 +83,7 @@ std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>
       if (a.store || reads(out, a)) continue;
       const bool again = std::any_of(passes.begin() + static_cast<std::ptrdiff_t>(p) + 1,
                                      passes.end(), [&](const auto& q) { return reads(q, a); });
-      const int64_t size = vectors * kVector * static_cast<int64_t>(itemsize(a.dtype));
+      const int64_t size = vectors * a.width * static_cast<int64_t>(itemsize(a.dtype));
       if (!again || bytes + size > kCachedBytes) continue;
       bytes += size;
       out.push_back(a);
@@ -79,13 +92,13 @@ std::vector<VectorAccess> cache_rows(const std::vector<std::vector<VectorAccess>
   return out;
 }
 
-std::optional<std::string> run_uniform(sym::Expr index, sym::Expr var) {
-  if (sym::same_over_aligned_runs(index, var, kVector)) return "";
+std::optional<std::string> run_uniform(sym::Expr index, sym::Expr var, int64_t width) {
+  if (sym::same_over_aligned_runs(index, var, width)) return "";
   for (const sym::Expr& s : sym::free_vars(index)) {
     if (s == var) continue;
-    const sym::Expr q = sym::var(s->name() + "_run", {1, s->range().hi / kVector});
-    if (sym::same_over_aligned_runs(sym::substitute(index, {{s, q * kVector}}), var, kVector))
-      return sym::to_c(s) + " % " + std::to_string(kVector) + " == 0";
+    const sym::Expr q = sym::var(s->name() + "_run", {1, s->range().hi / width});
+    if (sym::same_over_aligned_runs(sym::substitute(index, {{s, q * width}}), var, width))
+      return sym::to_c(s) + " % " + std::to_string(width) + " == 0";
   }
   return std::nullopt;
 }
