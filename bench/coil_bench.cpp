@@ -2,7 +2,8 @@
 // ceilings (copy bandwidth, BLAS rate) measured at start-up. Prints a table and writes JSON.
 //
 //   coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] [--filter [=]NAME] [--json FILE]
-//              [--reps N] [--dynamic] [--tf32] [--mode reduce-overhead] [--dtype bf16|fp16]
+//              [--reps N] [--dynamic] [--tf32 off|defaults|on] [--mode reduce-overhead]
+//              [--dtype bf16|fp16]
 //              [--amp]
 //
 // --dynamic compiles every workload with dynamic=true: its graph over size symbols, its kernels
@@ -10,8 +11,9 @@
 // two called in turns in the same process ("dynamic / static"), so that a shared machine's
 // drift moves both alike. --mode
 // compiles them in another mode than "default" (reduce-overhead: CUDA graphs, docs/cuda.md).
-// --tf32 lets float32 products and convolutions on the GPU use TF32 (off by default, as in
-// PyTorch's products); the report says which was used. --dtype makes every input (and
+// --tf32 says whether float32 products and convolutions on the GPU may use TF32: off (the
+// default here, full precision on both), defaults (coil's and PyTorch's: convolutions only) or
+// on (both); the report says which was used. --dtype makes every input (and
 // train_mlp's model) bfloat16 or float16; with --amp they stay float32 and each call runs under
 // autocast in that dtype. A 16-bit compiled result may differ from eager's by the roundings
 // eager makes after every op (as Inductor's does), so the check allows more there.
@@ -72,7 +74,7 @@ struct Options {
   std::string trace;  // --trace FILE: the GPU timeline of a few calls of each workload
   int reps = 0;       // 0: as many as fit in about half a second
   bool dynamic = false;
-  bool tf32 = false;  // float32 products and convolutions on the GPU in TF32
+  std::string tf32 = "off";  // --tf32: off, defaults (convolutions only) or on
   std::string mode = "default";
   DType dtype = kFloat32;  // --dtype
   bool amp = false;        // --amp: autocast in `dtype`, inputs float32
@@ -118,7 +120,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--dynamic")
       o.dynamic = true;
     else if (a == "--tf32")
-      o.tf32 = true;
+      o.tf32 = next();
     else if (a == "--mode")
       o.mode = next();
     else if (a == "--trace")
@@ -130,7 +132,8 @@ Options parse(int argc, char** argv) {
     else {
       std::cerr << "usage: coil-bench [--size cpu|gpu] [--device cpu|cuda] [--threads N] "
                    "[--filter [=]NAME] [--json FILE] "
-                   "[--reps N] [--dynamic] [--tf32] [--mode reduce-overhead] [--trace FILE] "
+                   "[--reps N] [--dynamic] [--tf32 off|defaults|on] [--mode reduce-overhead] "
+                   "[--trace FILE] "
                    "[--dtype bf16|fp16] [--amp]\n";
       std::exit(2);
     }
@@ -352,8 +355,8 @@ double warm_first_call_ms(const std::string& name, const Options& o) {
   std::string cmd = "'/proc/" + std::to_string(getpid()) + "/exe' --probe " + name + " --size " +
                     (o.gpu ? "gpu" : "cpu") + " --device " + o.device.str() +
                     (o.threads ? " --threads " + std::to_string(o.threads) : "") +
-                    (o.dynamic ? " --dynamic" : "") + (o.tf32 ? " --tf32" : "") + " --mode " +
-                    o.mode + " --dtype " + dtype_name(o.dtype) + (o.amp ? " --amp" : "");
+                    (o.dynamic ? " --dynamic" : "") + " --tf32 " + o.tf32 + " --mode " + o.mode +
+                    " --dtype " + dtype_name(o.dtype) + (o.amp ? " --amp" : "");
   std::vector<double> times;
   for (int i = 0; i < 5; ++i) {
     FILE* p = popen(cmd.c_str(), "r");
@@ -401,8 +404,12 @@ int run_bench(int argc, char** argv) {
   use_dynamic_shapes(o.dynamic);
   use_mode(o.mode);
   use_precision(o.dtype, o.amp);
-  cuda::set_matmul_allow_tf32(o.tf32);
-  cuda::set_cudnn_allow_tf32(o.tf32);
+  if (o.tf32 != "off" && o.tf32 != "defaults" && o.tf32 != "on") {
+    std::fprintf(stderr, "coil-bench: --tf32 takes off, defaults or on, not %s\n", o.tf32.c_str());
+    return 1;
+  }
+  cuda::set_matmul_allow_tf32(o.tf32 == "on");
+  cuda::set_cudnn_allow_tf32(o.tf32 != "off");
   g_on_gpu = o.device.is_cuda();
   if (!o.probe.empty()) return probe(o);
 
@@ -421,7 +428,8 @@ int run_bench(int argc, char** argv) {
           : cpu_model().c_str(),
       omp_get_num_procs(), omp_get_max_threads(), bw / 1e9, blas / 1e9, dtype_name(o.dtype),
       gpu ? "4096" : "2048", o.dynamic ? "; dynamic shapes" : "", o.mode.c_str(),
-      o.tf32 ? "on" : "off", dtype_name(o.dtype), o.amp ? " under autocast" : "");
+      o.tf32 == "defaults" ? "for convolutions" : o.tf32.c_str(), dtype_name(o.dtype),
+      o.amp ? " under autocast" : "");
   std::printf("%-15s %10s %10s %8s %10s %10s %7s %7s %7s %11s %11s %6s\n", "workload", "eager ms",
               "coil ms", "speedup", "device ms", "roofline", "of roof", "of lib", "kernels",
               "first cold", "first warm", "check");

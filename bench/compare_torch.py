@@ -7,7 +7,8 @@ first call of torch.compile is timed with an empty Inductor cache (a fresh
 TORCHINDUCTOR_CACHE_DIR).
 
     python3 bench/compare_torch.py --coil-bench build/bench/coil-bench [--threads N]
-        [--size cpu|gpu] [--device cpu|cuda] [--filter NAME] [--json FILE] [--mode MODE] [--tf32]
+        [--size cpu|gpu] [--device cpu|cuda] [--filter NAME] [--json FILE] [--mode MODE]
+        [--tf32 off|defaults|on]
         [--dtype bfloat16|float16] [--amp]
 
 With --device cuda both run on the GPU (at the GPU sizes), and every timed call waits for the
@@ -146,7 +147,7 @@ def under_autocast(torch, fn, device, amp):
     return call
 
 
-def run_torch(names, gpu, threads, device, mode="default", tf32=False, dtype="float32",
+def run_torch(names, gpu, threads, device, mode="default", tf32="off", dtype="float32",
               amp=False):
     """`dtype` the inputs' (and train_mlp's model's); with `amp` they stay float32 and each call
     runs under autocast in it instead, as coil-bench --dtype / --amp."""
@@ -157,10 +158,11 @@ def run_torch(names, gpu, threads, device, mode="default", tf32=False, dtype="fl
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     if threads:
         torch.set_num_threads(threads)
-    # Both sides alike: full-precision float32 products and convolutions unless --tf32 (PyTorch's
-    # convolutions would use TF32 on the GPU by default, its matrix products would not).
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
+    # Both sides alike: full-precision float32 products and convolutions with --tf32 off (the
+    # default here), TF32 for convolutions alone with "defaults" (PyTorch's and coil's), for both
+    # with "on".
+    torch.backends.cuda.matmul.allow_tf32 = tf32 == "on"
+    torch.backends.cudnn.allow_tf32 = tf32 != "off"
     # PyTorch before 2.0 (Debian 12's 1.13) has no torch.compile: then eager only.
     has_compile = hasattr(torch, "compile")
     if not has_compile:
@@ -228,8 +230,9 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--filter", default="")
     p.add_argument("--json", default="")
-    p.add_argument("--tf32", action="store_true",
-                   help="float32 products and convolutions on the GPU in TF32, on both sides")
+    p.add_argument("--tf32", default="off", choices=["off", "defaults", "on"],
+                   help="TF32 for float32 on the GPU, both sides: off, defaults (convolutions "
+                        "only, PyTorch's and coil's defaults) or on (products too)")
     p.add_argument("--mode", default="default",
                    help="the compile mode of both sides (reduce-overhead: CUDA graphs)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
@@ -249,8 +252,7 @@ def main():
             cmd += ["--filter", a.filter]
         if a.mode != "default":
             cmd += ["--mode", a.mode]
-        if a.tf32:
-            cmd += ["--tf32"]
+        cmd += ["--tf32", a.tf32]
         if a.dtype != "float32":
             cmd += ["--dtype", a.dtype]
         if a.amp:
@@ -264,7 +266,7 @@ def main():
                                   a.amp)
 
     print(f"\n{coil['cpu']}, {coil['threads']} threads, copy {coil['copy_gbps']:.1f} GB/s, "
-          f"matmul {coil['blas_gflops']:.0f} GFLOP/s, TF32 {'on' if a.tf32 else 'off'} on both sides, "
+          f"matmul {coil['blas_gflops']:.0f} GFLOP/s, TF32 {a.tf32} on both sides, "
           f"{a.dtype}{' under autocast' if a.amp else ''}")
     head = ("workload", "torch eager", "inductor", "coil", "coil/eager", "coil/ind", "roof %",
             "lib %", "ind first", "coil first", "coil warm")

@@ -276,6 +276,7 @@ int main(int argc, char** argv) {
   try {
     g_device = o.device;
     g_amp = o.amp;
+    cuda::set_cudnn_allow_tf32(false);  // full-precision float32, as compare_models.py's PyTorch
     char dir[] = "/tmp/coil-bench-models-cache-XXXXXX";  // first calls compile
     if (!mkdtemp(dir)) return 1;
     setenv("COIL_CACHE_DIR", dir, 1);

@@ -96,9 +96,13 @@ int main() {
     long n;
     int hw, c;
   };
+  // The float32 workloads' sizes, then their bytes in bfloat16 (half as many floats).
   for (Size s : {Size{"bn_relu 32x64x56x56", 32L * 64 * 56 * 56, 56 * 56, 64},
                  Size{"sincos 16M", 16L << 20, 56 * 56, 64},
-                 Size{"softmax 8192x4096", 8192L * 4096, 56 * 56, 64}}) {
+                 Size{"softmax 8192x4096", 8192L * 4096, 56 * 56, 64},
+                 Size{"bn_relu 32x64x56x56, bf16's bytes", 16L * 64 * 56 * 56, 56 * 56, 64},
+                 Size{"sincos 16M, bf16's bytes", 8L << 20, 56 * 56, 64},
+                 Size{"softmax 8192x4096, bf16's bytes", 4096L * 4096, 56 * 56, 64}}) {
     const double bytes = 2.0 * s.n * sizeof(float);
     std::printf("\n== %s: %.1f MB moved; at the copy's rate %.4f ms\n", s.what, bytes / 1e6,
                 bytes / roof * 1e3);

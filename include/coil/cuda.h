@@ -36,9 +36,9 @@ void empty_cache();
 
 // TF32, as torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32: float32
 // matrix products (cuBLASLt), and convolutions (cuDNN), may run on tensor cores with inputs
-// rounded to 10 mantissa bits. Both off by default: coil's float32 is full precision (PyTorch
-// turns the convolutions' switch on by default; coil does not). A switch applies from the next
-// product or convolution, eager or compiled; a CUDA graph already recorded keeps what it had.
+// rounded to 10 mantissa bits. PyTorch's defaults: products off (full precision), convolutions
+// on. A switch applies from the next product or convolution, eager or compiled; a CUDA graph
+// already recorded keeps what it had.
 void set_matmul_allow_tf32(bool on);
 bool matmul_allow_tf32();
 void set_cudnn_allow_tf32(bool on);

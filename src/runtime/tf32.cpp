@@ -10,7 +10,8 @@
 namespace coil::cuda {
 
 namespace {
-std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{false};
+// PyTorch's defaults: products in full precision, convolutions allowed TF32.
+std::atomic<bool> g_matmul_tf32{false}, g_cudnn_tf32{true};
 }  // namespace
 
 void set_matmul_allow_tf32(bool on) { g_matmul_tf32 = on; }

@@ -1,7 +1,10 @@
-// TF32 (coil/cuda.h): off by default, switched on as torch.backends.cuda.matmul.allow_tf32 and
+// TF32 (coil/cuda.h): PyTorch's defaults (products off, convolutions on), switched as
+// torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 and
 // torch.set_float32_matmul_precision("high"). On the GPU a float32 product with TF32 allowed
 // must lose precision (the inputs are rounded to 10 mantissa bits) and one without must not:
-// measured against a float64 product of the same inputs.
+// measured against a float64 product of the same inputs. The rest of the suite checks float32
+// convolutions at full precision: this file's environment turns their TF32 off for it, as
+// PyTorch's tests do.
 #include <gtest/gtest.h>
 
 #include <coil/coil.h>
@@ -18,7 +21,16 @@ double max_error(const Tensor& a, const Tensor& b) {
   return amax(abs(sub(a.cpu().to(kFloat64), b))).item<double>();
 }
 
-// Restores the switches whatever the test did.
+// The switches as a process starts, before the environment below changes them.
+const bool kDefaultMatmul = cuda::matmul_allow_tf32(), kDefaultCudnn = cuda::cudnn_allow_tf32();
+
+struct FullPrecisionConvolutions : ::testing::Environment {
+  void SetUp() override { cuda::set_cudnn_allow_tf32(false); }
+};
+[[maybe_unused]] ::testing::Environment* const kFullPrecision =
+    ::testing::AddGlobalTestEnvironment(new FullPrecisionConvolutions);
+
+// Restores the suite's switches whatever the test did.
 struct Tf32Reset {
   ~Tf32Reset() {
     cuda::set_matmul_allow_tf32(false);
@@ -28,10 +40,12 @@ struct Tf32Reset {
 
 }  // namespace
 
-TEST(Tf32, OffByDefaultAndSetByPrecision) {
+TEST(Tf32, PyTorchsDefaultsAndSetByPrecision) {
   Tf32Reset reset;
+  EXPECT_FALSE(kDefaultMatmul);
+  EXPECT_TRUE(kDefaultCudnn);
   EXPECT_FALSE(cuda::matmul_allow_tf32());
-  EXPECT_FALSE(cuda::cudnn_allow_tf32());
+  EXPECT_FALSE(cuda::cudnn_allow_tf32());  // the environment's
   EXPECT_EQ(get_float32_matmul_precision(), "highest");
   set_float32_matmul_precision("high");
   EXPECT_TRUE(cuda::matmul_allow_tf32());
