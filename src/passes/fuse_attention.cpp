@@ -46,6 +46,7 @@ bool swaps_last_two(const Node* n) {
 struct Parts {
   Node *q, *k;
   double scale;
+  bool cast_k;  // the key's transpose is cast (as autocast casts it), after the permute
 };
 
 // q, k and the scale behind the softmax's input, when it is (q @ permute(k)) scaled once at
@@ -73,8 +74,10 @@ std::optional<Parts> attention_scores(Node* s) {
   }
   if (!is_call(s, OpId::matmul) || !single_user(s)) return std::nullopt;
   Node* kt = node_arg(s->args()[1]);
+  const bool cast_k = is_call(kt, OpId::to_dtype) && single_user(kt);
+  if (cast_k) kt = node_arg(kt->args()[0]);
   if (!swaps_last_two(kt)) return std::nullopt;
-  return Parts{node_arg(s->args()[0]), node_arg(kt->args()[0]), scale};
+  return Parts{node_arg(s->args()[0]), node_arg(kt->args()[0]), scale, cast_k};
 }
 
 bool is_16_bit(DType t) { return t == kFloat16 || t == kBFloat16; }
@@ -99,7 +102,8 @@ Pattern attention(bool cast) {
     const DType t = v->tensor_meta().dtype;
     // sdpa's operands share a dtype and batch shape.
     for (const Node* x : {parts->q, parts->k, v})
-      if (x->tensor_meta().dtype != t || sizes(x).size() != sizes(softmax).size() ||
+      if ((x->tensor_meta().dtype != t && (x != parts->k || !parts->cast_k)) ||
+          sizes(x).size() != sizes(softmax).size() ||
           batch_of(x) != batch_of(softmax) || x->tensor_meta().device != v->tensor_meta().device)
         return false;
     if (cast && (!is_16_bit(t) || !single_user(m["widen"]) || !single_user(m["narrow"]) ||
@@ -112,8 +116,11 @@ Pattern attention(bool cast) {
   };
   p.replacement = [](Graph& g, const Match& m) {
     Parts parts = *attention_scores(m["scores"]);
+    Node* v = m["v"];
+    Node* k = parts.cast_k ? g.call(OpId::to_dtype, {parts.k, v->tensor_meta().dtype}, m.root)
+                           : parts.k;
     return g.call(OpId::scaled_dot_product_attention,
-                  {parts.q, parts.k, m["v"], std::monostate{}, 0.0, false, parts.scale}, m.root);
+                  {parts.q, k, v, std::monostate{}, 0.0, false, parts.scale}, m.root);
   };
   return p;
 }

@@ -68,6 +68,27 @@ TEST(FuseAttention, TakesSixteenBitAttentionAndAutocastsCasts) {
     return (out,)
 )",
               fused16);
+  // Under autocast with float32 inputs: q, v and the key's transpose are cast to bfloat16.
+  expect_pass(run_fuse_attention,
+              R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[5, 4][4, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
+    q16 = coil.to_dtype(q, coil.bfloat16)
+    kt = coil.permute(k, [1, 0])
+    kt16 = coil.to_dtype(kt, coil.bfloat16)
+    s = coil.matmul(q16, kt16)
+    s32 = coil.to_dtype(s, coil.float32)
+    p = coil.softmax(s32, -1)
+    p16 = coil.to_dtype(p, coil.bfloat16)
+    v16 = coil.to_dtype(v, coil.bfloat16)
+    out = coil.matmul(p16, v16)
+    return (out,)
+)",
+              R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[5, 4][4, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
+    q16 = coil.to_dtype(q, coil.bfloat16)
+    v16 = coil.to_dtype(v, coil.bfloat16)
+    to_dtype = coil.to_dtype(k, coil.bfloat16)
+    scaled_dot_product_attention = coil.scaled_dot_product_attention(q16, to_dtype, v16, None, 0.0, False, 1.0)
+    return (scaled_dot_product_attention,)
+)");
   // The float32 weights are a result too.
   expect_no_change(run_fuse_attention, head + R"(    s32 = coil.to_dtype(s, coil.float32)
     p = coil.softmax(s32, -1)
