@@ -24,6 +24,15 @@ const char* memory_type(DType t) {
   return compute_type(t);
 }
 
+bool vector_lane_type(DType t) { return t == kFloat32 || t == kBFloat16 || t == kFloat16; }
+
+std::string vector_load(DType t) {
+  return t == kBFloat16 ? "vload_bf16" : t == kFloat16 ? "vload_f16" : "vload";
+}
+std::string vector_store(DType t) {
+  return t == kBFloat16 ? "vstore_bf16" : t == kFloat16 ? "vstore_f16" : "vstore";
+}
+
 std::string c_literal(const Scalar& s, DType dtype) {
   static const codegen::CDialect cpp = cpp_dialect();
   return codegen::c_literal(s, dtype, cpp);
@@ -109,11 +118,12 @@ bool vectorizable(const ir::Value& v, sym::Expr lane) {
     bool var = depends_on_lane(*n, lane);
     for (const ir::Value& a : n->args()) var = visit(a) || var;
     if (var) {
+      // Lanes of float32 (16-bit floats held as float32, rounded to their dtype) or masks.
       DType t = n->dtype();
-      if (t != kFloat32 && t != kBool) ok = false;
+      if (!vector_lane_type(t) && t != kBool) ok = false;
       if (n->op() == Op::Index || !vector_op(n->op())) ok = false;
-      if (n->op() == Op::Load && t != kFloat32) ok = false;
-      if (n->op() == Op::Cast && n->args()[0]->dtype() != kFloat32 &&
+      if (n->op() == Op::Load && !vector_lane_type(t)) ok = false;
+      if (n->op() == Op::Cast && !vector_lane_type(n->args()[0]->dtype()) &&
           n->args()[0]->dtype() != kBool)
         ok = false;
     }
@@ -254,7 +264,7 @@ Emitted BodyEmitter::emit_load(const ir::ValueNode& v, const std::vector<Emitted
   const bool affine = sym::constant_stride(index, lane_, &stride);
   const LaneForm form = affine ? LaneForm::Gather : lane_form(index, lane_);
   if ((affine && stride == 1) || form == LaneForm::Contiguous)
-    return temp("vf32", "vload(" + buf + " + " + sym::to_c(index) + ")", true);
+    return temp("vf32", vector_load(t) + "(" + buf + " + " + sym::to_c(index) + ")", true);
   // The same element for every lane: read once, at the step's first lane (lane_ itself).
   if (form == LaneForm::Uniform) return temp(compute_type(t), scalar_read(sym::to_c(index)), false);
   // A gather: each lane computes its own index.
@@ -264,7 +274,8 @@ Emitted BodyEmitter::emit_load(const ir::ValueNode& v, const std::vector<Emitted
   if (auto it = cse_.find(gathered); it != cse_.end()) return it->second;  // gathered once
   Emitted e{"t" + std::to_string(counter_++), true};
   line("vf32 " + e.text + ";");
-  line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " + e.text + "[k_] = " + gathered + ";");
+  line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " + e.text + "[k_] = " + scalar_read(sym::to_c(at)) +
+       ";");
   cse_.emplace(gathered, e);
   return e;
 }

@@ -32,8 +32,16 @@ struct Emitted {
   bool varying = false;  // a vector (vector mode only)
 };
 
-// Whether every node of `v` can run in vector mode along `lane`: varying values must be
-// float32 or bool (as masks), varying loads must read float32 buffers.
+// Whether vector lanes hold values of `t`: float32, and the 16-bit floats (as float32 rounded
+// to them, read and written by the prelude's vload_bf16/vstore_bf16 and the float16 pair).
+bool vector_lane_type(DType t);
+// The prelude's vector read of consecutive elements of a `t` buffer ("vload", "vload_bf16"...),
+// and its write.
+std::string vector_load(DType t);
+std::string vector_store(DType t);
+
+// Whether every node of `v` can run in vector mode along `lane`: varying values must be of a
+// vector lane type or bool (as masks), varying loads must read a vector lane type's buffers.
 bool vectorizable(const ir::Value& v, sym::Expr lane);
 
 // A comparison of an index that steps by one with the lane (a one-hot's arange) against an

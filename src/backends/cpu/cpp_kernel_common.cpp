@@ -117,13 +117,13 @@ void LoopEmitter::point_body(CodeWriter& w, bool vector,
       em.line(store_stmt(*n, sym::to_c(n->store_index),
                          v.varying ? v.text + "[COIL_VEC - 1]" : v.text));
     } else if (sym::constant_stride(n->store_index, lane_, &stride) && stride == 1) {
-      em.line("vstore(" + n->buffer + " + " + sym::to_c(n->store_index) + ", " +
+      em.line(vector_store(n->dtype) + "(" + n->buffer + " + " + sym::to_c(n->store_index) + ", " +
               em.varying(v, kFloat32) + ");");
     } else {
       sym::Expr k = sym::var("k_", sym::Range{0, 15});
       sym::Expr at = sym::substitute(n->store_index, {{lane_, lane_ + k}});
-      em.line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " + n->buffer + "[" + sym::to_c(at) +
-              "] = " + em.varying(v, kFloat32) + "[k_];");
+      em.line("for (int k_ = 0; k_ < COIL_VEC; ++k_) " +
+              store_stmt(*n, sym::to_c(at), em.varying(v, kFloat32) + "[k_]"));
     }
   }
 }
@@ -206,7 +206,7 @@ bool vectorizable(const Kernel& k, sym::Expr lane) {
       DType t = n.body->dtype();
       bool logical = *n.reduce == ReduceKind::Any || *n.reduce == ReduceKind::All;
       if (logical ? t != kBool : t != kFloat32) return false;
-    } else if (n.store && n.dtype != kFloat32) {
+    } else if (n.store && !vector_lane_type(n.dtype)) {
       return false;
     }
   }

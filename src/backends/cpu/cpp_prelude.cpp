@@ -87,6 +87,27 @@ static inline vf32 vround_f16(vf32 x) {
   for (int k = 0; k < COIL_VEC; ++k) x[k] = (float)(_Float16)x[k];
   return x;
 }
+// COIL_VEC consecutive 16-bit floats, widened to float32 lanes, and lanes rounded and narrowed
+// back: integer vector operations for bfloat16 (exact, denormals kept, which AVX512-BF16's
+// vcvtneps2bf16 would flush), the compiler's conversions for float16 (F16C or AVX512-FP16).
+typedef unsigned short vu16 __attribute__((vector_size(COIL_VEC * 2)));
+typedef _Float16 vh16 __attribute__((vector_size(COIL_VEC * 2)));
+static inline vf32 vload_bf16(const bf16* p) {
+  vu16 h; __builtin_memcpy(&h, p, sizeof h);
+  return (vf32)(__builtin_convertvector(h, vu32) << 16);
+}
+static inline void vstore_bf16(bf16* p, vf32 v) {
+  const vu16 h = __builtin_convertvector((vu32)vround_bf16(v) >> 16, vu16);
+  __builtin_memcpy(p, &h, sizeof h);
+}
+static inline vf32 vload_f16(const _Float16* p) {
+  vh16 h; __builtin_memcpy(&h, p, sizeof h);
+  return __builtin_convertvector(h, vf32);
+}
+static inline void vstore_f16(_Float16* p, vf32 v) {
+  const vh16 h = __builtin_convertvector(v, vh16);
+  __builtin_memcpy(p, &h, sizeof h);
+}
 template <typename T> static inline T coil_sign(T a) { return (T)((T(0) < a) - (a < T(0))); }
 template <typename T> static inline T coil_floordiv_int(T a, T b) {
   T q = a / b;
