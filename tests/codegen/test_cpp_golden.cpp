@@ -78,6 +78,24 @@ TEST(Golden, RowVarianceTakesTwoPasses) {
   EXPECT_NE(code.find("vacc_buf0 += "), std::string::npos) << code;
 }
 
+// 16-bit rows are vector code too: read widened to float32 lanes, written rounded back (the
+// random programs check the values: tests/fuzz).
+TEST(Golden, SixteenBitRowsAreVectorCode) {
+  for (const std::string t : {"bf16", "f16"}) {
+    SCOPED_TRACE(t);
+    Compiled c = lowered_and_scheduled("def forward(self, x: \"" + t +
+                                       "[64, 512][512, 1]cpu\"):\n"
+                                       "    s = coil.sum(x, [1], True)\n"
+                                       "    y = coil.div(x, s)\n"
+                                       "    return (y,)\n");
+    ASSERT_EQ(c.schedule.kernels.size(), 1u);
+    codegen::KernelSource k = cpu::generate_kernel(c.schedule.kernels[0], c.program);
+    EXPECT_TRUE(k.vectorized);
+    EXPECT_NE(k.code.find("vload_" + t + "("), std::string::npos) << k.code;
+    EXPECT_NE(k.code.find("vstore_" + t + "("), std::string::npos) << k.code;
+  }
+}
+
 // A long row's reductions keep several accumulators (four for the maximum, two for the sum
 // of exps), and its exp pass prefetches the next row's input (the last row its own); a short
 // row does neither.
