@@ -89,8 +89,10 @@ static inline vf32 vround_f16(vf32 x) {
 }
 // COIL_VEC consecutive 16-bit floats, widened to float32 lanes, and lanes rounded and narrowed
 // back: integer vector operations for bfloat16 (exact, denormals kept, which AVX512-BF16's
-// vcvtneps2bf16 would flush), the compiler's conversions for float16 (F16C or AVX512-FP16).
+// vcvtneps2bf16 would flush), vcvtph2ps/vcvtps2ph for float16 where the target has them (GCC
+// converts a _Float16 vector one element at a time).
 typedef unsigned short vu16 __attribute__((vector_size(COIL_VEC * 2)));
+typedef short vi16 __attribute__((vector_size(COIL_VEC * 2)));
 typedef _Float16 vh16 __attribute__((vector_size(COIL_VEC * 2)));
 static inline vf32 vload_bf16(const bf16* p) {
   vu16 h; __builtin_memcpy(&h, p, sizeof h);
@@ -101,11 +103,23 @@ static inline void vstore_bf16(bf16* p, vf32 v) {
   __builtin_memcpy(p, &h, sizeof h);
 }
 static inline vf32 vload_f16(const _Float16* p) {
-  vh16 h; __builtin_memcpy(&h, p, sizeof h);
-  return __builtin_convertvector(h, vf32);
+  vi16 h; __builtin_memcpy(&h, p, sizeof h);
+#if defined(__AVX512F__)
+  return __builtin_ia32_vcvtph2ps512_mask(h, (vf32){}, (unsigned short)-1, 4);
+#elif defined(__AVX2__) && defined(__F16C__)
+  return __builtin_ia32_vcvtph2ps256(h);
+#else
+  return __builtin_convertvector((vh16)h, vf32);
+#endif
 }
 static inline void vstore_f16(_Float16* p, vf32 v) {
-  const vh16 h = __builtin_convertvector(v, vh16);
+#if defined(__AVX512F__)
+  const vi16 h = __builtin_ia32_vcvtps2ph512_mask(v, 0, (vi16){}, (unsigned short)-1);
+#elif defined(__AVX2__) && defined(__F16C__)
+  const vi16 h = __builtin_ia32_vcvtps2ph256(v, 0);
+#else
+  const vi16 h = (vi16)__builtin_convertvector(v, vh16);
+#endif
   __builtin_memcpy(p, &h, sizeof h);
 }
 template <typename T> static inline T coil_sign(T a) { return (T)((T(0) < a) - (a < T(0))); }
