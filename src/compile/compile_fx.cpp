@@ -8,6 +8,7 @@
 #include "capture/counters.h"
 #include "codegen/wrapper.h"
 #include "compile/compile_backends.h"
+#include "compile/compile_mode.h"
 #include "compile/graph_cache.h"
 #include "compile/stages.h"
 #include "debug/log.h"
@@ -91,10 +92,7 @@ bool stages_watched(const debug::CompileTrace& trace) {
   return false;
 }
 
-// mode="max-autotune" and "max-autotune-no-cudagraphs" tune; the first also records CUDA graphs.
-bool max_autotune(const CompileOptions& options) {
-  return options.mode.rfind("max-autotune", 0) == 0;
-}
+bool max_autotune(const CompileOptions& options) { return autotunes(compile_mode(options.mode)); }
 
 // The callable of a compiled graph, whether just compiled or read from the graph cache; logs
 // the output code and ends the compile's trace.

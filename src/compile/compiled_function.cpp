@@ -15,6 +15,7 @@
 #include "capture/tracer.h"
 #include "compile/compile_backends.h"
 #include "compile/compile_fx.h"
+#include "compile/compile_mode.h"
 #include "compile/cuda_graphs.h"
 #include "debug/log.h"
 #include "graph/printer.h"
@@ -26,8 +27,6 @@ using capture::Counter;
 
 namespace {
 
-const char* const kModes[] = {"default", "reduce-overhead", "max-autotune",
-                              "max-autotune-no-cudagraphs"};
 const char* const kOptions[] = {"trace.enabled", "trace.graph_diagram", "async_compile",
                                 "freezing"};
 
@@ -44,8 +43,7 @@ bool contains(const char* const (&names)[N], const std::string& s) {
 
 void validate(const CompileOptions& o) {
   compile_backend(o.backend);  // throws for an unknown one, naming the known ones
-  COIL_CHECK(contains(kModes, o.mode), "coil::compile: unknown mode '", o.mode,
-             "'; known modes: ", join(kModes));
+  compile_mode(o.mode);        // throws for an unknown one, naming the known ones
   COIL_CHECK(o.cache_size_limit >= 1, "coil::compile: cache_size_limit must be at least 1, got ",
              o.cache_size_limit);
   for (const auto& [key, value] : o.options) {
@@ -93,8 +91,7 @@ class CompiledFunctionImpl {
   explicit CompiledFunctionImpl(CompileOptions o) : options(std::move(o)) {
     static std::atomic<int> next_id{0};
     id = next_id++;
-    if (options.mode == "reduce-overhead" || options.mode == "max-autotune")
-      graph_pool = make_cuda_graph_pool();
+    if (records_cuda_graphs(compile_mode(options.mode))) graph_pool = make_cuda_graph_pool();
   }
 
   ValueList call(const ValueList& inputs, const std::function<ValueList(const ValueList&)>& run);

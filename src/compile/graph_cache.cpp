@@ -13,6 +13,7 @@
 #include <coil/error.h>
 #include <coil/ops.h>
 
+#include "compile/compile_mode.h"
 #include "debug/log.h"
 #include "graph/printer.h"
 #include "jit/cache_key.h"
@@ -432,7 +433,7 @@ std::string graph_cache_key(const Graph& graph, const CompileOptions& options) {
   h.add(coil_identity());
   h.add(options.backend);
   // mode="max-autotune"'s kernels carry their other launches (KernelSource::alternatives).
-  if (options.mode.rfind("max-autotune", 0) == 0) h.add("launch alternatives");
+  if (autotunes(compile_mode(options.mode))) h.add("launch alternatives");
   // A dynamic graph without its hints: one entry serves every size its guards allow.
   h.add(print_graph(graph, /*hints=*/false));
   // Results written back into inputs may be written into their memory (the plan says so).

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "compile/compile_mode.h"
 #include "testing.h"
 
 using namespace coil;
@@ -224,6 +225,19 @@ TEST_F(CompileTest, MaxAutotuneOnTheCpuRunsAsDefault) {
     Tensor x = randn({4});
     EXPECT_TRUE(allclose(cf(x), sin2cos2(x))) << mode;
   }
+}
+
+// Each mode, parsed once, answers what it asks of the pipeline.
+TEST(CompileMode, EachModeSaysWhatItAsks) {
+  EXPECT_FALSE(records_cuda_graphs(compile_mode("default")));
+  EXPECT_FALSE(autotunes(compile_mode("default")));
+  EXPECT_TRUE(records_cuda_graphs(compile_mode("reduce-overhead")));
+  EXPECT_FALSE(autotunes(compile_mode("reduce-overhead")));
+  EXPECT_TRUE(records_cuda_graphs(compile_mode("max-autotune")));
+  EXPECT_TRUE(autotunes(compile_mode("max-autotune")));
+  EXPECT_FALSE(records_cuda_graphs(compile_mode("max-autotune-no-cudagraphs")));
+  EXPECT_TRUE(autotunes(compile_mode("max-autotune-no-cudagraphs")));
+  EXPECT_COIL_ERROR(compile_mode("max-autotune-"), "known modes: default, reduce-overhead");
 }
 
 TEST_F(CompileTest, BadOptionsAreClearErrors) {
