@@ -22,7 +22,7 @@ namespace {
 constexpr int64_t kSmallProduct = int64_t{1} << 21;
 // Below this many multiply-adds in all, a parallel region costs more than it saves.
 constexpr int64_t kParallelWork = int64_t{1} << 16;
-// From this many multiply-adds on, float32 products go to oneDNN (onednn_matmul.h says why);
+// From this many multiply-adds on, floating products go to oneDNN (onednn_matmul.h says why);
 // below, calling a library costs more than the product.
 constexpr int64_t kOnednnWork = int64_t{1} << 15;
 
@@ -203,15 +203,17 @@ void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a, MatRef b, void
     if constexpr (std::is_same_v<T, bool>) {
       return;
     } else {
-      if constexpr (std::is_same_v<T, float>) {
-        StridedMats sa{static_cast<const float*>(a.data), 0, a.row_stride, a.col_stride};
-        StridedMats sb{static_cast<const float*>(b.data), 0, b.row_stride, b.col_stride};
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> ||
+                    std::is_same_v<T, BFloat16>) {
+        StridedMats sa{a.data, 0, a.row_stride, a.col_stride};
+        StridedMats sb{b.data, 0, b.row_stride, b.col_stride};
         // A single row (a decode step's token) goes to BLAS's gemv (gemm_blas), which reads
         // the matrix once at the memory's pace, faster than oneDNN's product of one row
-        // (measured: docs/performance.md, GPT-2's decode step on the CPU).
-        if (k > 0 && m > 1 && m * n * k >= kOnednnWork && onednn_for_single_products() &&
-            onednn_matmul(1, m, n, k, sa, sb, pc, 0, ldc, accumulate,
-                          static_cast<const float*>(row_bias)))
+        // (measured: docs/performance.md, GPT-2's decode step on the CPU); the 16-bit floats
+        // take oneDNN for one row too, where BLAS would need float32 copies.
+        const bool one_row_to_blas = std::is_same_v<T, float> && m == 1;
+        if (k > 0 && !one_row_to_blas && m * n * k >= kOnednnWork && onednn_for_single_products() &&
+            onednn_matmul(dtype, 1, m, n, k, sa, sb, pc, 0, ldc, accumulate, row_bias))
           return;
       }
       // Every other path adds a row bias by storing it into C first and accumulating on it.
@@ -251,16 +253,15 @@ void gemm_batched(DType dtype, int64_t m, int64_t n, int64_t k, MatRef a,
          accumulate);
   };
   // A batch with constant strides is one oneDNN call, which spreads it over every core.
-  if (dtype == kFloat32 && batch > 1 && batch * m * n * k >= kOnednnWork &&
-      evenly_spaced(a_offsets) && evenly_spaced(b_offsets)) {
-    auto f = [](const void* p, const std::vector<int64_t>& off) {
-      return static_cast<const float*>(p) + off[0];
+  const bool floats = dtype == kFloat32 || dtype == kBFloat16 || dtype == kFloat16;
+  if (floats && batch > 1 && batch * m * n * k >= kOnednnWork && evenly_spaced(a_offsets) &&
+      evenly_spaced(b_offsets)) {
+    auto f = [&](const void* p, const std::vector<int64_t>& off) {
+      return static_cast<const char*>(p) + off[0] * static_cast<int64_t>(item);
     };
     StridedMats sa{f(a.data, a_offsets), a_offsets[1] - a_offsets[0], a.row_stride, a.col_stride};
     StridedMats sb{f(b.data, b_offsets), b_offsets[1] - b_offsets[0], b.row_stride, b.col_stride};
-    if (onednn_matmul(batch, m, n, k, sa, sb, static_cast<float*>(c), c_batch_stride, ldc,
-                      accumulate))
-      return;
+    if (onednn_matmul(dtype, batch, m, n, k, sa, sb, c, c_batch_stride, ldc, accumulate)) return;
   }
   // Inside a parallel region OpenBLAS runs single-threaded, so the two levels do not nest.
   if (batch > 1 && m * n * k < kSmallProduct && batch * m * n * k >= kParallelWork) {

@@ -19,15 +19,29 @@ using Dims = dnnl::memory::dims;
 
 // Everything a primitive is made for; the matrices' addresses come with each call.
 struct Geometry {
+  DType dtype;
   int64_t batch, m, n, k;
   StridedMats a, b;  // strides only
   int64_t c_batch, ldc;
   bool accumulate;
   bool row_bias;
 
-  std::array<int64_t, 14> key() const {
-    return {batch,   m,     n,     k,       a.batch, a.row,      a.col,
-            b.batch, b.row, b.col, c_batch, ldc,     accumulate, row_bias};
+  std::array<int64_t, 15> key() const {
+    return {static_cast<int64_t>(dtype),
+            batch,
+            m,
+            n,
+            k,
+            a.batch,
+            a.row,
+            a.col,
+            b.batch,
+            b.row,
+            b.col,
+            c_batch,
+            ldc,
+            accumulate,
+            row_bias};
   }
 };
 
@@ -41,7 +55,7 @@ struct Prepared {
 struct Cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;
-  std::map<std::array<int64_t, 14>, Prepared> primitives;
+  std::map<std::array<int64_t, 15>, Prepared> primitives;
 };
 
 Cache& cache() {
@@ -75,16 +89,22 @@ std::optional<dnnl::matmul::primitive_desc> implementation(const dnnl::matmul::d
 // oneDNN can match to a plain layout: with stride 1 it reads the matrices as "bca", which its
 // brgemm kernels decline, and the generic jit gemm it falls back to spends a long time
 // generating its kernels on a process's first product (measured: docs/performance.md).
-dnnl::memory::desc desc(int64_t batch, int64_t rows, int64_t cols, int64_t batch_stride,
+dnnl::memory::data_type data_type(DType t) {
+  return t == kBFloat16  ? dnnl::memory::data_type::bf16
+         : t == kFloat16 ? dnnl::memory::data_type::f16
+                         : dnnl::memory::data_type::f32;
+}
+
+dnnl::memory::desc desc(DType t, int64_t batch, int64_t rows, int64_t cols, int64_t batch_stride,
                         int64_t row_stride, int64_t col_stride) {
   if (batch == 1) batch_stride = std::max(rows * row_stride, cols * col_stride);
-  return dnnl::memory::desc(Dims{batch, rows, cols}, dnnl::memory::data_type::f32,
+  return dnnl::memory::desc(Dims{batch, rows, cols}, data_type(t),
                             Dims{batch_stride, row_stride, col_stride});
 }
 
 // A bias of n elements, one per column, added to every row of every matrix of the batch.
-dnnl::memory::desc row_bias_desc(int64_t n) {
-  return dnnl::memory::desc(Dims{1, 1, n}, dnnl::memory::data_type::f32, Dims{n, n, 1});
+dnnl::memory::desc row_bias_desc(DType t, int64_t n) {
+  return dnnl::memory::desc(Dims{1, 1, n}, data_type(t), Dims{n, n, 1});
 }
 
 // The primitive for `g`, made on first use; nullptr where oneDNN cannot take it (positive
@@ -104,11 +124,12 @@ const Prepared* prepare(const Geometry& g) {
     attr.set_post_ops(ops);
   }
   try {
-    dnnl::memory::desc src = desc(g.batch, g.m, g.k, g.a.batch, g.a.row, g.a.col),
-                       weights = desc(g.batch, g.k, g.n, g.b.batch, g.b.row, g.b.col),
-                       dst = desc(g.batch, g.m, g.n, g.c_batch, g.ldc, 1);
-    dnnl::matmul::desc d = g.row_bias ? dnnl::matmul::desc(src, weights, row_bias_desc(g.n), dst)
-                                      : dnnl::matmul::desc(src, weights, dst);
+    dnnl::memory::desc src = desc(g.dtype, g.batch, g.m, g.k, g.a.batch, g.a.row, g.a.col),
+                       weights = desc(g.dtype, g.batch, g.k, g.n, g.b.batch, g.b.row, g.b.col),
+                       dst = desc(g.dtype, g.batch, g.m, g.n, g.c_batch, g.ldc, 1);
+    dnnl::matmul::desc d = g.row_bias
+                               ? dnnl::matmul::desc(src, weights, row_bias_desc(g.dtype, g.n), dst)
+                               : dnnl::matmul::desc(src, weights, dst);
     std::optional<dnnl::matmul::primitive_desc> jit_gemm;
     if (g.batch == 1 && g.m * g.n * g.k >= kJitGemmWork)
       jit_gemm = implementation(d, attr, cc.engine, "gemm:jit");
@@ -120,30 +141,31 @@ const Prepared* prepare(const Geometry& g) {
   }
 }
 
-void execute(const Prepared& p, const float* a, const float* b, float* c, const float* row_bias) {
+void execute(const Prepared& p, const void* a, const void* b, void* c, const void* row_bias) {
   Cache& cc = cache();
   dnnl::stream stream(cc.engine);
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, dnnl::memory(p.pd.src_desc(), cc.engine, const_cast<float*>(a))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(p.pd.weights_desc(), cc.engine, const_cast<float*>(b))},
+      {DNNL_ARG_SRC, dnnl::memory(p.pd.src_desc(), cc.engine, const_cast<void*>(a))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(p.pd.weights_desc(), cc.engine, const_cast<void*>(b))},
       {DNNL_ARG_DST, dnnl::memory(p.pd.dst_desc(), cc.engine, c)}};
   if (row_bias)
     args.emplace(DNNL_ARG_BIAS,
-                 dnnl::memory(p.pd.bias_desc(), cc.engine, const_cast<float*>(row_bias)));
+                 dnnl::memory(p.pd.bias_desc(), cc.engine, const_cast<void*>(row_bias)));
   p.prim.execute(stream, args);
   stream.wait();
 }
 
 }  // namespace
 
-bool onednn_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a, StridedMats b,
-                   float* c, int64_t c_batch, int64_t ldc, bool accumulate, const float* row_bias) {
+bool onednn_matmul(DType dtype, int64_t batch, int64_t m, int64_t n, int64_t k, StridedMats a,
+                   StridedMats b, void* c, int64_t c_batch, int64_t ldc, bool accumulate,
+                   const void* row_bias) {
   // Inside a parallel region (a convolution's samples, one per thread) oneDNN runs on one
   // thread but its brgemm kernels split the work for the team size they were made for, and
   // part of the product would be skipped: BLAS takes it, single-threaded there.
   if (omp_in_parallel()) return false;
   const Prepared* p =
-      prepare({batch, m, n, k, a, b, c_batch, ldc, accumulate, row_bias != nullptr});
+      prepare({dtype, batch, m, n, k, a, b, c_batch, ldc, accumulate, row_bias != nullptr});
   if (!p) return false;
   execute(*p, a.data, b.data, c, row_bias);
   return true;
