@@ -103,8 +103,8 @@ Pattern attention(bool cast) {
     // sdpa's operands share a dtype and batch shape.
     for (const Node* x : {parts->q, parts->k, v})
       if ((x->tensor_meta().dtype != t && (x != parts->k || !parts->cast_k)) ||
-          sizes(x).size() != sizes(softmax).size() ||
-          batch_of(x) != batch_of(softmax) || x->tensor_meta().device != v->tensor_meta().device)
+          sizes(x).size() != sizes(softmax).size() || batch_of(x) != batch_of(softmax) ||
+          x->tensor_meta().device != v->tensor_meta().device)
         return false;
     if (cast && (!is_16_bit(t) || !single_user(m["widen"]) || !single_user(m["narrow"]) ||
                  m["scores"]->tensor_meta().dtype != t ||
@@ -117,8 +117,8 @@ Pattern attention(bool cast) {
   p.replacement = [](Graph& g, const Match& m) {
     Parts parts = *attention_scores(m["scores"]);
     Node* v = m["v"];
-    Node* k = parts.cast_k ? g.call(OpId::to_dtype, {parts.k, v->tensor_meta().dtype}, m.root)
-                           : parts.k;
+    Node* k =
+        parts.cast_k ? g.call(OpId::to_dtype, {parts.k, v->tensor_meta().dtype}, m.root) : parts.k;
     return g.call(OpId::scaled_dot_product_attention,
                   {parts.q, k, v, std::monostate{}, 0.0, false, parts.scale}, m.root);
   };

@@ -69,8 +69,9 @@ TEST(FuseAttention, TakesSixteenBitAttentionAndAutocastsCasts) {
 )",
               fused16);
   // Under autocast with float32 inputs: q, v and the key's transpose are cast to bfloat16.
-  expect_pass(run_fuse_attention,
-              R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[5, 4][4, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
+  expect_pass(
+      run_fuse_attention,
+      R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[5, 4][4, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
     q16 = coil.to_dtype(q, coil.bfloat16)
     kt = coil.permute(k, [1, 0])
     kt16 = coil.to_dtype(kt, coil.bfloat16)
@@ -82,7 +83,7 @@ TEST(FuseAttention, TakesSixteenBitAttentionAndAutocastsCasts) {
     out = coil.matmul(p16, v16)
     return (out,)
 )",
-              R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[5, 4][4, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
+      R"(def forward(self, q: "f32[6, 4][4, 1]cpu", k: "f32[5, 4][4, 1]cpu", v: "f32[5, 3][3, 1]cpu"):
     q16 = coil.to_dtype(q, coil.bfloat16)
     v16 = coil.to_dtype(v, coil.bfloat16)
     to_dtype = coil.to_dtype(k, coil.bfloat16)
