@@ -17,9 +17,10 @@ namespace coil::cuda {
 
 namespace {
 
-// float32 takes cuDNN's default math, which may use TF32 on tensor cores, while
-// coil::cuda::cudnn_allow_tf32() (on by default, as PyTorch's), FMA math (full precision) once
-// it is switched off. The 16-bit floats accumulate in float32 on tensor cores.
+// float32: cuDNN's default math (which may use TF32 on tensor cores) while
+// coil::cuda::cudnn_allow_tf32() holds, as it does by default (PyTorch's default); FMA math,
+// full precision, once it is switched off. The 16-bit floats accumulate in float32 on tensor
+// cores.
 cudnnMathType_t math_for(DType t) {
   if (t == kFloat16 || t == kBFloat16) return CUDNN_TENSOR_OP_MATH;
   return t == kFloat32 && cudnn_allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
