@@ -8,7 +8,7 @@
 #include "capture/counters.h"
 #include "codegen/wrapper.h"
 #include "compile/compile_backends.h"
-#include "compile/compile_mode.h"
+#include "compile/compile_settings.h"
 #include "compile/graph_cache.h"
 #include "compile/stages.h"
 #include "debug/log.h"
@@ -68,10 +68,8 @@ std::shared_ptr<const jit::Module> load(const backends::DeviceBackend& backend,
 // folder, COIL_TRACE_FILE.
 codegen::ModuleFuture module_of(const backends::DeviceBackend& backend, const std::string& source,
                                 const CompileOptions& options, debug::CompileTrace& trace) {
-  auto async = options.options.find("async_compile");
-  const bool now = (async != options.options.end() && !std::get<bool>(async->second)) ||
-                   trace.timeline_watched() || debug::log_enabled("cache") ||
-                   debug::log_enabled("output_code");
+  const bool now = !compile_flags(options).async_compile || trace.timeline_watched() ||
+                   debug::log_enabled("cache") || debug::log_enabled("output_code");
   const std::string& name = options.name;
   if (!now)
     return std::async(std::launch::async,
@@ -221,8 +219,7 @@ capture::CompiledGraph compile_fx(std::shared_ptr<const Graph> graph, const Comp
   }
   // Frozen graphs hold values computed from the parameters at compile time, which the graph
   // cache's key does not cover: they are compiled in every process.
-  const auto freeze = options.options.find("freezing");
-  const bool freezing = freeze != options.options.end() && std::get<bool>(freeze->second);
+  const bool freezing = compile_flags(options).freezing;
   std::string key;
   if (!freezing)
     if (std::optional<capture::CompiledGraph> hit = cached(graph, options, trace, key)) return *hit;

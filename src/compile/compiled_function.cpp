@@ -15,7 +15,7 @@
 #include "capture/tracer.h"
 #include "compile/compile_backends.h"
 #include "compile/compile_fx.h"
-#include "compile/compile_mode.h"
+#include "compile/compile_settings.h"
 #include "compile/cuda_graphs.h"
 #include "debug/log.h"
 #include "graph/printer.h"
@@ -27,31 +27,12 @@ using capture::Counter;
 
 namespace {
 
-const char* const kOptions[] = {"trace.enabled", "trace.graph_diagram", "async_compile",
-                                "freezing"};
-
-template <size_t N>
-std::string join(const char* const (&names)[N]) {
-  std::string out;
-  for (size_t i = 0; i < N; ++i) out += (i ? ", " : "") + std::string(names[i]);
-  return out;
-}
-template <size_t N>
-bool contains(const char* const (&names)[N], const std::string& s) {
-  return std::find(std::begin(names), std::end(names), s) != std::end(names);
-}
-
 void validate(const CompileOptions& o) {
   compile_backend(o.backend);  // throws for an unknown one, naming the known ones
   compile_mode(o.mode);        // throws for an unknown one, naming the known ones
   COIL_CHECK(o.cache_size_limit >= 1, "coil::compile: cache_size_limit must be at least 1, got ",
              o.cache_size_limit);
-  for (const auto& [key, value] : o.options) {
-    COIL_CHECK(contains(kOptions, key), "coil::compile: unknown option '", key,
-               "'; known options: ", join(kOptions));
-    COIL_CHECK(std::holds_alternative<bool>(value), "coil::compile: option '", key,
-               "' takes true or false");
-  }
+  compile_flags(o);  // throws for an unknown option or a value that is not a bool
 }
 
 bool disabled_by_env() {

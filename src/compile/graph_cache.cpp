@@ -13,7 +13,7 @@
 #include <coil/error.h>
 #include <coil/ops.h>
 
-#include "compile/compile_mode.h"
+#include "compile/compile_settings.h"
 #include "debug/log.h"
 #include "graph/printer.h"
 #include "jit/cache_key.h"

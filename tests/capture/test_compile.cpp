@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "compile/compile_mode.h"
+#include "compile/compile_settings.h"
 #include "testing.h"
 
 using namespace coil;
@@ -238,6 +238,23 @@ TEST(CompileMode, EachModeSaysWhatItAsks) {
   EXPECT_FALSE(records_cuda_graphs(compile_mode("max-autotune-no-cudagraphs")));
   EXPECT_TRUE(autotunes(compile_mode("max-autotune-no-cudagraphs")));
   EXPECT_COIL_ERROR(compile_mode("max-autotune-"), "known modes: default, reduce-overhead");
+}
+
+// The options, parsed once: each known one a field with its default, unknown names and values
+// that are not bools clear errors.
+TEST(CompileFlags, OptionsBecomeFields) {
+  const CompileFlags defaults = compile_flags(CompileOptions{});
+  EXPECT_FALSE(defaults.trace_enabled);
+  EXPECT_FALSE(defaults.trace_graph_diagram);
+  EXPECT_TRUE(defaults.async_compile);
+  EXPECT_FALSE(defaults.freezing);
+  const CompileFlags set =
+      compile_flags({.options = {{"async_compile", false}, {"freezing", true}}});
+  EXPECT_FALSE(set.async_compile);
+  EXPECT_TRUE(set.freezing);
+  EXPECT_COIL_ERROR(compile_flags({.options = {{"freeze", true}}}),
+                    "known options: trace.enabled, trace.graph_diagram, async_compile, freezing");
+  EXPECT_COIL_ERROR(compile_flags({.options = {{"freezing", int64_t{1}}}}), "takes true or false");
 }
 
 TEST_F(CompileTest, BadOptionsAreClearErrors) {
