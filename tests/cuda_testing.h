@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -98,24 +99,36 @@ inline std::string cuda_compile_errors(const Graph& graph, bool autotune = false
   return out.ok ? "" : out.log + "\n" + source;
 }
 
-// `graph` with its inputs, and the devices its factories name, on the GPU: the printed graph
-// with its signature's devices changed and its results' annotations left to the parser (a
-// dynamic graph's hints line kept before the signature).
-inline Graph on_gpu(const Graph& graph) {
+// `graph` printed, its def line (the placeholders' annotations) and each later line rewritten
+// (the later lines' annotations dropped, so the parser infers them again; a dynamic graph's
+// hints line kept before the def line), parsed back.
+inline Graph reparsed(const Graph& graph, const std::function<void(std::string&)>& def_line,
+                      const std::function<void(std::string&)>& body_line = {}) {
   std::istringstream text(print_graph(graph));
-  std::string line, gpu_text;
-  while (std::getline(text, line) && line.rfind("def ", 0) != 0) gpu_text += line + "\n";
-  for (size_t at = 0; (at = line.find("]cpu", at)) != std::string::npos;)
-    line.replace(at, 4, "]cuda:0");
-  gpu_text += line + "\n";
+  std::string line, out;
+  while (std::getline(text, line) && line.rfind("def ", 0) != 0) out += line + "\n";
+  def_line(line);
+  out += line + "\n";
   static const std::regex annotation(R"re(^(\s+\w+): "[^"]*" = )re");
   while (std::getline(text, line)) {
     line = std::regex_replace(line, annotation, "$1 = ");
-    for (size_t at = 0; (at = line.find("\"cpu\"", at)) != std::string::npos;)
-      line.replace(at, 5, "\"cuda:0\"");
-    gpu_text += line + "\n";
+    if (body_line) body_line(line);
+    out += line + "\n";
   }
-  return parse_graph(gpu_text);
+  return parse_graph(out);
+}
+
+// Every occurrence of `from` in `s` replaced by `to`.
+inline void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
+    s.replace(at, from.size(), to);
+}
+
+// `graph` with its inputs, and the devices its factories name, on the GPU.
+inline Graph on_gpu(const Graph& graph) {
+  return reparsed(
+      graph, [](std::string& def) { replace_all(def, "]cpu", "]cuda:0"); },
+      [](std::string& line) { replace_all(line, "\"cpu\"", "\"cuda:0\""); });
 }
 
 // Copies of CPU tensors on the GPU, with their strides.

@@ -6,12 +6,9 @@
 #include <array>
 #include <map>
 #include <random>
-#include <regex>
-#include <sstream>
 
 #include "compile/compile_fx.h"
 #include "graph/interpreter.h"
-#include "graph/parser.h"
 #include "graph/printer.h"
 #include "runtime/tensor_impl.h"
 #include "cuda_testing.h"
@@ -320,18 +317,11 @@ std::vector<std::unordered_map<sym::Expr, int64_t>> run_sizes(const ShapeEnv& en
 }
 
 // The group's programs with their floating inputs in `t`: the same calls (their results take
-// the inputs' dtype), parsed from the printed graph with its annotations dropped.
+// the inputs' dtype).
 Graph retyped(const Graph& graph, DType t) {
-  std::istringstream text(print_graph(graph));
-  std::string line, out;
-  while (std::getline(text, line) && line.rfind("def ", 0) != 0) out += line + "\n";
-  const std::string from = "\"f32[", to = std::string("\"") + dtype_short_name(t) + "[";
-  for (size_t at = 0; (at = line.find(from, at)) != std::string::npos; at += to.size())
-    line.replace(at, from.size(), to);
-  out += line + "\n";
-  static const std::regex annotation(R"re(^(\s+\w+): "[^"]*" = )re");
-  while (std::getline(text, line)) out += std::regex_replace(line, annotation, "$1 = ") + "\n";
-  return parse_graph(out);
+  return reparsed(graph, [t](std::string& def) {
+    replace_all(def, "\"f32[", std::string("\"") + dtype_short_name(t) + "[");
+  });
 }
 
 // A 16-bit program's compiled result against float32's on the same (exactly representable)
