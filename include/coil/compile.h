@@ -68,7 +68,8 @@ struct CompileOptions {
 // backend produced: generated_kernels, extern_calls; and, for compiled training, the bytes the
 // partitioner saves for backward (saved_bytes) against saving everything (save_all_bytes); and
 // the compiled-graph cache's graph_cache_hits and graph_cache_misses; suppressed_errors; and for
-// mode="reduce-overhead" cudagraph_recordings, cudagraph_replays and cudagraph_copies (held
+// mode="reduce-overhead" cudagraph_recordings, cudagraph_replays, cudagraph_rerecordings
+// (graphs recorded again for large inputs at other addresses) and cudagraph_copies (held
 // outputs of an earlier replay moved to memory of their own before the next).
 std::map<std::string, int64_t> counters();
 // Forgets every compiled graph and zeroes the counters.

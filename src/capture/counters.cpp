@@ -9,12 +9,16 @@ namespace coil::capture {
 
 namespace {
 constexpr int kN = static_cast<int>(Counter::kCount);
-constexpr std::array<const char*, kN> kNames = {
-    "captures",          "compiles",           "recompiles",        "guard_hits",
-    "graph_breaks",      "cache_hits",         "cache_misses",      "eager_fallbacks",
-    "generated_kernels", "extern_calls",       "saved_bytes",       "save_all_bytes",
-    "graph_cache_hits",  "graph_cache_misses", "suppressed_errors", "cudagraph_recordings",
-    "cudagraph_replays", "cudagraph_copies"};
+constexpr std::array<const char*, kN> kNames = {"captures",          "compiles",
+                                                "recompiles",        "guard_hits",
+                                                "graph_breaks",      "cache_hits",
+                                                "cache_misses",      "eager_fallbacks",
+                                                "generated_kernels", "extern_calls",
+                                                "saved_bytes",       "save_all_bytes",
+                                                "graph_cache_hits",  "graph_cache_misses",
+                                                "suppressed_errors", "cudagraph_recordings",
+                                                "cudagraph_replays", "cudagraph_rerecordings",
+                                                "cudagraph_copies"};
 std::array<std::atomic<int64_t>, kN>& values() {
   static std::array<std::atomic<int64_t>, kN> v{};
   return v;

@@ -1,6 +1,7 @@
 #include "compile/cuda_graphs.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -23,13 +24,26 @@ namespace {
 // with ever new sizes would otherwise hold a recording per size).
 constexpr int kMaxGraphs = 32;
 
+// Inputs of at least this many bytes are read where they are instead of copied into a static
+// input, which would double a memory-bound graph's traffic: a call at the recorded address costs
+// no copy, and a call at another records the graph again (updating the instantiated one), unless
+// that took longer than the copies it saves would (then the slot copies them, as smaller inputs).
+constexpr size_t kReadInPlaceBytes = size_t{1} << 20;
+
+// How a recording reads an input.
+enum class Read {
+  Copied,         // from a static input, the call's input copied into it
+  StaticAddress,  // where it is, always there (coil::mark_static_address; part of the key)
+  InPlace,        // where it is, recorded again when a call's is elsewhere
+};
+
 // One recorded graph: the memory it reads and writes, and where each output lives.
 struct Recording {
   cuda::RecordedGraph graph;
-  // The static inputs, which every replay's inputs are copied into, or (static_address) the
-  // program's tensor itself, read where it is (coil::mark_static_address).
+  // The static inputs, which every replay's inputs are copied into, or the program's tensor
+  // itself where the graph reads it in place.
   std::vector<Tensor> inputs;
-  std::vector<bool> static_address;
+  std::vector<Read> reads;
   // Per input, the graph's own copy into its static input (-1: none; a strided input is copied
   // before the launch), and each copy's source at the last launch.
   std::vector<int> copy_of;
@@ -94,12 +108,18 @@ class Runner {
     bool warmed_up = false;
     std::unique_ptr<Recording> graph;
     bool skipped = false;
+    bool copies_large = false;  // recording again cost more than copying large inputs
   };
   void skip(Slot& slot, const std::string& geometry, const std::string& why) {
     slot.skipped = true;
     debug::log("cudagraphs", name_, "inputs " + geometry + " run without a CUDA graph: " + why);
   }
-  std::unique_ptr<Recording> record(const std::vector<Tensor>& inputs, int device);
+  std::unique_ptr<Recording> record(const std::vector<Tensor>& inputs, int device,
+                                    bool copies_large, Recording* previous = nullptr);
+  void record_again(Slot& slot, const std::vector<Tensor>& inputs);
+  // The slot's graph launched for `inputs` (recorded again first where they moved).
+  std::vector<Tensor> launch(Slot& slot, const std::vector<Tensor>& inputs,
+                             std::unique_lock<std::mutex>& lock);
   std::vector<Tensor> replay(Recording& r, const std::vector<Tensor>& inputs);
 
   std::shared_ptr<CudaGraphPool> pool_;
@@ -125,6 +145,8 @@ int device_of(const std::vector<Tensor>& inputs, std::string& why) {
   if (device < 0) why = "no input is on a GPU";
   return device;
 }
+
+size_t bytes_of(const Tensor& t) { return static_cast<size_t>(t.numel()) * itemsize(t.dtype()); }
 
 bool read_in_place(const Tensor& t) { return t.defined() && t.impl()->storage->static_address; }
 
@@ -159,15 +181,25 @@ bool fits(const Recording& r, const std::vector<Tensor>& inputs) {
     const TensorMeta &a = inputs[i].impl()->meta, &b = r.inputs[i].impl()->meta;
     if (a.dtype != b.dtype || a.sizes != b.sizes || a.strides != b.strides || a.device != b.device)
       return false;
-    if (r.static_address[i] != read_in_place(inputs[i])) return false;
-    if (r.static_address[i] && inputs[i].impl()->data() != r.inputs[i].impl()->data()) return false;
+    const bool static_address = r.reads[i] == Read::StaticAddress;
+    if (static_address != read_in_place(inputs[i])) return false;
+    if (static_address && inputs[i].impl()->data() != r.inputs[i].impl()->data()) return false;
   }
   return true;
 }
 
+// The bytes of the inputs `r` reads in place that are elsewhere in this call (0: none moved).
+size_t moved_bytes(const Recording& r, const std::vector<Tensor>& inputs) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (r.reads[i] == Read::InPlace && inputs[i].impl()->data() != r.inputs[i].impl()->data())
+      bytes += bytes_of(inputs[i]);
+  return bytes;
+}
+
 std::vector<Tensor> Runner::operator()(const std::vector<Tensor>& inputs) {
   std::unique_lock<std::mutex> lock(pool_->mutex);
-  if (last_ && last_->graph && fits(*last_->graph, inputs)) return replay(*last_->graph, inputs);
+  if (last_ && last_->graph && fits(*last_->graph, inputs)) return launch(*last_, inputs, lock);
   std::string why;
   const int device = device_of(inputs, why);
   if (device < 0) {  // no slot: a CPU call costs no key per call, and is logged once
@@ -185,7 +217,7 @@ std::vector<Tensor> Runner::operator()(const std::vector<Tensor>& inputs) {
     lock.unlock();
     return run_(inputs);
   }
-  if (slot.graph) return replay(*slot.graph, inputs);
+  if (slot.graph) return launch(slot, inputs, lock);
   if (!slot.warmed_up) {  // kernels loaded, library plans made: what a recording cannot do
     slot.warmed_up = true;
     const uint64_t drawn = random_counters_used();
@@ -203,7 +235,7 @@ std::vector<Tensor> Runner::operator()(const std::vector<Tensor>& inputs) {
     skip(slot, geometry, "the function has " + std::to_string(kMaxGraphs) + " graphs already");
   else
     try {
-      slot.graph = record(inputs, device);
+      slot.graph = record(inputs, device, false);
     } catch (const std::exception& e) {
       skip(slot, geometry, std::string("recording failed: ") + e.what());
     }
@@ -211,18 +243,32 @@ std::vector<Tensor> Runner::operator()(const std::vector<Tensor>& inputs) {
     lock.unlock();
     return run_(inputs);
   }
+  return launch(slot, inputs, lock);
+}
+
+std::vector<Tensor> Runner::launch(Slot& slot, const std::vector<Tensor>& inputs,
+                                   std::unique_lock<std::mutex>& lock) {
+  if (moved_bytes(*slot.graph, inputs)) try {
+      record_again(slot, inputs);
+    } catch (const std::exception& e) {
+      slot.graph.reset();
+      skip(slot, key(inputs), std::string("recording again failed: ") + e.what());
+      lock.unlock();
+      return run_(inputs);
+    }
   return replay(*slot.graph, inputs);
 }
 
-std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int device) {
+std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int device,
+                                          bool copies_large, Recording* previous) {
   auto r = std::make_unique<Recording>();
   for (const Tensor& t : inputs) {
-    r->static_address.push_back(read_in_place(t));
-    if (!t.defined() || r->static_address.back()) {
-      r->inputs.push_back(t);
-      continue;
-    }
-    r->inputs.push_back(empty_from_meta(meta_of(t)));
+    const bool large = t.defined() && bytes_of(t) >= kReadInPlaceBytes;
+    r->reads.push_back(read_in_place(t)         ? Read::StaticAddress
+                       : large && !copies_large ? Read::InPlace
+                                                : Read::Copied);
+    r->inputs.push_back(
+        !t.defined() || r->reads.back() != Read::Copied ? t : empty_from_meta(meta_of(t)));
   }
   if (pool_->device < 0) {
     cuda::add_graph_pool(pool_.get(), device);
@@ -243,13 +289,12 @@ std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int
   // Contiguous inputs are copied by the graph itself, before its work: no launch of their own.
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    const bool copied = t.defined() && !r->static_address[i] && t.is_contiguous() && t.numel();
+    const bool copied =
+        t.defined() && r->reads[i] == Read::Copied && t.is_contiguous() && t.numel();
     r->copy_of.push_back(copied ? static_cast<int>(r->copies.size()) : -1);
-    if (copied)
-      r->copies.push_back({r->inputs[i].impl()->data(), t.impl()->data(),
-                           static_cast<size_t>(t.numel()) * itemsize(t.dtype())});
+    if (copied) r->copies.push_back({r->inputs[i].impl()->data(), t.impl()->data(), bytes_of(t)});
   }
-  r->graph = cuda::end_capture(device, r->copies);
+  r->graph = cuda::end_capture(device, r->copies, previous ? &previous->graph : nullptr);
 
   int64_t graph_bytes = 0;
   for (const Tensor& o : outs) {
@@ -285,13 +330,37 @@ std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int
   return r;
 }
 
+// A call whose large inputs are not where the slot's graph reads them: the graph recorded again
+// on them, and the instantiated graph updated. Where that took longer than copying those inputs
+// would, the slot copies them from the next move on.
+void Runner::record_again(Slot& slot, const std::vector<Tensor>& inputs) {
+  const size_t bytes = moved_bytes(*slot.graph, inputs);
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Recording> old = std::move(slot.graph);
+  pool_->recordings.erase(old.get());
+  --pool_->graphs;
+  slot.graph = record(inputs, pool_->device, slot.copies_large, old.get());
+  old.reset();
+  capture::bump(capture::Counter::cudagraph_rerecordings);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double copy_seconds =
+      2.0 * static_cast<double>(bytes) / cuda::device_info(pool_->device).memory_bytes_per_second;
+  if (!slot.copies_large && seconds > copy_seconds) {
+    slot.copies_large = true;
+    debug::log("cudagraphs", name_,
+               "recording again for inputs elsewhere took longer than copying their " +
+                   std::to_string(bytes) + " bytes would: copied from the next move on");
+  }
+}
+
 std::vector<Tensor> Runner::replay(Recording& r, const std::vector<Tensor>& inputs) {
   const int device = pool_->device;
   for (Recording* other : pool_->recordings)
     for (std::shared_ptr<Storage>& s : other->storages)
       if (s.use_count() > 1) hand_over(s, device);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined() || r.static_address[i]) continue;
+    if (!inputs[i].defined() || r.reads[i] != Read::Copied) continue;
     const void* src = inputs[i].impl()->data();
     if (r.copy_of[i] < 0) {
       copy_into(r.inputs[i], inputs[i]);

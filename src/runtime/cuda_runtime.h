@@ -109,8 +109,11 @@ struct RecordedGraph {
   std::vector<void*> copies;  // the copies' nodes
 };
 // Ends the capture: the recorded work after `copies`, instantiated, or coil::Error with CUDA's
-// reason when the work could not be recorded (it synchronised, or copied to the host).
-RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies = {});
+// reason when the work could not be recorded (it synchronised, or copied to the host). With
+// `previous` (a recording of the same work on other memory), its instantiated graph is updated
+// to the new one and taken over where CUDA can (cudaGraphExecUpdate), cheaper than a new one.
+RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies = {},
+                          RecordedGraph* previous = nullptr);
 // The next launches make copy `k` from `c.src` (which must stay on the same device).
 void set_graph_copy(const RecordedGraph& g, size_t k, const GraphCopy& c);
 void launch_graph(const RecordedGraph& g, int device);
@@ -122,6 +125,7 @@ struct DeviceInfo {
   int multiprocessors = 0;
   int max_threads_per_multiprocessor = 0;
   size_t shared_memory_per_block_optin = 0;
+  double memory_bytes_per_second = 0;  // the peak: memory clock × bus width, both edges
 };
 const DeviceInfo& device_info(int device);
 

@@ -38,7 +38,9 @@ void release_graph_pool(void*, int) {}
 bool in_graph_pool(void*, void*, int) { return false; }
 void begin_capture(int, void*) { unavailable("CUDA graphs"); }
 bool capturing(int) { return false; }
-RecordedGraph end_capture(int, const std::vector<GraphCopy>&) { unavailable("CUDA graphs"); }
+RecordedGraph end_capture(int, const std::vector<GraphCopy>&, RecordedGraph*) {
+  unavailable("CUDA graphs");
+}
 void set_graph_copy(const RecordedGraph&, size_t, const GraphCopy&) { unavailable("CUDA graphs"); }
 void launch_graph(const RecordedGraph&, int) { unavailable("CUDA graphs"); }
 void destroy_graph(RecordedGraph&) {}

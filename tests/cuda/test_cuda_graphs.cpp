@@ -1,7 +1,8 @@
 // mode="reduce-overhead": compiled graphs recorded as CUDA graphs and replayed. Every replay's
 // results against the CPU's, outputs the program still holds never overwritten, inputs that are
-// views or mutated, per-size graphs of a dynamic function, and the cases that run without a
-// graph (random draws, work that synchronises, tensors on the CPU) giving the same results.
+// views or mutated, large inputs read where they are, per-size graphs of a dynamic function, and
+// the cases that run without a graph (random draws, work that synchronises, tensors on the CPU)
+// giving the same results.
 #include <coil/coil.h>
 #include <coil/cuda.h>
 
@@ -124,6 +125,59 @@ TEST(CudaGraphs, StaticAddressesAreReadInPlace) {
   }
   EXPECT_EQ(counters()["cudagraph_recordings"], 2);
   EXPECT_COIL_ERROR(mark_static_address(Tensor()), "undefined");
+}
+
+// Inputs of a megabyte and more are read where they are: a call with the same tensor copies
+// nothing (a write between calls is seen), one with another records the graph again, and where
+// that costs more than the copy would (it does, at four megabytes) the slot copies from then on.
+// Results held across the moves keep their values.
+TEST(CudaGraphs, LargeInputsAreReadWhereTheyAre) {
+  COIL_REQUIRE_GPU();
+  compiler_reset();
+  auto f = [](const Tensor& x) { return x * 2 + 1; };
+  auto cf = compile(f, reduce_overhead());
+  Tensor x = random({1024, 1024});
+  Tensor gx = x.cuda();
+  std::vector<Tensor> held;
+  std::vector<Tensor> wanted;
+  for (int call = 0; call < 4; ++call) {
+    held.push_back(cf(gx));
+    wanted.push_back(f(gx.cpu()));
+    gx.add_(1);
+  }
+  EXPECT_EQ(counters()["cudagraph_recordings"], 1);
+  EXPECT_EQ(counters()["cudagraph_rerecordings"], 0);
+  std::string log = log_of("cudagraphs", [&] {
+    for (int call = 0; call < 4; ++call) {
+      Tensor other = random({1024, 1024}).cuda();
+      held.push_back(cf(other));
+      wanted.push_back(f(other.cpu()));
+    }
+  });
+  EXPECT_NE(log.find("copied from the next move on"), std::string::npos) << log;
+  EXPECT_EQ(counters()["cudagraph_rerecordings"], 2);  // in place, then with a copy
+  for (size_t call = 0; call < held.size(); ++call)
+    expect_same(held[call], wanted[call], "call " + std::to_string(call));
+}
+
+// A large input the function writes: the program's tensor is written each call, in place or not.
+TEST(CudaGraphs, LargeMutatedInputsAreThePrograms) {
+  COIL_REQUIRE_GPU();
+  compiler_reset();
+  auto f = [](const Tensor& x) {
+    x.mul_(0.5);
+    return x.sum({1});
+  };
+  auto graphs = compile(f, reduce_overhead());
+  auto plain = compile(f);
+  Tensor x = random({512, 1024});
+  Tensor gx = x.cuda(), px = x.cuda();
+  for (int call = 0; call < 5; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    expect_same(graphs(gx), plain(px).cpu(), "the sums");
+    expect_same(gx, px.cpu(), "the input, written");
+  }
+  EXPECT_EQ(counters()["cudagraph_replays"], 4);
 }
 
 // A dynamic function records a graph per size, all in one pool, and each size's replays match.

@@ -56,6 +56,12 @@ DeviceState& state(int device) {
                         p.multiProcessorCount,
                         p.maxThreadsPerMultiProcessor,
                         p.sharedMemPerBlockOptin};
+    int clock_khz = 0, bus_bits = 0;
+    check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device),
+          "cudaDeviceGetAttribute");
+    check(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device),
+          "cudaDeviceGetAttribute");
+    s.info.memory_bytes_per_second = 2.0 * clock_khz * 1e3 * bus_bits / 8;
   });
   return s;
 }

@@ -155,7 +155,8 @@ bool capturing(int device) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies) {
+RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies,
+                          RecordedGraph* previous) {
   g_capture_pool[device] = nullptr;
   set_device(device);
   RecordedGraph g;
@@ -180,9 +181,24 @@ RecordedGraph end_capture(int device, const std::vector<GraphCopy>& copies) {
               "cudaGraphAddDependencies");
       g.copies.push_back(node);
     }
-    cudaGraphExec_t exec = nullptr;
-    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    g.exec = exec;
+    if (previous && previous->exec) {
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(previous->exec), graph, &info) ==
+          cudaSuccess) {
+        // Later updates of its copies name the nodes of the graph it was instantiated from.
+        std::swap(g.graph, previous->graph);
+        std::swap(g.copies, previous->copies);
+        std::swap(g.exec, previous->exec);
+        destroy_graph(*previous);
+      } else {
+        cudaGetLastError();  // not sticky: the graph is instantiated anew below
+      }
+    }
+    if (!g.exec) {
+      cudaGraphExec_t exec = nullptr;
+      check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+      g.exec = exec;
+    }
   } catch (...) {
     destroy_graph(g);
     throw;
