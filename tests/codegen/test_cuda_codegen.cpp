@@ -189,6 +189,41 @@ TEST(CudaCodegen, RowPassesUseVectorAccesses) {
   EXPECT_EQ(cuda_compile_errors(odd), "");
 }
 
+// Rows whose narrowest access is of 16-bit values take eight elements an access (16 bytes), in
+// registers and looping over the row alike: a bf16 softmax over 1024 as 64 threads of two runs,
+// a float16 layer norm over 768 (its float32 weight beside it, eight an access too) and a bf16
+// softmax over 1000 that no group covers.
+TEST(CudaCodegen, SixteenBitRowsTakeEightAnAccess) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph soft;
+  Node* x = soft.placeholder("x", ops::contiguous_meta(kBFloat16, {4096, 1024}));
+  soft.output({soft.call(OpId::softmax, {x, int64_t{1}})});
+  const std::string s = cuda_module_source(soft);
+  EXPECT_NE(s.find("coil_vec<unsigned short, 8>*>(in0"), std::string::npos) << s;
+  EXPECT_EQ(s.find("coil_vec<unsigned short, 4>"), std::string::npos) << s;
+  EXPECT_NE(s.find("coil_group_all_reduce<64>(acc_"), std::string::npos) << s;
+  EXPECT_EQ(cuda_compile_errors(soft), "");
+
+  Graph norm;
+  Node* y = norm.placeholder("y", ops::contiguous_meta(kFloat16, {4096, 768}));
+  Node* w = norm.placeholder("w", ops::contiguous_meta(kFloat32, {768}));
+  norm.output({norm.call(
+      OpId::to_dtype,
+      {norm.call(OpId::layer_norm, {norm.call(OpId::to_dtype, {y, kFloat32}), Shape{768}, w, w}),
+       kFloat16})});
+  const std::string n = cuda_module_source(norm);
+  EXPECT_NE(n.find("coil_vec<unsigned short, 8>"), std::string::npos) << n;
+  EXPECT_NE(n.find("coil_vec<float, 8>"), std::string::npos) << n;
+  EXPECT_EQ(cuda_compile_errors(norm), "");
+
+  Graph odd;
+  Node* z = odd.placeholder("z", ops::contiguous_meta(kBFloat16, {64, 1000}));
+  odd.output({odd.call(OpId::softmax, {z, int64_t{1}})});
+  const std::string looped = cuda_module_source(odd);
+  EXPECT_NE(looped.find("for (i64 coil_base = (i64)threadIdx.x * 8;"), std::string::npos) << looped;
+  EXPECT_EQ(cuda_compile_errors(odd), "");
+}
+
 // A reduction reads a buffer's last use with the streaming hint (evict first: the L2 cache keeps
 // what later kernels read instead), in the last pass that reads it; a buffer that a later step
 // reads again, or that a write of the kernel may alias, keeps to plain loads, as does a weight

@@ -268,7 +268,7 @@ class Printer {
     std::vector<std::vector<VectorAccess>> pass_vectors(blocks.size());
     for (size_t i = 0; i < blocks.size(); ++i) {
       if (blocks[i].outer || per_thread || columns) continue;
-      std::vector<VectorAccess> v = vector_accesses(blocks[i].section, r);
+      std::vector<VectorAccess> v = vector_accesses(blocks[i].section, r, launch.width);
       if (std::any_of(v.begin(), v.end(), [](const VectorAccess& a) { return !a.store; }))
         pass_vectors[i] = std::move(v);
     }
@@ -298,8 +298,9 @@ class Printer {
       // thread of the row).
       std::string fast = aligned(pass_vectors);
       if (!r_numel->is_const())
-        fast = "(" + rn + ") % " + std::to_string(launch.group * kVector) + " == 0 && " + rn +
-               " <= " + std::to_string(launch.group * launch.vectors * kVector) + " && " + fast;
+        fast = "(" + rn + ") % " + std::to_string(launch.group * launch.width) + " == 0 && " + rn +
+               " <= " + std::to_string(launch.group * launch.vectors * launch.width) + " && " +
+               fast;
       w_.line("const bool coil_fast = " + fast + ";");
       for (const VectorAccess& a : cached)
         w_.line(a.type() + " " + a.cache + "[" + std::to_string(launch.vectors) + "];");
@@ -354,7 +355,7 @@ class Printer {
         if (n->reduce == ReduceKind::ArgMax || n->reduce == ReduceKind::ArgMin)
           w_.line("i64 acc_" + n->buffer + "_i = 0;");
       }
-      // Each thread's elements of the row: kVector at a time where the pass's stores (and
+      // Each thread's elements of the row: launch.width at a time where the pass's stores (and
       // some loads) are consecutive along it, the row's length divides and the vectors are
       // aligned; else one at a time.
       auto scalar_loop = [&] {
@@ -370,10 +371,10 @@ class Printer {
         fold_pass(em, blk.section, nullptr);
       };
       const std::vector<VectorAccess>& vectors = pass_vectors[bi];
-      // The row kVector at a time where its length divides and the vectors are aligned,
+      // The row launch.width at a time where its length divides and the vectors are aligned,
       // looping over it; else one at a time.
       auto vector_loop = [&] {
-        const std::string v = std::to_string(kVector);
+        const std::string v = std::to_string(launch.width);
         std::string fast = "(" + rn + ") % " + v + " == 0";
         for (const VectorAccess& a : vectors) fast += " && " + a.aligned();
         {
@@ -384,8 +385,8 @@ class Printer {
                                 : per_group ? "coil_t"
                                             : "threadIdx.x") +
                                " * " + v + "; coil_base < " + rn +
-                               "; coil_base += " + std::to_string(width * kVector) + ")");
-          vector_lanes({vectors, r}, [&](CudaEmitter& em, const Lanes& lanes) {
+                               "; coil_base += " + std::to_string(width * launch.width) + ")");
+          vector_lanes({vectors, r, {}, launch.width}, [&](CudaEmitter& em, const Lanes& lanes) {
             fold_pass(em, blk.section, &lanes);
           });
         }
@@ -403,9 +404,9 @@ class Printer {
         {
           auto vector_path = w_.block("if (coil_fast)");
           auto runs = unrolled_runs(launch, r_numel);
-          vector_lanes({in_registers, r}, [&](CudaEmitter& em, const Lanes& lanes) {
-            fold_pass(em, blk.section, &lanes);
-          });
+          vector_lanes(
+              {in_registers, r, {}, launch.width},
+              [&](CudaEmitter& em, const Lanes& lanes) { fold_pass(em, blk.section, &lanes); });
         }
         auto other_path = w_.block("else");
         // A row of the length the runs were made for is here only when misaligned.
@@ -465,14 +466,14 @@ class Printer {
     std::string head =
         "for (int coil_k = 0; coil_k < " + std::to_string(launch.vectors) + "; ++coil_k)";
     if (!length->is_const())
-      head += " if ((i64)coil_k * " + std::to_string(launch.group * kVector) + " < " +
+      head += " if ((i64)coil_k * " + std::to_string(launch.group * launch.width) + " < " +
               sym::to_c(length) + ")";
     else if (launch.ragged)
       head += " if (((i64)coil_k * " + std::to_string(launch.group) + " + coil_t) * " +
-              std::to_string(kVector) + " < " + sym::to_c(length) + ")";
+              std::to_string(launch.width) + " < " + sym::to_c(length) + ")";
     CodeWriter::Scope runs = w_.block(head);
     w_.line("const i64 coil_base = ((i64)coil_k * " + std::to_string(launch.group) +
-            " + coil_t) * " + std::to_string(kVector) + ";");
+            " + coil_t) * " + std::to_string(launch.width) + ";");
     return runs;
   }
 
@@ -483,8 +484,9 @@ class Printer {
   }
 
   std::vector<VectorAccess> vector_accesses(const std::vector<const KernelNode*>& nodes,
-                                            sym::Expr var) const {
-    return cuda::vector_accesses(nodes, var, [&](const std::string& b) { return nodes_.count(b); });
+                                            sym::Expr var, int64_t width) const {
+    return cuda::vector_accesses(
+        nodes, var, [&](const std::string& b) { return nodes_.count(b); }, width);
   }
 
   // A run-time divisor's divider, named by its place in the kernel's list.

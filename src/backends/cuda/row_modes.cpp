@@ -100,11 +100,32 @@ bool warp_reducible(const Kernel& k) {
   });
 }
 
-// The runs of four a thread of `group` takes over a row of `r_numel`, or 0 where the group
+// The runs of `width` a thread of `group` takes over a row of `r_numel`, or 0 where the group
 // does not cover the row in whole runs, at most kGroupMaxVectors a thread.
-int64_t group_vectors(int64_t r_numel, int64_t group) {
-  const int64_t vectors = r_numel / (kVector * group);
-  return r_numel % (kVector * group) == 0 && vectors <= kGroupMaxVectors ? vectors : 0;
+int64_t group_vectors(int64_t r_numel, int64_t group, int64_t width) {
+  const int64_t vectors = r_numel / (width * group);
+  return r_numel % (width * group) == 0 && vectors <= kGroupMaxVectors ? vectors : 0;
+}
+
+// RowLaunch::width for `k`: whether the narrowest of its accesses along the row (the loads of
+// buffers it does not compute, the stores of its pointwise nodes) is of 16-bit values.
+int64_t row_width(const Kernel& k) {
+  const sym::Expr r = sym::index_var("r", sym_numel(k.inner));
+  sym::Bindings b;
+  bind_flat(b, k.inner_vars, k.inner, r);
+  const Kernel bk = bound(k, b);
+  std::set<std::string> computed;
+  for (const KernelNode& n : bk.nodes) computed.insert(n.buffer);
+  size_t narrowest = 8;
+  for (const KernelNode& n : bk.nodes) {
+    if (n.store && !n.reduce && sym::depends_on(n.store_index, r))
+      narrowest = std::min(narrowest, itemsize(n.dtype));
+    ir::for_each_load(n.body, [&](const ir::ValueNode& load) {
+      if (!load.is_indirect() && !computed.count(load.buffer()) && sym::depends_on(load.index(), r))
+        narrowest = std::min(narrowest, itemsize(load.dtype()));
+    });
+  }
+  return narrowest == 2 ? kWideVector : kVector;
 }
 
 }  // namespace
@@ -137,10 +158,11 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
     return {RowMode::columns, 32 * kColumnParts, sym::floordiv(rows + 31, 32)};
   // A run-time length chooses its group by the hint: rows of whole runs of the group, up to
   // the hint's length, take the unrolled passes; others loop over the row (cuda_kernel.cpp).
+  const int64_t width = row_width(k);
   if (warp_reducible(k)) {
     for (int64_t min_vectors : {2, 1})
       for (int64_t group : kGroupSizes) {
-        const int64_t vectors = group_vectors(r_numel, group);
+        const int64_t vectors = group_vectors(r_numel, group, width);
         if (vectors < min_vectors) continue;
         // Several rows a block for narrow groups where there are rows enough to fill the GPU
         // and they divide (a block never has a row past the end: its threads meet at barriers).
@@ -148,15 +170,30 @@ RowLaunch row_launch(const Kernel& k, const ir::Program& program) {
         if (program.hint(rows) < kWarpMinRows || !rows->is_const() ||
             rows->value() % per_block != 0)
           per_block = 1;
-        return {RowMode::per_group, group * per_block, sym::floordiv(rows, per_block), group,
-                vectors};
+        return {RowMode::per_group,
+                group * per_block,
+                sym::floordiv(rows, per_block),
+                group,
+                vectors,
+                false,
+                width};
       }
   }
   if (fixed && r_numel <= kWarpRowMax && program.hint(rows) >= kWarpMinRows && warp_reducible(k))
-    return {RowMode::per_warp, kRowBlock,
-            sym::floordiv(rows + (kRowBlock / 32 - 1), kRowBlock / 32)};
+    return {RowMode::per_warp,
+            kRowBlock,
+            sym::floordiv(rows + (kRowBlock / 32 - 1), kRowBlock / 32),
+            0,
+            0,
+            false,
+            width};
   return {RowMode::per_block,
-          r_numel >= kRowBlock ? kRowBlock : std::max<int64_t>(32, (r_numel + 31) / 32 * 32), rows};
+          r_numel >= kRowBlock ? kRowBlock : std::max<int64_t>(32, (r_numel + 31) / 32 * 32),
+          rows,
+          0,
+          0,
+          false,
+          width};
 }
 
 std::vector<RowLaunch> row_launch_alternatives(const Kernel& k, const ir::Program& program) {
@@ -164,9 +201,10 @@ std::vector<RowLaunch> row_launch_alternatives(const Kernel& k, const ir::Progra
   const sym::Expr rows = sym_numel(k.outer);
   const int64_t r_numel = program.hint(sym_numel(k.inner));
   std::vector<RowLaunch> out;
+  const int64_t width = chosen.width;
   if (chosen.mode == RowMode::per_group) {
     for (int64_t group : kGroupSizes) {
-      const int64_t vectors = group_vectors(r_numel, group);
+      const int64_t vectors = group_vectors(r_numel, group, width);
       if (vectors == 0) continue;
       for (int64_t per_block : {1, 2, 4}) {
         if (group * per_block > 1024 ||
@@ -174,19 +212,19 @@ std::vector<RowLaunch> row_launch_alternatives(const Kernel& k, const ir::Progra
           continue;
         if (per_block > 1 && (!rows->is_const() || rows->value() % per_block != 0)) continue;
         out.push_back({RowMode::per_group, group * per_block, sym::floordiv(rows, per_block), group,
-                       vectors});
+                       vectors, false, width});
       }
     }
   } else if (chosen.mode == RowMode::per_block) {
     for (int64_t block : {128, 256, 512, 1024})
       if (block != chosen.block && block <= std::max<int64_t>(r_numel, 128))
-        out.push_back({RowMode::per_block, block, chosen.grid});
-    if (sym_numel(k.inner)->is_const() && r_numel % kVector == 0 && warp_reducible(k))
+        out.push_back({RowMode::per_block, block, chosen.grid, 0, 0, false, width});
+    if (sym_numel(k.inner)->is_const() && r_numel % width == 0 && warp_reducible(k))
       for (int64_t group : {128, 256}) {
-        const int64_t vectors = (r_numel / kVector + group - 1) / group;
+        const int64_t vectors = (r_numel / width + group - 1) / group;
         if (vectors >= 2 && vectors <= kGroupMaxVectors)
-          out.push_back(
-              {RowMode::per_group, group, rows, group, vectors, r_numel % (kVector * group) != 0});
+          out.push_back({RowMode::per_group, group, rows, group, vectors,
+                         r_numel % (width * group) != 0, width});
       }
   }
   return out;

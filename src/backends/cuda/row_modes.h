@@ -23,11 +23,14 @@ struct RowLaunch {
   int64_t block;   // threads
   sym::Expr grid;  // blocks
   // per_group: `group` threads a row (block / group rows a block), each holding `vectors` runs
-  // of four consecutive elements of it, the runs group * 4 elements apart.
+  // of `width` consecutive elements of it, the runs group * width elements apart.
   int64_t group = 0, vectors = 0;
   // per_group over a row of a fixed length that the group's runs do not cover exactly (a
-  // multiple of four): the last runs of some threads lie past the row's end and are skipped.
+  // multiple of the width): the last runs of some threads lie past the row's end and are skipped.
   bool ragged = false;
+  // Elements per vector access along the row: kWideVector where the narrowest of the row's
+  // accesses is of 16-bit values (16 bytes of them, as four float32's), else kVector.
+  int64_t width = kVector;
 };
 
 // The launch of the row kernel `k` (its variances already two passes).
