@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config git clang-format libgtest-dev libgmock-dev
   libbenchmark-dev libopenblas-openmp-dev libsleef-dev libfmt-dev nlohmann-json3-dev
-  libxxhash-dev libdnnl-dev graphviz)
+  libxxhash-dev libdnnl-dev graphviz libdlpack-dev python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -39,6 +39,8 @@ const std::vector<Artifact>& artifacts() {
        "mode=\"max-autotune\": each product's candidate algorithms and each generated kernel's "
        "launches, with their times, and the one kept"},
       {"device_eager", "eager GPU ops: each one compiled for a new shape, each run on the CPU"},
+      {"fallbacks",
+       "the Python backend: each ATen op a graph runs in PyTorch between coil's parts, counted"},
   };
   return list;
 }
