@@ -115,9 +115,10 @@ class Emitter:
 
 
 class Args:
-    """A call's arguments by schema name, defaults filled in."""
+    """A call's arguments by schema name, defaults filled in; `node` is the FX call."""
 
-    def __init__(self, target, args, kwargs):
+    def __init__(self, target, args, kwargs, node=None):
+        self.node = node
         self._values = {}
         for i, arg in enumerate(target._schema.arguments):
             if i < len(args) and not arg.kwarg_only:
@@ -510,6 +511,22 @@ def _adaptive_avg_pool2d(e, a):
 @handles("embedding")
 def _embedding(e, a):
     return e.call("embedding", a.weight, a.indices, a.padding_idx)
+
+
+@handles("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+         "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention")
+def _attention(e, a):
+    """PyTorch's fused attention kernels: their output alone (coil's attention, its own kernel
+    choice); a graph that reads their log-sum-exp or random state (a training forward, whose
+    backward reads them in PyTorch's layout) keeps them in PyTorch."""
+    if a.node is None or any(u.target is not operator.getitem or u.args[1] != 0
+                             for u in a.node.users):
+        raise Unsupported("attention whose statistics are read")
+    if a.dropout_p:
+        raise Unsupported("attention with dropout")
+    mask = getattr(a, "attn_mask", None) or getattr(a, "attn_bias", None)
+    return (e.call("scaled_dot_product_attention", a.query, a.key, a.value, mask, 0.0,
+                   a.is_causal, a.scale),)
 
 
 # ---- layout: views, joins, copies ------------------------------------------------------------

@@ -83,7 +83,7 @@ class Translation:
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
         try:
-            v = aten.ATEN[node.target](e, aten.Args(node.target, args, kwargs))
+            v = aten.ATEN[node.target](e, aten.Args(node.target, args, kwargs, node))
         except aten.Unsupported as why:
             raise aten.Unsupported("%s: %s" % (node.target, why)) from None
         if isinstance(v, aten.Value) and v.example is None:

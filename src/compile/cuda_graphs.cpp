@@ -24,11 +24,14 @@ namespace {
 // with ever new sizes would otherwise hold a recording per size).
 constexpr int kMaxGraphs = 32;
 
-// Inputs of at least this many bytes are read where they are instead of copied into a static
-// input, which would double a memory-bound graph's traffic: a call at the recorded address costs
-// no copy, and a call at another records the graph again (updating the instantiated one), unless
-// that took longer than the copies it saves would (then the slot copies them, as smaller inputs).
-constexpr size_t kReadInPlaceBytes = size_t{1} << 20;
+// Inputs are read where they are rather than copied into static inputs: a copy doubles a
+// memory-bound graph's traffic, and each copy node costs a couple of microseconds however small.
+// A call at a recorded address costs no copy; the addresses of up to kAddressSets calls (a
+// program's rotating buffers, the caching allocator handing a freed batch's memory to the next)
+// have a recording each; past that, a call at another records the graph again (updating the
+// instantiated one), unless that took longer than the copies it saves would (then the slot
+// copies its inputs from the next move on).
+constexpr size_t kAddressSets = 8;
 
 // How a recording reads an input.
 enum class Read {
@@ -41,9 +44,12 @@ enum class Read {
 struct Recording {
   cuda::RecordedGraph graph;
   // The static inputs, which every replay's inputs are copied into, or the program's tensor
-  // itself where the graph reads it in place.
+  // itself where the graph reads it at a static address; for an input read in place, its meta
+  // alone and (`at`) the address read, which the recording does not keep alive: it is replayed
+  // only for a call whose input is there.
   std::vector<Tensor> inputs;
   std::vector<Read> reads;
+  std::vector<const void*> at;
   // Per input, the graph's own copy into its static input (-1: none; a strided input is copied
   // before the launch), and each copy's source at the last launch.
   std::vector<int> copy_of;
@@ -98,8 +104,10 @@ class Runner {
       : pool_(std::move(pool)), run_(std::move(run)), name_(std::move(name)) {}
   ~Runner() {
     std::lock_guard<std::mutex> lock(pool_->mutex);
-    for (auto& [key, slot] : slots_)
+    for (auto& [key, slot] : slots_) {
       if (slot.graph) pool_->recordings.erase(slot.graph.get());
+      for (auto& r : slot.elsewhere) pool_->recordings.erase(r.get());
+    }
   }
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
 
@@ -107,16 +115,24 @@ class Runner {
   struct Slot {
     bool warmed_up = false;
     std::unique_ptr<Recording> graph;
+    // Recordings of the same geometry at other addresses of its large inputs, latest first.
+    std::vector<std::unique_ptr<Recording>> elsewhere;
     bool skipped = false;
-    bool copies_large = false;  // recording again cost more than copying large inputs
+    bool copy_inputs = false;  // recording again cost more than copying the inputs
   };
+  void forget(std::unique_ptr<Recording>& r) {
+    pool_->recordings.erase(r.get());
+    --pool_->graphs;
+    r.reset();
+  }
   void skip(Slot& slot, const std::string& geometry, const std::string& why) {
     slot.skipped = true;
     debug::log("cudagraphs", name_, "inputs " + geometry + " run without a CUDA graph: " + why);
   }
-  std::unique_ptr<Recording> record(const std::vector<Tensor>& inputs, int device,
-                                    bool copies_large, Recording* previous = nullptr);
+  std::unique_ptr<Recording> record(const std::vector<Tensor>& inputs, int device, bool copy_inputs,
+                                    Recording* previous = nullptr);
   void record_again(Slot& slot, const std::vector<Tensor>& inputs);
+  void find_or_record(Slot& slot, const std::vector<Tensor>& inputs);
   // The slot's graph launched for `inputs` (recorded again first where they moved).
   std::vector<Tensor> launch(Slot& slot, const std::vector<Tensor>& inputs,
                              std::unique_lock<std::mutex>& lock);
@@ -192,7 +208,7 @@ bool fits(const Recording& r, const std::vector<Tensor>& inputs) {
 size_t moved_bytes(const Recording& r, const std::vector<Tensor>& inputs) {
   size_t bytes = 0;
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (r.reads[i] == Read::InPlace && inputs[i].impl()->data() != r.inputs[i].impl()->data())
+    if (r.reads[i] == Read::InPlace && inputs[i].impl()->data() != r.at[i])
       bytes += bytes_of(inputs[i]);
   return bytes;
 }
@@ -249,9 +265,11 @@ std::vector<Tensor> Runner::operator()(const std::vector<Tensor>& inputs) {
 std::vector<Tensor> Runner::launch(Slot& slot, const std::vector<Tensor>& inputs,
                                    std::unique_lock<std::mutex>& lock) {
   if (moved_bytes(*slot.graph, inputs)) try {
-      record_again(slot, inputs);
+      find_or_record(slot, inputs);
     } catch (const std::exception& e) {
       slot.graph.reset();
+      for (auto& r : slot.elsewhere) forget(r);
+      slot.elsewhere.clear();
       skip(slot, key(inputs), std::string("recording again failed: ") + e.what());
       lock.unlock();
       return run_(inputs);
@@ -260,24 +278,30 @@ std::vector<Tensor> Runner::launch(Slot& slot, const std::vector<Tensor>& inputs
 }
 
 std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int device,
-                                          bool copies_large, Recording* previous) {
+                                          bool copy_inputs, Recording* previous) {
   auto r = std::make_unique<Recording>();
   for (const Tensor& t : inputs) {
-    const bool large = t.defined() && bytes_of(t) >= kReadInPlaceBytes;
-    r->reads.push_back(read_in_place(t)         ? Read::StaticAddress
-                       : large && !copies_large ? Read::InPlace
-                                                : Read::Copied);
-    r->inputs.push_back(
-        !t.defined() || r->reads.back() != Read::Copied ? t : empty_from_meta(meta_of(t)));
+    r->reads.push_back(read_in_place(t)              ? Read::StaticAddress
+                       : t.defined() && !copy_inputs ? Read::InPlace
+                                                     : Read::Copied);
+    const Read read = r->reads.back();
+    r->at.push_back(read == Read::InPlace ? t.impl()->data() : nullptr);
+    r->inputs.push_back(!t.defined() || read == Read::StaticAddress ? t
+                        : read == Read::InPlace                     ? meta_tensor(meta_of(t))
+                                                                    : empty_from_meta(meta_of(t)));
   }
   if (pool_->device < 0) {
     cuda::add_graph_pool(pool_.get(), device);
     pool_->device = device;
   }
+  // The capture runs on the call's own tensors where the graph reads them in place.
+  std::vector<Tensor> captured = r->inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (r->reads[i] == Read::InPlace) captured[i] = inputs[i];
   std::vector<Tensor> outs;
   cuda::begin_capture(device, pool_.get());
   try {
-    outs = run_(r->inputs);
+    outs = run_(captured);
   } catch (...) {
     try {
       cuda::RecordedGraph broken = cuda::end_capture(device);
@@ -302,10 +326,10 @@ std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int
     if (o.defined()) {
       out.meta = meta_of(o);
       const std::shared_ptr<Storage>& s = o.impl()->storage;
-      for (size_t i = 0; i < r->inputs.size() && out.input < 0; ++i)
-        if (r->inputs[i].defined() && r->inputs[i].impl()->storage == s) {
+      for (size_t i = 0; i < captured.size() && out.input < 0; ++i)
+        if (captured[i].defined() && captured[i].impl()->storage == s) {
           out.input = static_cast<int>(i);
-          out.meta.offset -= r->inputs[i].impl()->meta.offset;
+          out.meta.offset -= captured[i].impl()->meta.offset;
         }
       if (out.input < 0 && s && cuda::in_graph_pool(s->data, pool_.get(), device)) {
         auto it = std::find(r->storages.begin(), r->storages.end(), s);
@@ -330,24 +354,45 @@ std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int
   return r;
 }
 
-// A call whose large inputs are not where the slot's graph reads them: the graph recorded again
-// on them, and the instantiated graph updated. Where that took longer than copying those inputs
-// would, the slot copies them from the next move on.
+// A call whose large inputs are not where the slot's graph reads them: the slot's recording at
+// their addresses if it has one, else a new one while it has fewer than kAddressSets, else its
+// graph recorded again.
+void Runner::find_or_record(Slot& slot, const std::vector<Tensor>& inputs) {
+  for (auto it = slot.elsewhere.begin(); it != slot.elsewhere.end(); ++it)
+    if (!moved_bytes(**it, inputs)) {
+      std::swap(slot.graph, *it);
+      std::rotate(slot.elsewhere.begin(), it, it + 1);  // the one it replaced, latest first
+      return;
+    }
+  if (!slot.copy_inputs && slot.elsewhere.size() + 1 < kAddressSets && pool_->graphs < kMaxGraphs) {
+    std::unique_ptr<Recording> fresh = record(inputs, pool_->device, false);
+    slot.elsewhere.insert(slot.elsewhere.begin(), std::move(slot.graph));
+    slot.graph = std::move(fresh);
+    return;
+  }
+  record_again(slot, inputs);
+}
+
+// The slot's graph recorded again for inputs elsewhere than it reads them, and the instantiated
+// graph updated. Where that took longer than copying those inputs would, the slot copies them
+// from the next move on (and forgets its recordings at other addresses).
 void Runner::record_again(Slot& slot, const std::vector<Tensor>& inputs) {
   const size_t bytes = moved_bytes(*slot.graph, inputs);
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Recording> old = std::move(slot.graph);
   pool_->recordings.erase(old.get());
   --pool_->graphs;
-  slot.graph = record(inputs, pool_->device, slot.copies_large, old.get());
+  slot.graph = record(inputs, pool_->device, slot.copy_inputs, old.get());
   old.reset();
   capture::bump(capture::Counter::cudagraph_rerecordings);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double copy_seconds =
       2.0 * static_cast<double>(bytes) / cuda::device_info(pool_->device).memory_bytes_per_second;
-  if (!slot.copies_large && seconds > copy_seconds) {
-    slot.copies_large = true;
+  if (!slot.copy_inputs && seconds > copy_seconds) {
+    slot.copy_inputs = true;
+    for (auto& r : slot.elsewhere) forget(r);
+    slot.elsewhere.clear();
     debug::log("cudagraphs", name_,
                "recording again for inputs elsewhere took longer than copying their " +
                    std::to_string(bytes) + " bytes would: copied from the next move on");

@@ -3,9 +3,11 @@
 // a launch per kernel and library call (torch.compile's cudagraph trees play this part).
 //
 // The first call at a geometry runs as usual (a warm-up: kernels loaded, library plans made); the
-// second records the graph on static inputs (coil's own memory) and every later call replays
-// it: the graph's first nodes copy the call's inputs into the static ones (their sources
-// updated in the instantiated graph when they change), so a call is one launch. What a recording
+// second records the graph on the call's tensors, read where they are, and every later call
+// replays it, one launch: a call with tensors elsewhere replays the geometry's recording at
+// their addresses or makes one (up to a bound), past which the graph is recorded again, or,
+// where that costs more than copying, recorded on static inputs that the graph's first nodes
+// copy the call's tensors into (their sources updated when they change). What a recording
 // allocates comes from the function's graph pool, shared by all its graphs and never handed to
 // other work while they live. A replay rewrites the same output memory: outputs of earlier replays
 // that the program still holds are first moved to fresh memory of their own (a copy on the GPU), so

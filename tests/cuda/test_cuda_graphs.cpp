@@ -1,6 +1,6 @@
 // mode="reduce-overhead": compiled graphs recorded as CUDA graphs and replayed. Every replay's
 // results against the CPU's, outputs the program still holds never overwritten, inputs that are
-// views or mutated, large inputs read where they are, per-size graphs of a dynamic function, and
+// views or mutated, inputs read where they are, per-size graphs of a dynamic function, and
 // the cases that run without a graph (random draws, work that synchronises, tensors on the CPU)
 // giving the same results.
 #include <coil/coil.h>
@@ -24,7 +24,8 @@ CompileOptions reduce_overhead(std::optional<bool> dynamic = std::nullopt) {
 }  // namespace
 
 // The first call compiles and warms up, the second records, the rest replay: one launch each,
-// with new input tensors every call (copied into the graph's static inputs).
+// with new input tensors every call (read where they are: a recording per address the caching
+// allocator hands out for them).
 TEST(CudaGraphs, ReplaysMatchTheCpu) {
   COIL_REQUIRE_GPU();
   compiler_reset();
@@ -41,7 +42,8 @@ TEST(CudaGraphs, ReplaysMatchTheCpu) {
       expect_same(got[i], want[i], "output " + std::to_string(i));
   }
   EXPECT_EQ(counters()["captures"], 1);
-  EXPECT_EQ(counters()["cudagraph_recordings"], 1);
+  EXPECT_GE(counters()["cudagraph_recordings"], 1);
+  EXPECT_LE(counters()["cudagraph_recordings"], 4);
   EXPECT_EQ(counters()["cudagraph_replays"], 4);  // the recording call launches it too
 }
 
@@ -118,53 +120,59 @@ TEST(CudaGraphs, StaticAddressesAreReadInPlace) {
     expect_same(cf(x.cuda(), w), f(x, w.cpu()), "call " + std::to_string(call));
     w.mul_(-0.5);
   }
-  EXPECT_EQ(counters()["cudagraph_recordings"], 1);
+  const int64_t recordings = counters()["cudagraph_recordings"];
+  EXPECT_GE(recordings, 1);
   for (int call = 0; call < 3; ++call) {
     Tensor x = random({8, 24});
     expect_same(cf(x.cuda(), other), f(x, other.cpu()), "another weight");
   }
-  EXPECT_EQ(counters()["cudagraph_recordings"], 2);
+  EXPECT_GT(counters()["cudagraph_recordings"], recordings);
   EXPECT_COIL_ERROR(mark_static_address(Tensor()), "undefined");
 }
 
-// Inputs of a megabyte and more are read where they are: a call with the same tensor copies
-// nothing (a write between calls is seen), one with another records the graph again, and where
-// that costs more than the copy would (it does, at four megabytes) the slot copies from then on.
-// Results held across the moves keep their values.
-TEST(CudaGraphs, LargeInputsAreReadWhereTheyAre) {
+// Inputs are read where they are: a call with the same tensor copies nothing (a write between
+// calls is seen); calls rotating over a few tensors have a recording each; past eight addresses
+// a call records the graph again, and where that costs more than the copy would (it does, at
+// four megabytes) the slot copies from then on. Results held across the moves keep their values.
+TEST(CudaGraphs, InputsAreReadWhereTheyAre) {
   COIL_REQUIRE_GPU();
   compiler_reset();
   auto f = [](const Tensor& x) { return x * 2 + 1; };
   auto cf = compile(f, reduce_overhead());
-  Tensor x = random({1024, 1024});
-  Tensor gx = x.cuda();
-  std::vector<Tensor> held;
-  std::vector<Tensor> wanted;
-  for (int call = 0; call < 4; ++call) {
-    held.push_back(cf(gx));
-    wanted.push_back(f(gx.cpu()));
+  Tensor gx = random({1024, 1024}).cuda();
+  std::vector<Tensor> held, wanted;
+  auto call = [&](const Tensor& x) {
+    held.push_back(cf(x));
+    wanted.push_back(f(x.cpu()));
+  };
+  for (int k = 0; k < 4; ++k) {
+    call(gx);
     gx.add_(1);
   }
   EXPECT_EQ(counters()["cudagraph_recordings"], 1);
+  std::vector<Tensor> rotating = {random({1024, 1024}).cuda(), random({1024, 1024}).cuda(),
+                                  random({1024, 1024}).cuda()};
+  for (int k = 0; k < 9; ++k) call(rotating[k % 3]);
+  EXPECT_EQ(counters()["cudagraph_recordings"], 4);  // one per address
   EXPECT_EQ(counters()["cudagraph_rerecordings"], 0);
   // (log_of starts the function afresh: a warm-up, a recording, then a tensor a call.)
   int64_t rerecordings = 0;
+  std::vector<Tensor> distinct;
   std::string log = log_of("cudagraphs", [&] {
-    for (int call = 0; call < 6; ++call) {
-      Tensor other = random({1024, 1024}).cuda();
-      held.push_back(cf(other));
-      wanted.push_back(f(other.cpu()));
+    for (int k = 0; k < 12; ++k) {
+      distinct.push_back(random({1024, 1024}).cuda());
+      call(distinct.back());
     }
     rerecordings = counters()["cudagraph_rerecordings"];
   });
   EXPECT_NE(log.find("copied from the next move on"), std::string::npos) << log;
-  EXPECT_EQ(rerecordings, 2);  // in place, then with a copy
-  for (size_t call = 0; call < held.size(); ++call)
-    expect_same(held[call], wanted[call], "call " + std::to_string(call));
+  EXPECT_EQ(rerecordings, 2);  // in place at the ninth address, then with a copy
+  for (size_t k = 0; k < held.size(); ++k)
+    expect_same(held[k], wanted[k], "call " + std::to_string(k));
 }
 
-// A large input the function writes: the program's tensor is written each call, in place or not.
-TEST(CudaGraphs, LargeMutatedInputsAreThePrograms) {
+// An input the function writes: the program's tensor is written each call.
+TEST(CudaGraphs, MutatedInputsReadInPlaceAreThePrograms) {
   COIL_REQUIRE_GPU();
   compiler_reset();
   auto f = [](const Tensor& x) {
@@ -198,7 +206,7 @@ TEST(CudaGraphs, DynamicFunctionsRecordAGraphPerSize) {
       expect_same(held.back(), f(x), "softmax");
     }
   EXPECT_EQ(counters()["captures"], 1);
-  EXPECT_EQ(counters()["cudagraph_recordings"], 3);
+  EXPECT_GE(counters()["cudagraph_recordings"], 3);  // a size each, at an address each
   EXPECT_EQ(counters()["cudagraph_replays"], 6);  // rounds 2 (recording, then launching) and 3
 }
 
