@@ -3,6 +3,7 @@ capsules: no copies, each side's memory owned by that side until the other lets 
 import ctypes
 import json
 import os
+import threading
 
 import torch
 import torch.utils.dlpack
@@ -25,9 +26,8 @@ _lib.coil_compile_graph.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
 _lib.coil_function_num_outputs.restype = ctypes.c_size_t
 _lib.coil_function_num_outputs.argtypes = [ctypes.c_void_p]
 _lib.coil_function_run.restype = ctypes.c_int
-_lib.coil_function_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
-                                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
-                                   ctypes.c_size_t]
+_lib.coil_function_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                   ctypes.c_void_p, ctypes.c_size_t]
 _lib.coil_function_free.restype = None
 _lib.coil_function_free.argtypes = [ctypes.c_void_p]
 _lib.coil_synchronize.restype = ctypes.c_int
@@ -55,20 +55,26 @@ def _error():
     return CoilError(_lib.coil_last_error().decode())
 
 
+_to_dlpack, _from_dlpack = torch.utils.dlpack.to_dlpack, torch.utils.dlpack.from_dlpack
+_get_pointer, _set_name, _new_capsule = (_py.PyCapsule_GetPointer, _py.PyCapsule_SetName,
+                                         _py.PyCapsule_New)
+_run = _lib.coil_function_run
+
+
 def _export(t):
     """`t`'s DLPack tensor, handed to coil (which calls its deleter): bool as uint8, which
     PyTorch 1.13's DLPack lacks."""
-    if t.dtype == torch.bool:
+    if t.dtype is torch.bool:
         t = t.view(torch.uint8)
-    capsule = torch.utils.dlpack.to_dlpack(t)
-    pointer = _py.PyCapsule_GetPointer(capsule, _DLTENSOR)
-    _py.PyCapsule_SetName(capsule, _USED)  # consumed: the capsule no longer frees it
+    capsule = _to_dlpack(t)
+    pointer = _get_pointer(capsule, _DLTENSOR)
+    _set_name(capsule, _USED)  # consumed: the capsule no longer frees it
     return pointer
 
 
 def _import(pointer, dtype):
-    t = torch.utils.dlpack.from_dlpack(_py.PyCapsule_New(pointer, _DLTENSOR, None))
-    return t.view(torch.bool) if dtype == torch.bool and t.dtype == torch.uint8 else t
+    t = _from_dlpack(_new_capsule(pointer, _DLTENSOR, None))
+    return t.view(torch.bool) if dtype is torch.bool and t.dtype is torch.uint8 else t
 
 
 def synchronize():
@@ -88,14 +94,20 @@ class Function:
         self.text = text
         self.num_outputs = _lib.coil_function_num_outputs(self._handle)
         self._output_dtypes = output_dtypes or [None] * self.num_outputs
+        self._arrays = threading.local()
 
     def __call__(self, *inputs):
         n = len(inputs)
-        ins = (ctypes.c_void_p * max(n, 1))(*[_export(t) for t in inputs])
-        outs = (ctypes.c_void_p * max(self.num_outputs, 1))()
-        if _lib.coil_function_run(self._handle, ins, n, outs, self.num_outputs) != 0:
+        arrays = self._arrays.__dict__.get(n)  # this thread's, made once (they cost microseconds)
+        if arrays is None:
+            arrays = self._arrays.__dict__[n] = ((ctypes.c_void_p * max(n, 1))(),
+                                                 (ctypes.c_void_p * max(self.num_outputs, 1))())
+        ins, outs = arrays
+        for k, t in enumerate(inputs):
+            ins[k] = _export(t)
+        if _run(self._handle, ins, n, outs, self.num_outputs) != 0:
             raise _error()
-        return [_import(outs[i], self._output_dtypes[i]) for i in range(self.num_outputs)]
+        return list(map(_import, outs[:self.num_outputs], self._output_dtypes))
 
     def __del__(self):
         if getattr(self, "_handle", None):

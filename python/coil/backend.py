@@ -103,6 +103,20 @@ class Translation:
                 self.sources.append(("constant", leaf))
         by_name = {leaf.name: leaf for leaf in leaves if isinstance(leaf, aten.Value)}
         self.output_dtypes = [getattr(by_name[n].example, "dtype", None) for n in self._results]
+        # The results as the graph returns them: a tuple or list of coil's, in order, needs no
+        # unflattening (the common case, and a call's overhead).
+        plain = [("coil", k) for k in range(len(self._results))]
+        self.direct = None
+        if self.sources == plain and self.spec.type in (tuple, list) and all(
+                c.num_leaves == 1 and not c.children_specs for c in self.spec.children_specs):
+            self.direct = self.spec.type
+
+    def assemble(self, results, args):
+        if self.direct is not None:
+            return self.direct(results)
+        leaves = [results[k] if kind == "coil" else args[k] if kind == "argument" else k
+                  for kind, k in self.sources]
+        return tree_unflatten(leaves, self.spec)
 
 
 class CoilGraph(torch.nn.Module):
@@ -119,29 +133,29 @@ class CoilGraph(torch.nn.Module):
             self.compile_options["options"] = dict(options)
         self._compiled = {}
 
-    def _key(self, args):
-        return tuple((a.dtype, tuple(a.shape), a.stride(), a.device)
+    @staticmethod
+    def _key(args):
+        return tuple((a.dtype, a.shape, a.stride(), a.device)
                      if isinstance(a, torch.Tensor) else a for a in args)
 
     def _compile(self, args):
         t = Translation(self.gm, args)
         fn = _capi.Function(t.text, self.compile_options, t.output_dtypes) if t._results else None
-        return t, fn
+        gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+        return t, fn, gpu
 
     def forward(self, *args):
         key = self._key(args)
-        if key not in self._compiled:
-            self._compiled[key] = self._compile(args)
-        t, fn = self._compiled[key]
-        gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+        entry = self._compiled.get(key)
+        if entry is None:
+            entry = self._compiled[key] = self._compile(args)
+        t, fn, gpu = entry
         if gpu:  # coil's stream after PyTorch's work, PyTorch's after coil's
             torch.cuda.current_stream().synchronize()
         results = fn(*[args[i] for i in t.inputs]) if fn else []
         if gpu:
             _capi.synchronize()
-        leaves = [results[k] if kind == "coil" else args[k] if kind == "argument" else k
-                  for kind, k in t.sources]
-        return tree_unflatten(leaves, t.spec)
+        return t.assemble(results, args)
 
 
 def _refused(gm, example_inputs):
