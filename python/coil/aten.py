@@ -184,11 +184,6 @@ for _name, _coil in [("abs", "abs"), ("neg", "neg"), ("exp", "exp"), ("exp2", "e
     handles(_name)(_unary(_coil))
 
 
-@handles("clone", "lift_fresh_copy")
-def _clone(e, a):
-    return e.call("clone", a.self)
-
-
 @handles("alias", "detach")
 def _alias(e, a):
     return a.self
@@ -237,11 +232,6 @@ def _bitwise_not(e, a):
     return e.call("logical_not", a.self)
 
 
-@handles("div.Tensor", "div.Scalar")
-def _div(e, a):
-    return e.call("div", a.self, a.other)
-
-
 @handles("div.Tensor_mode", "div.Scalar_mode")
 def _div_mode(e, a):
     if a.rounding_mode is None:
@@ -253,21 +243,6 @@ def _div_mode(e, a):
 def _rsub(e, a):
     scaled = a.self if a.alpha == 1 else e.call("mul", a.self, a.alpha)
     return e.call("sub", a.other, scaled)
-
-
-@handles("pow.Tensor_Scalar", "pow.Tensor_Tensor")
-def _pow(e, a):
-    return e.call("pow", a.self, a.exponent)
-
-
-@handles("pow.Scalar")
-def _pow_scalar(e, a):
-    return e.call("pow", a.self, a.exponent)
-
-
-@handles("where.self")
-def _where(e, a):
-    return e.call("where", a.condition, a.self, a.other)
 
 
 @handles("masked_fill.Scalar", "masked_fill.Tensor")
@@ -338,16 +313,6 @@ for _name, _coil in [("amax", "amax"), ("amin", "amin"), ("any", "any"), ("all",
 def _prod(e, a):
     x = a.self if a.dtype is None else e.call("to_dtype", a.self, a.dtype)
     return e.call("prod", x, _dims(getattr(a, "dim", None)), getattr(a, "keepdim", False))
-
-
-@handles("argmax")
-def _argmax(e, a):
-    return e.call("argmax", a.self, a.dim, a.keepdim)
-
-
-@handles("argmin")
-def _argmin(e, a):
-    return e.call("argmin", a.self, a.dim, a.keepdim)
 
 
 @handles("max.dim")
@@ -435,22 +400,7 @@ def _log_softmax(e, a):
     return e.call("log_softmax", x, a.dim)
 
 
-@handles("cumsum")
-def _cumsum(e, a):
-    return e.call("cumsum", a.self, a.dim, a.dtype)
-
-
 # ---- products, convolutions, pools -----------------------------------------------------------
-
-@handles("mm")
-def _mm(e, a):
-    return e.call("mm", a.self, a.mat2)
-
-
-@handles("bmm")
-def _bmm(e, a):
-    return e.call("bmm", a.self, a.mat2)
-
 
 @handles("addmm")
 def _addmm(e, a):
@@ -498,21 +448,6 @@ def _avg_pool2d_backward(e, a):
                   list(a.stride), list(a.padding), a.ceil_mode, a.count_include_pad)
 
 
-@handles("_adaptive_avg_pool2d_backward")
-def _adaptive_avg_pool2d_backward(e, a):
-    return e.call("adaptive_avg_pool2d_backward", a.grad_output, a.self)
-
-
-@handles("_adaptive_avg_pool2d", "adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(e, a):
-    return e.call("adaptive_avg_pool2d", a.self, list(a.output_size))
-
-
-@handles("embedding")
-def _embedding(e, a):
-    return e.call("embedding", a.weight, a.indices, a.padding_idx)
-
-
 @handles("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
          "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention")
 def _attention(e, a):
@@ -536,31 +471,6 @@ def _view(e, a):
     return e.call("reshape", a.self, list(getattr(a, "size", None) or a.shape))
 
 
-@handles("permute")
-def _permute(e, a):
-    return e.call("permute", a.self, list(a.dims))
-
-
-@handles("transpose.int")
-def _transpose(e, a):
-    return e.call("transpose", a.self, a.dim0, a.dim1)
-
-
-@handles("t")
-def _t(e, a):
-    return e.call("t", a.self)
-
-
-@handles("expand")
-def _expand(e, a):
-    return e.call("expand", a.self, list(a.size))
-
-
-@handles("unsqueeze")
-def _unsqueeze(e, a):
-    return e.call("unsqueeze", a.self, a.dim)
-
-
 @handles("squeeze.dim", "squeeze.dims", "squeeze.default")
 def _squeeze(e, a):
     dim = getattr(a, "dim", None)
@@ -573,16 +483,6 @@ def _slice(e, a):
     return e.call("slice", a.self, a.dim, a.start, end, a.step)
 
 
-@handles("select.int")
-def _select(e, a):
-    return e.call("select", a.self, a.dim, a.index)
-
-
-@handles("narrow")
-def _narrow(e, a):
-    return e.call("narrow", a.self, a.dim, a.start, a.length)
-
-
 @handles("split.Tensor")
 def _split(e, a):
     return e.items("split", a.self, a.split_size, a.dim)
@@ -591,11 +491,6 @@ def _split(e, a):
 @handles("split_with_sizes")
 def _split_with_sizes(e, a):
     return e.items("split_with_sizes", a.self, list(a.split_sizes), a.dim)
-
-
-@handles("as_strided")
-def _as_strided(e, a):
-    return e.call("as_strided", a.self, list(a.size), list(a.stride), a.storage_offset)
 
 
 @handles("slice_scatter")
@@ -634,39 +529,9 @@ def _fill(e, a):
     return e.call("full", list(x.shape), a.value, x.dtype, x.device)
 
 
-@handles("cat")
-def _cat(e, a):
-    return e.call("cat", list(a.tensors), a.dim)
-
-
-@handles("stack")
-def _stack(e, a):
-    return e.call("stack", list(a.tensors), a.dim)
-
-
 @handles("constant_pad_nd")
 def _constant_pad_nd(e, a):
     return e.call("pad", a.self, list(a.pad), "constant", float(a.value))
-
-
-@handles("repeat")
-def _repeat(e, a):
-    return e.call("repeat", a.self, list(a.repeats))
-
-
-@handles("flip")
-def _flip(e, a):
-    return e.call("flip", a.self, list(a.dims))
-
-
-@handles("tril")
-def _tril(e, a):
-    return e.call("tril", a.self, a.diagonal)
-
-
-@handles("triu")
-def _triu(e, a):
-    return e.call("triu", a.self, a.diagonal)
 
 
 @handles("gather")
@@ -674,16 +539,6 @@ def _gather(e, a):
     if a.sparse_grad:
         raise Unsupported("gather with sparse_grad")
     return e.call("gather", a.self, a.dim, a.index)
-
-
-@handles("index_select")
-def _index_select(e, a):
-    return e.call("index_select", a.self, a.dim, a.index)
-
-
-@handles("scatter_add")
-def _scatter_add(e, a):
-    return e.call("scatter_add", a.self, a.dim, a.index, a.src)
 
 
 @handles("_to_copy")
@@ -777,6 +632,51 @@ def _arange(e, a):
         exact = all(isinstance(v, int) for v in (start, a.end, step))
         dtype = torch.int64 if exact else torch.get_default_dtype()
     return e.call("arange", start, a.end, step, dtype, _device_arg(a.device))
+
+
+# The overloads whose coil op takes the same arguments in the same order: (ATen overloads, coil
+# op, the schema names passed; "name[]" passes a list).
+_SAME = [
+    (("clone", "lift_fresh_copy"), "clone", "self"),
+    (("div.Tensor", "div.Scalar"), "div", "self other"),
+    (("pow.Tensor_Scalar", "pow.Tensor_Tensor", "pow.Scalar"), "pow", "self exponent"),
+    (("where.self",), "where", "condition self other"),
+    (("argmax",), "argmax", "self dim keepdim"),
+    (("argmin",), "argmin", "self dim keepdim"),
+    (("cumsum",), "cumsum", "self dim dtype"),
+    (("mm",), "mm", "self mat2"),
+    (("bmm",), "bmm", "self mat2"),
+    (("_adaptive_avg_pool2d", "adaptive_avg_pool2d"), "adaptive_avg_pool2d", "self output_size[]"),
+    (("_adaptive_avg_pool2d_backward",), "adaptive_avg_pool2d_backward", "grad_output self"),
+    (("embedding",), "embedding", "weight indices padding_idx"),
+    (("permute",), "permute", "self dims[]"),
+    (("transpose.int",), "transpose", "self dim0 dim1"),
+    (("t",), "t", "self"),
+    (("expand",), "expand", "self size[]"),
+    (("unsqueeze",), "unsqueeze", "self dim"),
+    (("select.int",), "select", "self dim index"),
+    (("narrow",), "narrow", "self dim start length"),
+    (("as_strided",), "as_strided", "self size[] stride[] storage_offset"),
+    (("cat",), "cat", "tensors[] dim"),
+    (("stack",), "stack", "tensors[] dim"),
+    (("repeat",), "repeat", "self repeats[]"),
+    (("flip",), "flip", "self dims[]"),
+    (("tril",), "tril", "self diagonal"),
+    (("triu",), "triu", "self diagonal"),
+    (("index_select",), "index_select", "self dim index"),
+    (("scatter_add",), "scatter_add", "self dim index src"),
+]
+
+
+def _same(coil_op, names):
+    def handler(e, a):
+        return e.call(coil_op, *[list(getattr(a, n[:-2])) if n.endswith("[]") else getattr(a, n)
+                                 for n in names.split()])
+    return handler
+
+
+for _names, _coil, _args in _SAME:
+    handles(*_names)(_same(_coil, _args))
 
 
 # The ops AOTAutograd should decompose before coil sees the graph: those coil has no form of, or
