@@ -432,11 +432,24 @@ def _convolution_backward(e, a):
     return (grad_input, grad_weight, grad_bias)
 
 
+def _pair(v):
+    """An int[2] argument, which a schema's default may give as one int."""
+    return [v, v] if isinstance(v, int) else list(v)
+
+
+def _only_first_read(a, what):
+    """Refuses a call of several results (a value and what its backward reads in PyTorch's
+    layout) unless only the first is read."""
+    if a.node is None or any(u.target is not operator.getitem or u.args[1] != 0
+                             for u in a.node.users):
+        raise Unsupported(what + " whose other results are read")
+
+
 @handles("avg_pool2d")
 def _avg_pool2d(e, a):
     if a.divisor_override is not None:
         raise Unsupported("avg_pool2d with divisor_override")
-    return e.call("avg_pool2d", a.self, list(a.kernel_size), list(a.stride), list(a.padding),
+    return e.call("avg_pool2d", a.self, _pair(a.kernel_size), list(a.stride), _pair(a.padding),
                   a.ceil_mode, a.count_include_pad)
 
 
@@ -444,8 +457,22 @@ def _avg_pool2d(e, a):
 def _avg_pool2d_backward(e, a):
     if a.divisor_override is not None:
         raise Unsupported("avg_pool2d with divisor_override")
-    return e.call("avg_pool2d_backward", a.grad_output, a.self, list(a.kernel_size),
-                  list(a.stride), list(a.padding), a.ceil_mode, a.count_include_pad)
+    return e.call("avg_pool2d_backward", a.grad_output, a.self, _pair(a.kernel_size),
+                  list(a.stride), _pair(a.padding), a.ceil_mode, a.count_include_pad)
+
+
+@handles("max_pool2d_with_indices")
+def _max_pool2d(e, a):
+    _only_first_read(a, "max pooling")
+    return (e.call("max_pool2d", a.self, _pair(a.kernel_size), list(a.stride), _pair(a.padding),
+                   _pair(a.dilation), a.ceil_mode),)
+
+
+@handles("max_pool2d_with_indices_backward")
+def _max_pool2d_backward(e, a):
+    # coil's backward finds each window's maximum again instead of reading PyTorch's indices.
+    return e.call("max_pool2d_backward", a.grad_output, a.self, _pair(a.kernel_size),
+                  list(a.stride), _pair(a.padding), _pair(a.dilation), a.ceil_mode)
 
 
 @handles("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
@@ -454,9 +481,7 @@ def _attention(e, a):
     """PyTorch's fused attention kernels: their output alone (coil's attention, its own kernel
     choice); a graph that reads their log-sum-exp or random state (a training forward, whose
     backward reads them in PyTorch's layout) keeps them in PyTorch."""
-    if a.node is None or any(u.target is not operator.getitem or u.args[1] != 0
-                             for u in a.node.users):
-        raise Unsupported("attention whose statistics are read")
+    _only_first_read(a, "attention")
     if a.dropout_p:
         raise Unsupported("attention with dropout")
     mask = getattr(a, "attn_mask", None) or getattr(a, "attn_bias", None)

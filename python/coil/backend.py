@@ -187,6 +187,10 @@ def compile_aten(gm, example_inputs, mode=None, options=None):
     """Compiles one ATen FX graph (AOTAutograd's forward or backward; it is both fw_compiler and
     bw_compiler): a coil graph, or, where some calls are not coil's, the graph split around them,
     those calls run in PyTorch and coil's parts compiled."""
+    for node in list(gm.graph.nodes):  # results nobody reads: not reasons to refuse a call
+        if node.target is operator.getitem and not node.users:
+            gm.graph.erase_node(node)
+    gm.recompile()
     refused = _refused(gm, example_inputs)
     if not refused:
         return CoilGraph(gm, mode, options)

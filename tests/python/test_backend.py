@@ -149,6 +149,12 @@ class OpsMatchEager(Checks):
                    what="conv2d")
         self.check(lambda a: (F.avg_pool2d(a, 2), F.adaptive_avg_pool2d(a, 1)), x,
                    what="pools")
+        # Max pooling's forward keeps PyTorch's kernel where its indices are saved for the
+        # backward (training); the backward is coil's. In inference the forward is coil's too.
+        self.check(lambda a: F.max_pool2d(a, 3, 2, 1), x, what="max pool",
+                   fallbacks=("max_pool2d_with_indices",))
+        with torch.no_grad():
+            self.check(lambda a: F.max_pool2d(a, 2), x, grads=False, what="max pool, inference")
 
 
 class ModelsMatchEager(Checks):
