@@ -28,8 +28,8 @@ struct RowLaunch {
   // per_group over a row of a fixed length that the group's runs do not cover exactly (a
   // multiple of the width): the last runs of some threads lie past the row's end and are skipped.
   bool ragged = false;
-  // Elements per vector access along the row: kWideVector where the narrowest of the row's
-  // accesses is of 16-bit values (16 bytes of them, as four float32's), else kVector.
+  // Elements per vector access along the row: for per_group, kWideVector where the narrowest of
+  // the row's accesses is of 16-bit values (16 bytes of them, as four float32's); else kVector.
   int64_t width = kVector;
 };
 
