@@ -31,8 +31,8 @@ size_t coil_function_num_outputs(const coil_function* fn);
  * DLPack consumer does: their deleters are called once coil no longer needs the memory, which
  * may be after results that are views of them are freed); each result is the caller's, to be
  * freed by its deleter. Returns 0, or -1 with coil_last_error() set (inputs still taken). */
-int coil_function_run(coil_function* fn, struct DLManagedTensor* const* inputs,
-                      size_t num_inputs, struct DLManagedTensor** outputs, size_t num_outputs);
+int coil_function_run(coil_function* fn, struct DLManagedTensor* const* inputs, size_t num_inputs,
+                      struct DLManagedTensor** outputs, size_t num_outputs);
 
 void coil_function_free(coil_function* fn);
 

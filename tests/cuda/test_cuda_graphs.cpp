@@ -207,7 +207,7 @@ TEST(CudaGraphs, DynamicFunctionsRecordAGraphPerSize) {
     }
   EXPECT_EQ(counters()["captures"], 1);
   EXPECT_GE(counters()["cudagraph_recordings"], 3);  // a size each, at an address each
-  EXPECT_EQ(counters()["cudagraph_replays"], 6);  // rounds 2 (recording, then launching) and 3
+  EXPECT_EQ(counters()["cudagraph_replays"], 6);     // rounds 2 (recording, then launching) and 3
 }
 
 // Where a graph cannot be recorded the function runs as in the default mode: random draws
