@@ -57,3 +57,10 @@ if found=$(grep -rnE '\.is_cuda\(\)|\.is_cpu\(\)|DeviceType::(CPU|CUDA)|cuda::k[
   exit 1
 fi
 echo "check_layers: no device test above src/backends/"
+
+# Environment variables are read in one place (src/support/config.h), which documents them.
+if found=$(grep -rnE 'getenv\("COIL_' src | grep -v '^src/support/config\.cpp:'); then
+  echo "$found" | sed 's/$/ (read COIL_ variables through src\/support\/config.h)/'
+  exit 1
+fi
+echo "check_layers: every COIL_ variable is read through src/support/config.h"

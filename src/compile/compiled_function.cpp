@@ -19,6 +19,7 @@
 #include "compile/cuda_graphs.h"
 #include "debug/log.h"
 #include "graph/printer.h"
+#include "support/config.h"
 
 namespace coil::detail {
 
@@ -35,10 +36,7 @@ void validate(const CompileOptions& o) {
   compile_flags(o);  // throws for an unknown option or a value that is not a bool
 }
 
-bool disabled_by_env() {
-  const char* v = std::getenv("COIL_DISABLE");
-  return v && *v && std::string(v) != "0";
-}
+bool disabled_by_env() { return config::flag(config::Var::Disable); }
 std::atomic<int> g_disabled{-1};  // -1: not read yet
 bool disabled() {
   int d = g_disabled.load(std::memory_order_relaxed);
@@ -145,8 +143,7 @@ std::string structural_key(const Graph& g) {
 // CompileOptions::suppress_errors, else COIL_SUPPRESS_ERRORS=1.
 bool suppress_errors(const CompileOptions& options) {
   if (options.suppress_errors) return *options.suppress_errors;
-  const char* env = std::getenv("COIL_SUPPRESS_ERRORS");
-  return env && std::string(env) == "1";
+  return config::flag(config::Var::SuppressErrors);
 }
 
 // `compile` with the function's options. With suppress_errors a compile that fails (no

@@ -19,6 +19,7 @@
 #include "jit/cache_key.h"
 #include "jit/cache_prune.h"
 #include "jit/disk_cache.h"
+#include "support/config.h"
 
 namespace coil {
 
@@ -94,10 +95,7 @@ const std::string& coil_identity() {
   return id;
 }
 
-bool cache_enabled() {
-  const char* v = std::getenv("COIL_GRAPH_CACHE");
-  return !(v && std::string(v) == "0") && !coil_identity().empty();
-}
+bool cache_enabled() { return config::flag(config::Var::GraphCache) && !coil_identity().empty(); }
 
 std::vector<const Node*> parameters(const Graph& g) {
   std::vector<const Node*> out;

@@ -1,4 +1,5 @@
 #include "debug/chrome_trace.h"
+#include "support/config.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -85,8 +86,9 @@ std::string chrome_trace(const Timeline& t) {
 }
 
 void add_to_trace_file(const Timeline& t) {
-  const char* env = std::getenv("COIL_TRACE_FILE");
-  if (!env || !*env) return;
+  const std::optional<std::string> file = config::text(config::Var::TraceFile);
+  if (!file) return;
+  const std::string& env = *file;
   TraceFile& f = trace_file();
   std::lock_guard<std::mutex> lock(f.mutex);
   int64_t pid = ::getpid(), tid = thread_id();

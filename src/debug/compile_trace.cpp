@@ -6,6 +6,7 @@
 #include "debug/chrome_trace.h"
 #include "debug/debug_dir.h"
 #include "debug/log.h"
+#include "support/config.h"
 
 namespace coil::debug {
 
@@ -41,8 +42,8 @@ void CompileTrace::write_diagram_text(const std::string& dot) {
 }
 
 bool CompileTrace::timeline_watched() const {
-  const char* file = std::getenv("COIL_TRACE_FILE");
-  return debug::log_enabled("timeline") || !dir_.empty() || (file && *file);
+  return debug::log_enabled("timeline") || !dir_.empty() ||
+         config::text(config::Var::TraceFile).has_value();
 }
 
 void CompileTrace::finish(const std::string& result) {

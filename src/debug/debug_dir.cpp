@@ -15,17 +15,13 @@
 #include <coil/error.h>
 
 #include "support/subprocess.h"
+#include "support/config.h"
 
 namespace coil::debug {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
 
 bool option_on(const CompileOptions& o, const char* key) {
   auto it = o.options.find(key);
@@ -49,8 +45,8 @@ const std::string& run_name() {
 }
 
 fs::path root() {
-  const char* dir = std::getenv("COIL_DEBUG_DIR");
-  return dir && *dir ? fs::path(dir) : fs::path("coil_compile_debug");
+  const std::optional<std::string> dir = config::text(config::Var::DebugDir);
+  return dir ? fs::path(*dir) : fs::path("coil_compile_debug");
 }
 
 // Letters, digits, '_', '-' and '.' only: a function's name may hold anything.
@@ -85,7 +81,7 @@ std::string find_on_path(const std::string& program) {
 
 DebugSettings debug_settings(const CompileOptions& options) {
   DebugSettings s;
-  bool env = env_on("COIL_COMPILE_DEBUG");
+  bool env = config::flag(config::Var::CompileDebug);
   s.diagram = env || option_on(options, "trace.graph_diagram");
   s.folder = s.diagram || option_on(options, "trace.enabled");
   return s;

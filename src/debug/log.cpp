@@ -1,4 +1,5 @@
 #include "debug/log.h"
+#include "support/config.h"
 
 #include <atomic>
 #include <cstdio>
@@ -64,8 +65,7 @@ void load() {
   s.enabled.clear();
   if (s.out != stderr && s.out) std::fclose(s.out);
   s.out = stderr;
-  const char* env = std::getenv("COIL_LOGS");
-  std::string spec = env ? env : "";
+  std::string spec = config::text(config::Var::Logs).value_or("");
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -91,8 +91,9 @@ void load() {
     }
     s.enabled.insert(item);
   }
-  if (const char* file = std::getenv("COIL_LOG_FILE"); file && *file && !s.enabled.empty()) {
-    if (FILE* f = std::fopen(file, "a")) s.out = f;
+  if (const std::optional<std::string> file = config::text(config::Var::LogFile);
+      file && !s.enabled.empty()) {
+    if (FILE* f = std::fopen(file->c_str(), "a")) s.out = f;
   }
   s.any = !s.enabled.empty();
 }

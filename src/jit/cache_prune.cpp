@@ -13,6 +13,7 @@
 
 #include "debug/log.h"
 #include "jit/disk_cache.h"
+#include "support/config.h"
 
 namespace coil::jit {
 
@@ -102,8 +103,9 @@ bool remove_unless_leased(const Entry& e) {
 CacheUsage cache_usage(const std::string& root) { return usage_of(scan(root)); }
 
 int64_t cache_max_bytes() {
-  const char* text = std::getenv("COIL_CACHE_MAX_BYTES");
-  if (!text || !*text) return kDefaultMaxBytes;
+  const std::optional<std::string> set = config::text(config::Var::CacheMaxBytes);
+  if (!set) return kDefaultMaxBytes;
+  const char* text = set->c_str();
   char* end = nullptr;
   long long value = std::strtoll(text, &end, 10);
   if (*end == '\0' && value >= 0) return value;

@@ -22,6 +22,7 @@
 #include <coil/error.h>
 
 #include "debug/log.h"
+#include "support/config.h"
 
 namespace coil::jit {
 
@@ -73,7 +74,7 @@ std::string unusable_because(const std::string& dir) {
 }
 
 std::string configured_root() {
-  if (const char* dir = std::getenv("COIL_CACHE_DIR"); dir && *dir) return dir;
+  if (std::optional<std::string> dir = config::text(config::Var::CacheDir)) return *dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
     return std::string(xdg) + "/coil";
   if (const char* home = std::getenv("HOME"); home && *home)

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "jit/disk_cache.h"
+#include "support/config.h"
 
 namespace coil::jit {
 
@@ -23,7 +24,7 @@ std::string library_dir() {
 }  // namespace
 
 std::string seed_root() {
-  if (const char* dir = std::getenv("COIL_SEED_DIR")) return dir;
+  if (std::optional<std::string> dir = config::value(config::Var::SeedDir)) return *dir;
   static const std::string beside_library = [] {
     const std::string dir = library_dir();
     std::error_code error;

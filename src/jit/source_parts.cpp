@@ -1,4 +1,5 @@
 #include "jit/source_parts.h"
+#include "support/config.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,8 +24,9 @@ std::vector<std::string_view> pieces_of(std::string_view source) {
 }  // namespace
 
 size_t compile_jobs() {
-  if (const char* env = std::getenv("COIL_COMPILE_THREADS"); env && std::atoi(env) > 0)
-    return static_cast<size_t>(std::atoi(env));
+  if (const std::optional<std::string> env = config::text(config::Var::CompileThreads);
+      env && std::atoi(env->c_str()) > 0)
+    return static_cast<size_t>(std::atoi(env->c_str()));
   return std::max(1u, std::thread::hardware_concurrency());
 }
 

@@ -230,6 +230,7 @@ TEST(CoilTool, CommandLineMistakes) {
            Case{"coil run examples/graphs/sin_cos.graph --reps", "--reps needs a value"},
            Case{"coil run examples/graphs/sin_cos.graph --seed -3", "non-negative integer"},
            Case{"coil print no/such/file.graph", "cannot open graph file 'no/such/file.graph'"},
+           Case{"coil config x.graph", "coil config takes no operand"},
        }) {
     SCOPED_TRACE(c.command);
     ShellResult r = run_shell(c.command);
@@ -267,4 +268,15 @@ TEST(CoilTool, CacheSeedFillsTheSeedCache) {
   ShellResult r = run_shell("COIL_CACHE_DIR=" + shell_quote(seed) + " coil cache seed");
   expect_ok(r);
   EXPECT_CONTAINS(r.out, "compiled:      0 kernel modules");
+}
+
+// coil config: every variable of the table, its value where set (empty included), what holds
+// where not, and what it does.
+TEST(CoilTool, ConfigListsEveryVariable) {
+  ShellResult r = run_shell("COIL_LOGS=fusion COIL_SEED_DIR= coil config");
+  expect_ok(r);
+  EXPECT_CONTAINS(r.out, "COIL_LOGS=fusion\n");
+  EXPECT_CONTAINS(r.out, "COIL_SEED_DIR=\n");
+  EXPECT_CONTAINS(r.out, "COIL_GRAPH_CACHE unset: on\n");
+  EXPECT_CONTAINS(r.out, "COIL_CUDA_ARCH unset: ");
 }

@@ -68,13 +68,16 @@ Args parse_args(const Command& cmd, const std::vector<std::string>& argv, bool* 
       args.options.emplace_back(name, value);
       continue;
     }
+    if (cmd.operand.empty())
+      throw Error("coil " + args.command + " takes no operand (got '" + a +
+                  "'; usage: " + cmd.usage + ")");
     if (have_file)
       throw Error("coil " + args.command + ": one " + cmd.operand + " at a time (got '" +
                   args.file + "' and '" + a + "')");
     args.file = a;
     have_file = true;
   }
-  if (!have_file)
+  if (!have_file && !cmd.operand.empty())
     throw Error("coil " + args.command + ": no " + cmd.operand + " given (usage: " + cmd.usage +
                 ")");
   return args;

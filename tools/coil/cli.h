@@ -37,7 +37,7 @@ struct Command {
   std::string details;  // what it prints, for `coil help CMD` and `coil CMD --help`
   std::vector<OptionSpec> options;
   int (*run)(const Args& args);
-  std::string operand = "graph file";  // what Args::file holds, for error messages
+  std::string operand = "graph file";  // what Args::file holds, for error messages ("": none)
 };
 
 // Every sub-command, in the order `coil help` lists them.

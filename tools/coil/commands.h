@@ -13,5 +13,6 @@ Command codegen_command();  // cmd_codegen.cpp
 Command run_command();      // cmd_run.cpp
 Command explain_command();  // cmd_explain.cpp
 Command cache_command();    // cmd_cache.cpp
+Command config_command();   // cmd_config.cpp
 
 }  // namespace coil::tool

@@ -16,7 +16,7 @@ namespace coil::tool {
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {print_command(),   passes_command(), lower_command(),
                                             codegen_command(), run_command(),    explain_command(),
-                                            cache_command()};
+                                            cache_command(),   config_command()};
   return list;
 }
 

@@ -11,6 +11,7 @@
 #include <coil/error.h>
 
 #include "jit/disk_cache.h"
+#include "support/config.h"
 
 namespace coil::cpu {
 
@@ -50,9 +51,9 @@ std::string find_program(const std::string& name) {
 }
 
 std::string resolve_compiler() {
-  if (const char* cxx = std::getenv("COIL_CXX"); cxx && *cxx) {
-    std::string path = find_program(cxx);
-    COIL_CHECK(!path.empty(), "jit: COIL_CXX='", cxx,
+  if (const std::optional<std::string> cxx = config::text(config::Var::Cxx)) {
+    std::string path = find_program(*cxx);
+    COIL_CHECK(!path.empty(), "jit: COIL_CXX='", *cxx,
                "' is neither an executable file nor a program on PATH; set COIL_CXX to a C++ "
                "compiler such as g++ or clang++");
     return path;
@@ -100,8 +101,8 @@ std::vector<std::string> flags_from_env() {
   // docs/performance.md). Binutils ships it beside ld; where it is missing, the default linker does
   // the job.
   if (!find_program("ld.gold").empty()) flags.push_back("-fuse-ld=gold");
-  if (const char* extra = std::getenv("COIL_CXXFLAGS")) {
-    std::istringstream words(extra);
+  if (const std::optional<std::string> extra = config::text(config::Var::CxxFlags)) {
+    std::istringstream words(*extra);
     std::string word;
     while (words >> word) flags.push_back(word);
   }

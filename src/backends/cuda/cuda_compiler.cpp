@@ -11,6 +11,7 @@
 #include "backends/cuda/nvrtc.h"
 #include "jit/source_parts.h"
 #include "runtime/cuda_runtime.h"
+#include "support/config.h"
 
 namespace coil::cuda {
 
@@ -23,7 +24,7 @@ constexpr size_t kMinPartBytes = 64 << 10;
 
 // The device's architecture, or $COIL_CUDA_ARCH ("sm_90"), or sm_90 where there is no GPU.
 std::string arch_of(int device) {
-  if (const char* a = std::getenv("COIL_CUDA_ARCH"); a && *a) return a;
+  if (std::optional<std::string> a = config::text(config::Var::CudaArch)) return *a;
   if (device < 0) return "sm_90";
   const DeviceInfo& info = device_info(device);
   return "sm_" + std::to_string(info.major) + std::to_string(info.minor);

@@ -13,6 +13,7 @@
 
 #include "jit/disk_cache.h"
 #include "runtime/cuda_runtime.h"
+#include "support/config.h"
 
 namespace coil::cuda {
 
@@ -176,10 +177,7 @@ void* CudaModule::function(const std::string& name) const {
 }
 
 bool programmatic_launches(int device) {
-  static const bool allowed = [] {
-    const char* v = std::getenv("COIL_CUDA_PDL");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool allowed = config::flag(config::Var::CudaPdl);
   return allowed && device_info(device).major >= 9;
 }
 

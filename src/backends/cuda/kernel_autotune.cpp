@@ -15,6 +15,7 @@
 #include "jit/disk_cache.h"
 #include "runtime/autotune.h"
 #include "runtime/cuda_runtime.h"
+#include "support/config.h"
 
 namespace coil::cuda {
 
@@ -77,8 +78,8 @@ std::optional<size_t> tuned_candidate(const TunedKernel& k, const std::string& s
   if (k.candidates < 2 || !autotuning()) return std::nullopt;
   // COIL_KERNEL_LAUNCH=n runs candidate n (or the last) of every tuned kernel, untimed: each
   // launch's result can then be checked.
-  if (const char* forced = std::getenv("COIL_KERNEL_LAUNCH"))
-    return std::min<size_t>(std::strtoul(forced, nullptr, 10), k.candidates - 1);
+  if (const std::optional<std::string> forced = config::text(config::Var::KernelLaunch))
+    return std::min<size_t>(std::strtoul(forced->c_str(), nullptr, 10), k.candidates - 1);
   const std::string key = tuning_key(k);
   {
     std::lock_guard<std::mutex> lock(mutex);

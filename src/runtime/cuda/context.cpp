@@ -13,6 +13,7 @@
 #include <coil/error.h>
 
 #include "runtime/cuda_runtime.h"
+#include "support/config.h"
 
 namespace coil::cuda {
 
@@ -69,10 +70,7 @@ DeviceState& state(int device) {
 }  // namespace
 
 bool sync_each_launch() {
-  static const bool on = [] {
-    const char* v = std::getenv("COIL_CUDA_SYNC");
-    return v && std::string(v) == "1";
-  }();
+  static const bool on = config::flag(config::Var::CudaSync);
   return on;
 }
 

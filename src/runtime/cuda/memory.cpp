@@ -14,6 +14,7 @@
 
 #include "runtime/caching_allocator.h"
 #include "runtime/cuda_runtime.h"
+#include "support/config.h"
 
 namespace coil::cuda {
 
@@ -90,10 +91,7 @@ CachingAllocator& allocator(int device) {
 // COIL_CUDA_NO_CACHE=1 gives every tensor memory of its own from cudaMalloc, so that
 // compute-sanitizer sees an access past a tensor's end (inside a cached segment it could not).
 bool uncached() {
-  static const bool on = [] {
-    const char* v = std::getenv("COIL_CUDA_NO_CACHE");
-    return v && *v && std::string(v) != "0";
-  }();
+  static const bool on = config::flag(config::Var::CudaNoCache);
   return on;
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/dispatch_dtype.h"
 #include "runtime/kernels/blas.h"
 #include "runtime/kernels/onednn_matmul.h"
+#include "support/config.h"
 
 namespace coil {
 
@@ -33,8 +34,7 @@ constexpr int64_t kOnednnWork = int64_t{1} << 15;
 // batch of products always goes to oneDNN, which spreads one batch over every core.
 bool onednn_for_single_products() {
   static const bool onednn = [] {
-    const char* v = std::getenv("COIL_MATMUL_LIBRARY");
-    const std::string library = v ? v : "";
+    const std::string library = config::text(config::Var::MatmulLibrary).value_or("");
     COIL_CHECK(library.empty() || library == "openblas" || library == "onednn",
                "COIL_MATMUL_LIBRARY='", library,
                "' is not a matrix-product library coil calls: set it to 'onednn' (the "
