@@ -13,7 +13,9 @@ namespace {
 int run_config(const Args&) {
   for (const config::Variable& v : config::variables()) {
     const std::optional<std::string> value = config::value(v.var);
-    const std::string shown = value ? "=" + *value : std::string(" unset: ") + v.fallback;
+    const std::string shown = value              ? "=" + *value
+                              : *v.fallback == 0 ? std::string(" unset")
+                                                 : std::string(" unset: ") + v.fallback;
     std::cout << v.name << shown << "\n    " << v.what << "\n";
   }
   return 0;
