@@ -27,6 +27,14 @@ cmake --install build --prefix build/install >/dev/null
 cmake -S examples/consumer -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/consumer
 LD_LIBRARY_PATH="$PWD/build/install/lib" ./build/consumer/consumer
+if [ -d build/install/lib/python3/dist-packages/coil ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "== the installed Python package, from outside the tree (at $SECONDS s)"
+  (cd /tmp && PYTHONPATH="$OLDPWD/build/install/lib/python3/dist-packages" /usr/bin/python3 -c '
+import coil, torch
+f = coil.Function("def forward(self, x: \"f32[2][1]cpu\"):\n    y = coil.sin(x)\n    return (y,)\n")
+assert torch.allclose(f(torch.ones(2))[0], torch.ones(2).sin())
+print("coil from", coil.__file__)')
+fi
 
 if [ "${COIL_SKIP_SANITIZE:-0}" != "1" ]; then
   echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (at $SECONDS s)"

@@ -202,6 +202,14 @@ class Fallbacks(Checks):
                    fallbacks=("convolution",))
 
 
+class Package(unittest.TestCase):
+    def test_the_dynamo_entry_point_names_the_backend(self):
+        from importlib.metadata import entry_points
+        found = [e for e in entry_points(group="torch_dynamo_backends") if e.name == "coil"]
+        self.assertEqual(len(found), 1, "the torch_dynamo_backends entry point")
+        self.assertIs(found[0].load(), coil.compile_fx)
+
+
 class BadInput(unittest.TestCase):
     def test_malformed_text_is_a_clear_error(self):
         with self.assertRaisesRegex(coil.CoilError, "line 1"):
