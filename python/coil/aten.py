@@ -615,32 +615,23 @@ def _scalar_tensor(e, a):
     return e.call("full", [], a.s, _dtype_arg(a.dtype, None, 0.0), _device_arg(a.device))
 
 
-def _like(fill):
+def _filled(fill, sized_like_self):
+    """full for x.*_like(...) (x's sizes) and x.new_*(size, ...), dtype and device x's unless
+    given; `fill` None takes the call's fill_value."""
     def handler(e, a):
         x = _example(a.self)
+        size = list(x.shape) if sized_like_self else list(a.size)
         value = a.fill_value if fill is None else fill
-        return e.call("full", list(x.shape), value, _dtype_arg(a.dtype, x),
-                      _device_arg(a.device, x))
+        return e.call("full", size, value, _dtype_arg(a.dtype, x), _device_arg(a.device, x))
     return handler
 
 
-handles("zeros_like", "empty_like")(_like(0))
-handles("ones_like")(_like(1))
-handles("full_like")(_like(None))
-
-
-def _new(fill):
-    def handler(e, a):
-        x = _example(a.self)
-        value = a.fill_value if fill is None else fill
-        return e.call("full", list(a.size), value, _dtype_arg(a.dtype, x),
-                      _device_arg(a.device, x))
-    return handler
-
-
-handles("new_zeros", "new_empty")(_new(0))
-handles("new_ones")(_new(1))
-handles("new_full")(_new(None))
+handles("zeros_like", "empty_like")(_filled(0, True))
+handles("ones_like")(_filled(1, True))
+handles("full_like")(_filled(None, True))
+handles("new_zeros", "new_empty")(_filled(0, False))
+handles("new_ones")(_filled(1, False))
+handles("new_full")(_filled(None, False))
 
 
 @handles("empty.memory_format")
