@@ -115,7 +115,7 @@ class Runner {
   struct Slot {
     bool warmed_up = false;
     std::unique_ptr<Recording> graph;
-    // Recordings of the same geometry at other addresses of its large inputs, latest first.
+    // Recordings of the same geometry at other addresses of its inputs, latest first.
     std::vector<std::unique_ptr<Recording>> elsewhere;
     bool skipped = false;
     bool copy_inputs = false;  // recording again cost more than copying the inputs
@@ -354,7 +354,7 @@ std::unique_ptr<Recording> Runner::record(const std::vector<Tensor>& inputs, int
   return r;
 }
 
-// A call whose large inputs are not where the slot's graph reads them: the slot's recording at
+// A call whose inputs are not where the slot's graph reads them: the slot's recording at
 // their addresses if it has one, else a new one while it has fewer than kAddressSets, else its
 // graph recorded again.
 void Runner::find_or_record(Slot& slot, const std::vector<Tensor>& inputs) {
