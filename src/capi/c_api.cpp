@@ -86,6 +86,48 @@ CompileOptions parse_options(const char* text) {
   return o;
 }
 
+// Every input taken (as a DLPack consumer, whatever goes wrong with another), as coil tensors;
+// coil::Error naming the first that is not one.
+std::vector<Tensor> take_inputs(const coil_function* fn, DLManagedTensor* const* inputs,
+                                size_t num_inputs) {
+  std::vector<Tensor> args;
+  args.reserve(num_inputs);
+  std::string problem;
+  for (size_t i = 0; i < num_inputs; ++i) {
+    const DType expected = fn && i < fn->inputs.size() ? fn->inputs[i].dtype : kFloat32;
+    try {
+      args.push_back(from_dlpack(inputs[i], expected));
+    } catch (const Error& e) {
+      if (problem.empty()) problem = "input " + std::to_string(i) + ": " + e.what();
+    }
+  }
+  COIL_CHECK(problem.empty(), "coil_function_run: ", problem);
+  return args;
+}
+
+// The compiled code holds for the placeholders' layouts alone (for a dynamic graph, their
+// dtypes, devices and ranks; its sizes are read from the inputs).
+void check_layouts(const coil_function& fn, std::vector<Tensor>& args) {
+  COIL_CHECK(args.size() == fn.inputs.size(), "coil_function_run: the graph takes ",
+             fn.inputs.size(), " inputs, not ", args.size());
+  const bool dynamic = fn.graph->is_dynamic();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const TensorMeta& want = fn.inputs[i];
+    TensorMeta& given = args[i].impl()->meta;
+    // A dim of size 1 has any stride (DLPack exporters rewrite them): the graph's then.
+    if (given.sizes == want.sizes)
+      for (size_t d = 0; d < given.sizes.size(); ++d)
+        if (given.sizes[d] == 1) given.strides[d] = want.strides[d];
+    TensorMeta m = given;
+    m.offset = want.offset;  // where the memory starts is the caller's
+    if (dynamic && m.dtype == want.dtype && m.device == want.device &&
+        m.sizes.size() == want.sizes.size())
+      continue;
+    COIL_CHECK(m == want, "coil_function_run: input ", i, " is ", meta_str(m), ", the graph takes ",
+               meta_str(want));
+  }
+}
+
 }  // namespace
 
 }  // namespace coil::capi
@@ -117,42 +159,13 @@ int coil_function_run(coil_function* fn, DLManagedTensor* const* inputs, size_t 
                       DLManagedTensor** outputs, size_t num_outputs) {
   return capi::guarded(
       [&] {
-        std::vector<Tensor> args;
-        args.reserve(num_inputs);
-        std::string problem;
-        for (size_t i = 0; i < num_inputs; ++i) {
-          // Every input is taken, whatever goes wrong with another.
-          const DType expected = fn && i < fn->inputs.size() ? fn->inputs[i].dtype : kFloat32;
-          try {
-            args.push_back(capi::from_dlpack(inputs[i], expected));
-          } catch (const Error& e) {
-            if (problem.empty()) problem = "input " + std::to_string(i) + ": " + e.what();
-          }
-        }
+        COIL_CHECK(inputs != nullptr || num_inputs == 0, "coil_function_run: no input array");
+        std::vector<Tensor> args = capi::take_inputs(fn, inputs, num_inputs);
         COIL_CHECK(fn != nullptr, "coil_function_run: the function is null");
-        COIL_CHECK(problem.empty(), "coil_function_run: ", problem);
-        COIL_CHECK(num_inputs == fn->inputs.size(), "coil_function_run: the graph takes ",
-                   fn->inputs.size(), " inputs, not ", num_inputs);
-        // The compiled code holds for the placeholders' layouts alone (for a dynamic graph, their
-        // dtypes, devices and ranks; its sizes are read from the inputs).
-        const bool dynamic = fn->graph->is_dynamic();
-        for (size_t i = 0; i < num_inputs; ++i) {
-          const TensorMeta& want = fn->inputs[i];
-          TensorMeta& given = args[i].impl()->meta;
-          // A dim of size 1 has any stride (DLPack exporters rewrite them): the graph's then.
-          if (given.sizes == want.sizes)
-            for (size_t d = 0; d < given.sizes.size(); ++d)
-              if (given.sizes[d] == 1) given.strides[d] = want.strides[d];
-          TensorMeta m = given;
-          m.offset = want.offset;  // where the memory starts is the caller's
-          if (dynamic && m.dtype == want.dtype && m.device == want.device &&
-              m.sizes.size() == want.sizes.size())
-            continue;
-          COIL_CHECK(m == want, "coil_function_run: input ", i, " is ", meta_str(m),
-                     ", the graph takes ", meta_str(want));
-        }
-        COIL_CHECK(num_outputs == fn->num_outputs, "coil_function_run: the graph returns ",
-                   fn->num_outputs, " results, room was made for ", num_outputs);
+        COIL_CHECK(outputs != nullptr && num_outputs == fn->num_outputs,
+                   "coil_function_run: the graph returns ", fn->num_outputs,
+                   " results, room was made for ", outputs ? num_outputs : 0);
+        capi::check_layouts(*fn, args);
         std::vector<Tensor> results = fn->compiled.run(args);
         COIL_CHECK(results.size() == num_outputs, "coil_function_run: the compiled graph gave ",
                    results.size(), " results, not ", num_outputs);
