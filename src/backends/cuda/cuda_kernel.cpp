@@ -513,11 +513,12 @@ class Printer {
   size_t pass_ = 0;
 };
 
-// Every variance a row's two passes (its mean, then the squared deviations): block reductions
-// of sums, no Welford state to combine across threads.
-bool always(const KernelNode& n, const Kernel&) { return n.reduce == ReduceKind::WelfordM2; }
-
 }  // namespace
+
+Kernel with_two_pass_variances(const Kernel& k) {
+  return codegen::two_pass_variances(
+      k, [](const KernelNode& n, const Kernel&) { return n.reduce == ReduceKind::WelfordM2; });
+}
 
 KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
                              const LaunchChoice& choice) {
@@ -526,7 +527,7 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
   src.parallel = true;
   std::vector<Kernel> parts = k.parts.empty() ? std::vector<Kernel>{k} : k.parts;
   const bool rows = k.parts.empty() && k.is_reduction();
-  Kernel rewritten = rows ? codegen::two_pass_variances(k, always) : k;
+  Kernel rewritten = rows ? with_two_pass_variances(k) : k;
   int64_t block = choice.pointwise_block ? choice.pointwise_block : kPointwiseBlock;
   // A read that a write may alias keeps to plain loads: the hinted one is an asm statement,
   // which the compiler may move past the write.
@@ -578,24 +579,6 @@ KernelSource generate_kernel(const Kernel& k, const ir::Program& program,
                   src.symbols, src.divisors, block) +
              " {\n  coil_wait_previous_kernel();\n" + pr.writer().text() + "}\n";
   return src;
-}
-
-std::vector<KernelSource> launch_alternatives(const Kernel& k, const ir::Program& program) {
-  std::vector<LaunchChoice> choices;
-  if (k.parts.empty() && k.is_reduction()) {
-    for (const RowLaunch& l :
-         row_launch_alternatives(codegen::two_pass_variances(k, always), program))
-      choices.push_back({0, l});
-  } else if (k.parts.empty()) {
-    for (int64_t b : {128, 512, 1024}) choices.push_back({b, std::nullopt});
-  }
-  std::vector<KernelSource> out;
-  for (const LaunchChoice& c : choices) {
-    Kernel named = k;
-    named.name = k.name + "_at" + std::to_string(out.size() + 1);
-    out.push_back(generate_kernel(named, program, c));
-  }
-  return out;
 }
 
 }  // namespace coil::cuda

@@ -28,6 +28,10 @@ struct LaunchChoice {
 codegen::KernelSource generate_kernel(const schedule::Kernel& k, const ir::Program& program,
                                       const LaunchChoice& choice = {});
 
+// A row kernel as it is printed: every variance in two passes (the mean, then the squared
+// deviations): block reductions of sums, no Welford state to combine across threads.
+schedule::Kernel with_two_pass_variances(const schedule::Kernel& k);
+
 // mode="max-autotune": the kernel printed with other launches than the heuristics' (other
 // pointwise blocks; other groups and rows a block for rows in registers; other block widths
 // for rows a block), each named `<k.name>_at<n>`, n from 1; none for kernels whose launch has
