@@ -1,5 +1,7 @@
-// conv2d and its backward ops in float32 through oneDNN's convolution primitives
-// (runtime/kernels/onednn_conv.h); where oneDNN has no kernel, and in float64, as im2col + GEMM:
+// conv2d and its backward ops through oneDNN's convolution primitives
+// (runtime/kernels/onednn_conv.h): float32, and the 16-bit floats in their own dtype where the
+// CPU has kernels for them, else in float32 copies (as PyTorch's CPU convolutions compute them).
+// Where oneDNN has no kernel, and in float64, as im2col + GEMM:
 // per sample and group, the input patches are unfolded into a (C/groups * kh * kw) x (OH * OW)
 // matrix that the group's weights multiply in one BLAS call.
 // Its backward ops are the same products transposed: the input's gradient folds the product of
@@ -223,8 +225,19 @@ void conv_weight_grad(const T* gy, const T* x, T* dw, const ConvGeometry& g) {
     }
 }
 
-ConvShape shape_of(const ConvGeometry& g) {
-  return {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.groups, g.stride, g.pad, g.dil};
+ConvShape shape_of(const ConvGeometry& g, DType dtype) {
+  ConvShape s{g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.groups, g.stride, g.pad, g.dil};
+  s.dtype = dtype;
+  return s;
+}
+
+// The dtypes oneDNN is asked to compute a convolution of `dtype` in, the first that it has
+// kernels for taken: a 16-bit dtype itself (accumulating in float32), then float32 copies;
+// none for float64.
+std::vector<DType> onednn_dtypes(DType dtype) {
+  if (dtype == kFloat64) return {};
+  if (dtype == kFloat32) return {kFloat32};
+  return {dtype, kFloat32};
 }
 
 // A contiguous copy of t in `dtype`, or t itself when it already is one.
@@ -258,32 +271,31 @@ std::vector<Tensor> eager_conv2d(const Args& a, const std::vector<TensorMeta>& o
   Tensor bias = a.opt_tensor(2);
   Tensor r = empty_from_meta(out[0]);
   if (r.numel() == 0) return one(r);
-  // float16/bfloat16 compute in float32, as PyTorch's CPU convolution does.
-  DType compute = out[0].dtype == kFloat64 ? kFloat64 : kFloat32;
-  if (compute == kFloat32) {  // oneDNN's convolution where it has one
-    Tensor b = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
+  for (DType dtype : onednn_dtypes(r.dtype())) {
+    Tensor b = bias.defined() ? contiguous_as(bias, dtype) : Tensor();
     // A channels-last result (conv2d_meta: the input or the weight is) from NHWC activations,
     // and a channels-last weight read as it is (a model converted to channels-last).
-    ConvShape s = shape_of(g);
+    ConvShape s = shape_of(g, dtype);
     s.channels_last = r.impl()->meta.is_channels_last();
-    s.weights_channels_last = g.groups == 1 && a.tensor(1).dtype() == compute &&
+    s.weights_channels_last = g.groups == 1 && a.tensor(1).dtype() == dtype &&
                               a.tensor(1).impl()->meta.is_channels_last();
-    Tensor x = s.channels_last ? channels_last_as(a.tensor(0), compute)
-                               : contiguous_as(a.tensor(0), compute);
-    Tensor w = s.weights_channels_last ? a.tensor(1) : contiguous_as(a.tensor(1), compute);
-    Tensor y = r.dtype() == compute
-                   ? r
-                   : empty_from_meta({compute, r.sizes(), r.strides(), 0, r.device()});
+    Tensor x =
+        s.channels_last ? channels_last_as(a.tensor(0), dtype) : contiguous_as(a.tensor(0), dtype);
+    Tensor w = s.weights_channels_last ? a.tensor(1) : contiguous_as(a.tensor(1), dtype);
+    Tensor y =
+        r.dtype() == dtype ? r : empty_from_meta({dtype, r.sizes(), r.strides(), 0, r.device()});
     // The weight's own memory (not a copy made here): oneDNN may keep its reordered form.
     const Storage& ws = *a.tensor(1).impl()->storage;
     const WeightVersion wv =
         w.impl()->storage.get() == &ws ? WeightVersion{ws.id, ws.version} : WeightVersion{};
-    if (onednn_conv2d(s, x.data_ptr<float>(), w.data_ptr<float>(),
-                      b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(), wv)) {
+    if (onednn_conv2d(s, x.data_ptr(), w.data_ptr(), b.defined() ? b.data_ptr() : nullptr,
+                      y.data_ptr(), wv)) {
       if (!y.is_same(r)) copy_into(r, y);
       return one(r);
     }
   }
+  // float16/bfloat16 compute in float32, as PyTorch's CPU convolution does.
+  DType compute = r.dtype() == kFloat64 ? kFloat64 : kFloat32;
   Tensor x = contiguous_as(a.tensor(0), compute), w = contiguous_as(a.tensor(1), compute);
   Tensor acc = compute == r.dtype() && r.is_contiguous() ? r : empty_contiguous(r.sizes(), compute);
   if (bias.defined()) {
@@ -315,46 +327,45 @@ ConvGeometry backward_geometry(const Args& a, const char* op) {
   return g;
 }
 
-// A backward op's result, computed into zeros in float32 or float64. `onednn(s, gy, x, w, out)`
-// runs oneDNN's pass where it has one (float32; true when it did), `own(...)` coil's kernel over
-// NCHW tensors otherwise. With a channels-last gradient or input (a channels-last model's
+// A backward op's result. `onednn(s, gy, x, w, out)` runs oneDNN's pass where it has one (in
+// onednn_dtypes' order; true when it did), else `own(...)`, coil's kernel over NCHW tensors in
+// float32 or float64. With a channels-last gradient or input (a channels-last model's
 // training), oneDNN reads and writes the activations NHWC and the weight OHWI as they are.
 template <typename OneDnn, typename Own>
 std::vector<Tensor> conv_backward(const Args& a, const TensorMeta& out, const char* op,
                                   bool weight_grad, OneDnn onednn, Own own) {
   ConvGeometry g = backward_geometry(a, op);
   Tensor r = empty_from_meta(out);
-  DType compute = out.dtype == kFloat64 ? kFloat64 : kFloat32;
   if (r.numel() == 0 || g.n == 0) {
     fill(r, 0);
     return one(r);
   }
-  if (compute == kFloat32) {
-    ConvShape s = shape_of(g);
+  for (DType dtype : onednn_dtypes(r.dtype())) {
+    ConvShape s = shape_of(g, dtype);
     s.channels_last =
         a.tensor(0).impl()->meta.is_channels_last() || a.tensor(1).impl()->meta.is_channels_last();
-    s.weights_channels_last = g.groups == 1 && a.tensor(2).dtype() == compute &&
+    s.weights_channels_last = g.groups == 1 && a.tensor(2).dtype() == dtype &&
                               a.tensor(2).impl()->meta.is_channels_last();
     auto activation = [&](const Tensor& t) {
-      return s.channels_last ? channels_last_as(t, compute) : contiguous_as(t, compute);
+      return s.channels_last ? channels_last_as(t, dtype) : contiguous_as(t, dtype);
     };
     Tensor gy = activation(a.tensor(0)), x = activation(a.tensor(1));
-    Tensor w = s.weights_channels_last ? a.tensor(2) : contiguous_as(a.tensor(2), compute);
+    Tensor w = s.weights_channels_last ? a.tensor(2) : contiguous_as(a.tensor(2), dtype);
     // The result in the layout oneDNN writes: the activations' for dx, the weight's for dw.
     const bool nhwc = weight_grad ? s.weights_channels_last : s.channels_last;
     const Shape& sizes = r.sizes();
     Tensor acc =
-        r.impl()->meta.is_channels_last() == nhwc && r.dtype() == compute
+        r.impl()->meta.is_channels_last() == nhwc && r.dtype() == dtype
             ? r
-            : empty_from_meta({compute, sizes,
+            : empty_from_meta({dtype, sizes,
                                nhwc ? channels_last_strides(sizes) : contiguous_strides(sizes), 0,
                                r.device()});
-    if (onednn(s, gy.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(),
-               acc.data_ptr<float>())) {
+    if (onednn(s, gy.data_ptr(), x.data_ptr(), w.data_ptr(), acc.data_ptr())) {
       if (!acc.is_same(r)) copy_into(r, acc);
       return one(r);
     }
   }
+  DType compute = r.dtype() == kFloat64 ? kFloat64 : kFloat32;
   Tensor acc = compute == r.dtype() && r.is_contiguous() ? r : empty_contiguous(r.sizes(), compute);
   fill(acc, 0);
   Tensor gy = contiguous_as(a.tensor(0), compute), x = contiguous_as(a.tensor(1), compute),
@@ -380,7 +391,7 @@ std::vector<TensorMeta> meta_conv2d_input_backward(const Args& a) {
 std::vector<Tensor> eager_conv2d_input_backward(const Args& a, const std::vector<TensorMeta>& out) {
   return conv_backward(
       a, out[0], "conv2d_input_backward", /*weight_grad=*/false,
-      [](const ConvShape& s, const float* gy, const float*, const float* w, float* dx) {
+      [](const ConvShape& s, const void* gy, const void*, const void* w, void* dx) {
         return onednn_conv2d_backward_data(s, gy, w, dx);
       },
       []<typename T>(const T* gy, const T*, const T* w, T* dx, const ConvGeometry& g) {
@@ -400,7 +411,7 @@ std::vector<Tensor> eager_conv2d_weight_backward(const Args& a,
                                                  const std::vector<TensorMeta>& out) {
   return conv_backward(
       a, out[0], "conv2d_weight_backward", /*weight_grad=*/true,
-      [](const ConvShape& s, const float* gy, const float* x, const float*, float* dw) {
+      [](const ConvShape& s, const void* gy, const void* x, const void*, void* dw) {
         return onednn_conv2d_backward_weights(s, gy, x, dw);
       },
       []<typename T>(const T* gy, const T* x, const T*, T* dw, const ConvGeometry& g) {

@@ -210,6 +210,35 @@ TEST(Conv2d, GradientsOfInputAndWeight) {
   });
 }
 
+// bfloat16 and float16 convolutions run in their own dtype where the CPU has oneDNN kernels for
+// them (else in float32 copies): either way each result is a float32 sum rounded once, so it is
+// within the dtype's rounding of the float64 result, in both layouts and both directions.
+TEST(Conv2d, SixteenBitResultsAndGradientsAreRoundedOnce) {
+  const Conv c{{1, 1}, {1, 1}, {1, 1}, 1};
+  in_each_form([&] {
+    for (DType dt : {kBFloat16, kFloat16}) {
+      for (MemoryFormat f : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) +
+                     (f == MemoryFormat::ChannelsLast ? " channels-last" : " NCHW"));
+        Tensor x = random({2, 16, 9, 11}, dt).contiguous(f).requires_grad_();
+        Tensor w = random({32, 16, 3, 3}, dt).contiguous(f).requires_grad_();
+        Tensor b = random({32}, dt);
+        Tensor y = call_conv(x, w, b, c);
+        EXPECT_EQ(y.dtype(), dt);
+        Shape sizes;
+        const double tol = ct::rtol_for(dt);
+        ct::expect_close(y, ref_conv(x, w, b, c, &sizes), sizes, tol, tol);
+        Tensor g = random(y.sizes(), dt);
+        (y * g).sum().backward();
+        std::vector<double> dx, dw;
+        ref_conv_grads(x, w, g, c, &dx, &dw);
+        ct::expect_close(x.grad(), dx, x.sizes(), tol, tol);
+        ct::expect_close(w.grad(), dw, w.sizes(), tol, tol);
+      }
+    }
+  });
+}
+
 TEST(Conv2d, BackwardOpsCheckTheirGradient) {
   Tensor x = ones({1, 4, 5, 5}), w = ones({2, 4, 3, 3});
   auto input_backward = [&](const Tensor& g) {

@@ -19,7 +19,7 @@ using Dims = dnnl::memory::dims;
 using Tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 enum class Pass : int64_t { forward, backward_data, backward_weights };
-using Key = std::array<int64_t, 20>;
+using Key = std::array<int64_t, 21>;
 
 Key key_of(const ConvShape& s, Pass pass, bool bias) {
   return {s.n,
@@ -41,7 +41,8 @@ Key key_of(const ConvShape& s, Pass pass, bool bias) {
           bias,
           static_cast<int64_t>(pass),
           s.channels_last,
-          s.weights_channels_last};
+          s.weights_channels_last,
+          static_cast<int64_t>(s.dtype)};
 }
 
 // One argument of a primitive: the tensor's own plain layout and the one the kernel wants
@@ -94,8 +95,10 @@ Cache& cache() {
 
 std::atomic<ConvForm> forced{ConvForm::fastest};
 
+dt data_type(DType t) { return t == kBFloat16 ? dt::bf16 : t == kFloat16 ? dt::f16 : dt::f32; }
+
 dnnl::memory::desc any(const dnnl::memory::desc& d) {
-  return dnnl::memory::desc(d.dims(), dt::f32, Tag::any);
+  return dnnl::memory::desc(d.dims(), d.data_type(), Tag::any);
 }
 
 // The tensors' own layout, or any the primitive prefers.
@@ -109,18 +112,18 @@ struct Descs {
   bool plain;
 
   Descs(const ConvShape& s, bool with_bias, bool plain_layouts)
-      : x({s.n, s.c, s.h, s.w}, dt::f32, s.channels_last ? Tag::nhwc : Tag::nchw),
-        w(s.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32,
+      : x({s.n, s.c, s.h, s.w}, data_type(s.dtype), s.channels_last ? Tag::nhwc : Tag::nchw),
+        w(s.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, data_type(s.dtype),
                                              s.weights_channels_last ? Tag::ohwi : Tag::oihw)
                         : dnnl::memory::desc({s.groups, s.o / s.groups, s.c / s.groups, s.kh, s.kw},
-                                             dt::f32, Tag::goihw)),
-        y({s.n, s.o, s.oh, s.ow}, dt::f32, s.channels_last ? Tag::nhwc : Tag::nchw),
+                                             data_type(s.dtype), Tag::goihw)),
+        y({s.n, s.o, s.oh, s.ow}, data_type(s.dtype), s.channels_last ? Tag::nhwc : Tag::nchw),
         stride{s.stride[0], s.stride[1]},
         dil{s.dil[0] - 1, s.dil[1] - 1},  // oneDNN counts dilation from 0
         pad_l{s.pad[0], s.pad[1]},
         pad_r(2),
         plain(plain_layouts) {
-    if (with_bias) bias = dnnl::memory::desc({s.o}, dt::f32, Tag::x);
+    if (with_bias) bias = dnnl::memory::desc({s.o}, data_type(s.dtype), Tag::x);
     // The padding after the input is explicit: what makes the output's size conv2d's.
     const int64_t in[2] = {s.h, s.w}, k[2] = {s.kh, s.kw}, out[2] = {s.oh, s.ow};
     for (int d = 0; d < 2; ++d)
@@ -182,12 +185,12 @@ Prepared make(const ConvShape& s, Pass pass, bool bias, bool plain, const dnnl::
 // freed long ago).
 struct KeptWeight {
   uint64_t version;
-  const float* data;
+  const void* data;
   dnnl::memory reordered;
 };
 constexpr size_t kMaxKeptWeights = 512;
 
-dnnl::memory kept_weight(const Prepared& p, const Arg& a, dnnl::memory mine, const float* data,
+dnnl::memory kept_weight(const Prepared& p, const Arg& a, dnnl::memory mine, const void* data,
                          WeightVersion wv, dnnl::stream& stream, const dnnl::engine& e) {
   static std::mutex mu;
   static std::map<std::pair<const Prepared*, uint64_t>, KeptWeight> kept;
@@ -203,14 +206,14 @@ dnnl::memory kept_weight(const Prepared& p, const Arg& a, dnnl::memory mine, con
 }
 
 // Runs `p` on `data` (its arguments' memory, in Prepared::args' order).
-void execute(const Prepared& p, const std::vector<const float*>& data, const dnnl::engine& e,
+void execute(const Prepared& p, const std::vector<const void*>& data, const dnnl::engine& e,
              WeightVersion wv) {
   dnnl::stream stream(e);
   std::unordered_map<int, dnnl::memory> args;
   std::vector<std::pair<dnnl::memory, dnnl::memory>> results;  // (the kernel's, the tensor's)
   for (size_t i = 0; i < p.args.size(); ++i) {
     const Arg& a = p.args[i];
-    dnnl::memory mine(a.plain, e, const_cast<float*>(data[i]));
+    dnnl::memory mine(a.plain, e, const_cast<void*>(data[i]));
     if (a.wanted == a.plain) {
       args.emplace(a.id, mine);
     } else if (a.id == DNNL_ARG_WEIGHTS && wv.storage != 0) {
@@ -234,7 +237,7 @@ void execute(const Prepared& p, const std::vector<const float*>& data, const dnn
 // `data` (each run writes the whole output). Returns nullptr when oneDNN has none; sets `ran`
 // when the timing runs already computed the output.
 const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
-                       const std::vector<const float*>& data, WeightVersion wv, bool& ran) {
+                       const std::vector<const void*>& data, WeightVersion wv, bool& ran) {
   Cache& cc = cache();
   std::lock_guard<std::mutex> lock(cc.mu);
   Forms& f = cc.primitives[key_of(s, pass, bias)];
@@ -251,7 +254,9 @@ const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
       } catch (const dnnl::error&) {
       }
     }
-    if (std::any_of(f.forms.begin(), f.forms.end(), [](const Prepared& p) { return !p.reference; }))
+    // A 16-bit convolution with only the reference code is better run in float32 copies.
+    if (s.dtype != kFloat32 ||
+        std::any_of(f.forms.begin(), f.forms.end(), [](const Prepared& p) { return !p.reference; }))
       std::erase_if(f.forms, [](const Prepared& p) { return p.reference; });
     if (f.forms.size() == 1) f.chosen = 0;
   }
@@ -284,7 +289,7 @@ const Prepared* choose(const ConvShape& s, Pass pass, bool bias,
 
 // Runs the chosen primitive for `s` and `pass` on `data` (its arguments' memory, in
 // Prepared::args' order); false when oneDNN has none.
-bool run(const ConvShape& s, Pass pass, std::vector<const float*> data, WeightVersion wv = {}) {
+bool run(const ConvShape& s, Pass pass, std::vector<const void*> data, WeightVersion wv = {}) {
   // Inside a parallel region oneDNN's kernels would split work for a team they do not have
   // (see onednn_matmul.cpp): the caller's own kernel takes it.
   if (omp_in_parallel()) return false;
@@ -301,18 +306,17 @@ bool run(const ConvShape& s, Pass pass, std::vector<const float*> data, WeightVe
 
 void set_onednn_conv_form(ConvForm form) { forced = form; }
 
-bool onednn_conv2d(const ConvShape& s, const float* x, const float* w, const float* bias, float* y,
+bool onednn_conv2d(const ConvShape& s, const void* x, const void* w, const void* bias, void* y,
                    WeightVersion wv) {
   return run(s, Pass::forward, {x, w, y, bias}, wv);
 }
 
-bool onednn_conv2d_backward_data(const ConvShape& s, const float* gy, const float* w, float* dx,
+bool onednn_conv2d_backward_data(const ConvShape& s, const void* gy, const void* w, void* dx,
                                  WeightVersion wv) {
   return run(s, Pass::backward_data, {gy, w, dx}, wv);
 }
 
-bool onednn_conv2d_backward_weights(const ConvShape& s, const float* gy, const float* x,
-                                    float* dw) {
+bool onednn_conv2d_backward_weights(const ConvShape& s, const void* gy, const void* x, void* dw) {
   return run(s, Pass::backward_weights, {gy, x, dw});
 }
 
