@@ -1,5 +1,7 @@
 #include "runtime/kernels/onednn_conv.h"
 
+#include "runtime/kernels/onednn_dtype.h"
+
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -17,7 +19,6 @@ namespace {
 
 using Dims = dnnl::memory::dims;
 using Tag = dnnl::memory::format_tag;
-using dt = dnnl::memory::data_type;
 enum class Pass : int64_t { forward, backward_data, backward_weights };
 using Key = std::array<int64_t, 21>;
 
@@ -95,8 +96,6 @@ Cache& cache() {
 
 std::atomic<ConvForm> forced{ConvForm::fastest};
 
-dt data_type(DType t) { return t == kBFloat16 ? dt::bf16 : t == kFloat16 ? dt::f16 : dt::f32; }
-
 dnnl::memory::desc any(const dnnl::memory::desc& d) {
   return dnnl::memory::desc(d.dims(), d.data_type(), Tag::any);
 }
@@ -112,18 +111,19 @@ struct Descs {
   bool plain;
 
   Descs(const ConvShape& s, bool with_bias, bool plain_layouts)
-      : x({s.n, s.c, s.h, s.w}, data_type(s.dtype), s.channels_last ? Tag::nhwc : Tag::nchw),
-        w(s.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, data_type(s.dtype),
+      : x({s.n, s.c, s.h, s.w}, onednn_data_type(s.dtype), s.channels_last ? Tag::nhwc : Tag::nchw),
+        w(s.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, onednn_data_type(s.dtype),
                                              s.weights_channels_last ? Tag::ohwi : Tag::oihw)
                         : dnnl::memory::desc({s.groups, s.o / s.groups, s.c / s.groups, s.kh, s.kw},
-                                             data_type(s.dtype), Tag::goihw)),
-        y({s.n, s.o, s.oh, s.ow}, data_type(s.dtype), s.channels_last ? Tag::nhwc : Tag::nchw),
+                                             onednn_data_type(s.dtype), Tag::goihw)),
+        y({s.n, s.o, s.oh, s.ow}, onednn_data_type(s.dtype),
+          s.channels_last ? Tag::nhwc : Tag::nchw),
         stride{s.stride[0], s.stride[1]},
         dil{s.dil[0] - 1, s.dil[1] - 1},  // oneDNN counts dilation from 0
         pad_l{s.pad[0], s.pad[1]},
         pad_r(2),
         plain(plain_layouts) {
-    if (with_bias) bias = dnnl::memory::desc({s.o}, data_type(s.dtype), Tag::x);
+    if (with_bias) bias = dnnl::memory::desc({s.o}, onednn_data_type(s.dtype), Tag::x);
     // The padding after the input is explicit: what makes the output's size conv2d's.
     const int64_t in[2] = {s.h, s.w}, k[2] = {s.kh, s.kw}, out[2] = {s.oh, s.ow};
     for (int d = 0; d < 2; ++d)

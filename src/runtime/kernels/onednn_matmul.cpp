@@ -1,5 +1,7 @@
 #include "runtime/kernels/onednn_matmul.h"
 
+#include "runtime/kernels/onednn_dtype.h"
+
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -90,22 +92,16 @@ std::optional<dnnl::matmul::primitive_desc> implementation(const dnnl::matmul::d
 // oneDNN can match to a plain layout: with stride 1 it reads the matrices as "bca", which its
 // brgemm kernels decline, and the generic jit gemm it falls back to spends a long time
 // generating its kernels on a process's first product (measured: docs/performance.md).
-dnnl::memory::data_type data_type(DType t) {
-  return t == kBFloat16  ? dnnl::memory::data_type::bf16
-         : t == kFloat16 ? dnnl::memory::data_type::f16
-                         : dnnl::memory::data_type::f32;
-}
-
 dnnl::memory::desc desc(DType t, int64_t batch, int64_t rows, int64_t cols, int64_t batch_stride,
                         int64_t row_stride, int64_t col_stride) {
   if (batch == 1) batch_stride = std::max(rows * row_stride, cols * col_stride);
-  return dnnl::memory::desc(Dims{batch, rows, cols}, data_type(t),
+  return dnnl::memory::desc(Dims{batch, rows, cols}, onednn_data_type(t),
                             Dims{batch_stride, row_stride, col_stride});
 }
 
 // A bias of n elements, one per column, added to every row of every matrix of the batch.
 dnnl::memory::desc row_bias_desc(DType t, int64_t n) {
-  return dnnl::memory::desc(Dims{1, 1, n}, data_type(t), Dims{n, n, 1});
+  return dnnl::memory::desc(Dims{1, 1, n}, onednn_data_type(t), Dims{n, n, 1});
 }
 
 // The primitive for `g`, made on first use; nullptr where oneDNN cannot take it (positive
