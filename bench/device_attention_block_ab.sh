@@ -8,7 +8,7 @@ set -euo pipefail
 bins=()
 for src in src/runtime/kernels/attention_block.cpp "$@"; do
   bin=/tmp/ab_$(basename "$src" .cpp)
-  g++ -O3 -march=native -fopenmp -std=c++20 -I src bench/probes/attention_block_ab.cpp "$src" -o "$bin"
+  g++ -O3 -march=native -fopenmp -std=c++20 -I src -I include bench/probes/attention_block_ab.cpp "$src" -o "$bin"
   bins+=("$bin")
 done
 for r in $(seq "${ROUNDS:-5}"); do

@@ -4,7 +4,8 @@
 // then one thread's time per block. Inputs rotate over 8 sets. Build one binary per variant
 // and run them in turns (bench/device_attention_block_ab.sh). With a second argument
 // (--scaling) it also times one block per thread at 1, 2, 4, ... threads, cold and again hot:
-//   g++ -O3 -march=native -fopenmp -std=c++20 -I src bench/probes/attention_block_ab.cpp \
+//   g++ -O3 -march=native -fopenmp -std=c++20 -I src -I include bench/probes/attention_block_ab.cpp
+//   \
 //       src/runtime/kernels/attention_block.cpp -o /tmp/ab
 #include <omp.h>
 
@@ -54,23 +55,23 @@ int main(int argc, char** argv) {
   auto block = [&](int set, int task) {
     const int h = task / (kLen / kRows), r0 = task % (kLen / kRows) * kRows;
     const float* base = q[set].data() + (h * kLen + r0) * kDim;
-    return coil::AttentionBlock{.q = base,
-                                .q_row = kDim,
-                                .q_col = 1,
-                                .k = k[set].data() + h * kLen * kDim,
-                                .k_row = kDim,
-                                .k_col = 1,
-                                .v = v[set].data() + h * kLen * kDim,
-                                .v_row = kDim,
-                                .out = out.data() + (h * kLen + r0) * kDim,
-                                .out_row = kDim,
-                                .n = kRows,
-                                .s = kLen,
-                                .e = kDim,
-                                .ev = kDim,
-                                .first_row = r0,
-                                .scale = 0.125f,
-                                .causal = false};
+    return coil::AttentionBlock<float>{.q = base,
+                                       .q_row = kDim,
+                                       .q_col = 1,
+                                       .k = k[set].data() + h * kLen * kDim,
+                                       .k_row = kDim,
+                                       .k_col = 1,
+                                       .v = v[set].data() + h * kLen * kDim,
+                                       .v_row = kDim,
+                                       .out = out.data() + (h * kLen + r0) * kDim,
+                                       .out_row = kDim,
+                                       .n = kRows,
+                                       .s = kLen,
+                                       .e = kDim,
+                                       .ev = kDim,
+                                       .first_row = r0,
+                                       .scale = 0.125f,
+                                       .causal = false};
   };
   const int tasks = kHeads * (kLen / kRows);
   std::vector<double> region, one;

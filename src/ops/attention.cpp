@@ -2,8 +2,8 @@
 // a "safe" softmax over the keys (a row with every key masked out gives zeros, not NaN),
 // dropout, then @ v. Both products go through batched_product (the matmul library, operands
 // read in place); float32 rows without a mask or dropout take the vectorised softmax_row, or,
-// where the CPU has AVX-512, a flash-style blocked form (attention_by_row_blocks).
-// float16/bfloat16 compute in float32.
+// where the CPU has AVX-512, a flash-style blocked form (attention_by_row_blocks), which also
+// takes float16/bfloat16 as they are. Elsewhere float16/bfloat16 compute in float32 copies.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -153,12 +153,15 @@ void softmax_rows(Tensor& scores, const AttentionShape& sh, double scale, const 
   }
 }
 
-// Flash-style attention for float32 without a mask or dropout, where the CPU has AVX-512: each
+// Flash-style attention without a mask or dropout, where the CPU has AVX-512: each
 // task is a block of query rows of one batch entry, whose scores, softmax and output rows one
 // thread computes in one kernel (attention_block) while the scores stay in its cache, all tasks
 // in one parallel region. The batched path runs three regions (two products and the softmax)
-// and writes the scores out in between. Returns false, computing nothing, where it does not
-// apply: no AVX-512, or values whose rows are not contiguous.
+// and writes the scores out in between. float32, bfloat16 or float16 operands (all three of
+// one type, `out` of it too) are read in place, 16-bit ones widened in the kernel. Returns
+// false, computing nothing, where it does not apply: no AVX-512, or values whose rows are not
+// contiguous.
+template <typename T>
 bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
                              const AttentionShape& sh, double scale, bool causal,
                              const Tensor& out) {
@@ -179,31 +182,31 @@ bool attention_by_row_blocks(const Tensor& q, const Tensor& k, const Tensor& v,
   const int64_t blocks = blocks_of(rows);
   const std::vector<int64_t> qo = batch_offsets(mq, sh.batch), ko = batch_offsets(mk, sh.batch),
                              vo = batch_offsets(mv, sh.batch);
-  const auto* pq = static_cast<const float*>(mq.data);
-  const auto* pk = static_cast<const float*>(mk.data);
-  const auto* pv = static_cast<const float*>(mv.data);
-  float* po = out.data_ptr<float>();
+  const auto* pq = static_cast<const T*>(mq.data);
+  const auto* pk = static_cast<const T*>(mk.data);
+  const auto* pv = static_cast<const T*>(mv.data);
+  T* po = out.data_ptr<T>();
   bool ok = true;
 #pragma omp parallel for schedule(static) reduction(&& : ok)
   for (int64_t t = 0; t < count * blocks; ++t) {
     const int64_t b = t / blocks, r0 = (t % blocks) * rows;
-    const AttentionBlock blk{.q = pq + qo[b] + r0 * q_row,
-                             .q_row = q_row,
-                             .q_col = q_col,
-                             .k = pk + ko[b],
-                             .k_row = k_row,
-                             .k_col = k_col,
-                             .v = pv + vo[b],
-                             .v_row = v_row,
-                             .out = po + (b * sh.l + r0) * sh.ev,
-                             .out_row = sh.ev,
-                             .n = std::min(rows, sh.l - r0),
-                             .s = sh.s,
-                             .e = e,
-                             .ev = sh.ev,
-                             .first_row = r0,
-                             .scale = static_cast<float>(scale),
-                             .causal = causal};
+    const AttentionBlock<T> blk{.q = pq + qo[b] + r0 * q_row,
+                                .q_row = q_row,
+                                .q_col = q_col,
+                                .k = pk + ko[b],
+                                .k_row = k_row,
+                                .k_col = k_col,
+                                .v = pv + vo[b],
+                                .v_row = v_row,
+                                .out = po + (b * sh.l + r0) * sh.ev,
+                                .out_row = sh.ev,
+                                .n = std::min(rows, sh.l - r0),
+                                .s = sh.s,
+                                .e = e,
+                                .ev = sh.ev,
+                                .first_row = r0,
+                                .scale = static_cast<float>(scale),
+                                .causal = causal};
     ok = attention_block(blk) && ok;
   }
   COIL_CHECK(ok,
@@ -297,17 +300,25 @@ std::vector<Tensor> eager_scaled_dot_product_attention(const Args& a,
   AttentionShape sh = attention_shape(a);
   Tensor r = empty_from_meta(out[0]);
   if (r.numel() == 0) return one(r);
+  const bool plain = !a.opt_tensor(3).defined() && a.f64(4) == 0;
+  const double scale =
+      a.opt_f64(6).value_or(1.0 / std::sqrt(static_cast<double>(a.tensor(0).size(-1))));
+  if (plain && is_reduced_float(r.dtype())) {
+    const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
+    const bool done = r.dtype() == kBFloat16
+                          ? attention_by_row_blocks<BFloat16>(q, k, v, sh, scale, a.b(5), r)
+                          : attention_by_row_blocks<Half>(q, k, v, sh, scale, a.b(5), r);
+    if (done) return one(r);
+  }
   DType ct = r.dtype() == kFloat64 ? kFloat64 : kFloat32;
   Tensor q = as_dtype(a.tensor(0), ct), k = as_dtype(a.tensor(1), ct),
          v = as_dtype(a.tensor(2), ct);
   Tensor mask = a.opt_tensor(3);
   if (mask.defined() && mask.dtype() != kBool) mask = as_dtype(mask, ct);
   double p = a.f64(4);
-  double scale = a.opt_f64(6).value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
 
   Tensor acc = r.dtype() == ct ? r : empty_contiguous(r.sizes(), ct);
-  if (ct == kFloat32 && !mask.defined() && p == 0 &&
-      attention_by_row_blocks(q, k, v, sh, scale, a.b(5), acc)) {
+  if (ct == kFloat32 && plain && attention_by_row_blocks<float>(q, k, v, sh, scale, a.b(5), acc)) {
     if (!acc.is_same(r)) copy_into(r, acc);
     return one(r);
   }

@@ -481,6 +481,38 @@ TEST(Attention, FlashBlocksOfEveryTileShapeMatchFloat64) {
   omp_set_num_threads(before);
 }
 
+// bfloat16 and float16 take the same kernel, their elements widened as they are loaded (queries
+// packed by rows or, through strides, element by element; keys by rows or columns; values by
+// chunks) and each output rounded once: the result is the float32 kernel's on the widened
+// operands, rounded, bit for bit, and within the dtype's tolerance of float64.
+TEST(Attention, SixteenBitBlocksAreTheFloat32KernelRoundedOnce) {
+  const int before = omp_get_max_threads();
+  auto causal_mask = [](int64_t, int64_t l, int64_t s) { return s > l ? -INFINITY : 0.0; };
+  for (DType dt : {kBFloat16, kFloat16})
+    for (int threads : {1, 3}) {
+      omp_set_num_threads(threads);
+      for (int64_t ev : {5, 33, 64, 130}) {
+        const int64_t s = ev % 2 ? 37 : 150;
+        SCOPED_TRACE(std::string(dtype_name(dt)) + ", " + std::to_string(threads) +
+                     " threads, ev " + std::to_string(ev));
+        Tensor q = random({2, 45, 21}, dt), k = random({2, s, 21}, dt), v = random({2, s, ev}, dt);
+        Tensor k_t = k.transpose(1, 2).contiguous().transpose(1, 2);
+        for (bool causal : {false, true}) {
+          Tensor got = scaled_dot_product_attention(causal ? noncontiguous(q) : q, causal ? k_t : k,
+                                                    v, {}, 0.0, causal, 0.3);
+          ASSERT_EQ(got.dtype(), dt);
+          Tensor wide = scaled_dot_product_attention(q.to(kFloat32), k.to(kFloat32), v.to(kFloat32),
+                                                     {}, 0.0, causal, 0.3);
+          EXPECT_EQ(values(got), values(wide.to(dt))) << (causal ? "causal" : "no mask");
+          Ref want = causal ? ref_attention(q, k, v, 0.3, causal_mask)
+                            : ref_attention(q, k, v, 0.3, no_mask);
+          ct::expect_close(got, want.v, want.sizes, ct::rtol_for(dt), atol_attention(dt));
+        }
+      }
+    }
+  omp_set_num_threads(before);
+}
+
 TEST(Attention, ScoresOfInfinityAndNaN) {
   // Query row 0 scores -inf against every key (+inf times negative keys): it attends to
   // nothing and gives zeros, as the safe softmax does; a NaN in row 1 makes that row NaN; row 2

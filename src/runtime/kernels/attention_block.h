@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include <coil/dtype.h>
+
 namespace coil {
 
 // out = softmax(q @ k^T * scale) @ v for n query rows against s keys, each row's softmax over
@@ -17,26 +19,32 @@ namespace coil {
 // written at out[i*out_row + c] (c < ev). As softmax_row: a row whose scores are all -inf gives
 // zeros, a NaN or +inf score a NaN row, and weights below e^-87 of the row's largest are 0
 // (no subnormal operand reaches the second product; softmax_row.h says why).
+// T is float, BFloat16 or Half: 16-bit elements are widened as they are loaded, everything is
+// computed in float32, and each output element is rounded once, when it is stored.
+template <typename T>
 struct AttentionBlock {
-  const float* q;
+  const T* q;
   int64_t q_row, q_col;
-  const float* k;
+  const T* k;
   int64_t k_row, k_col;
-  const float* v;
+  const T* v;
   int64_t v_row;
-  float* out;
+  T* out;
   int64_t out_row;
   int64_t n, s, e, ev, first_row;
   float scale;
   bool causal;
 };
 
-// Whether this CPU runs attention_block (it needs AVX-512).
+// Whether this CPU runs attention_block (it needs AVX-512 with its byte and word instructions, and
+// F16C).
 bool attention_block_available();
 
 // Computes the block on the calling thread, in scratch memory of the thread's own; returns
 // false, computing nothing, where that cannot grow to the block's size. It throws nothing, as
 // a parallel region must not.
-bool attention_block(const AttentionBlock& b);
+bool attention_block(const AttentionBlock<float>& b);
+bool attention_block(const AttentionBlock<BFloat16>& b);
+bool attention_block(const AttentionBlock<Half>& b);
 
 }  // namespace coil
