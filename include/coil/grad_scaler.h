@@ -13,8 +13,11 @@
 //     scaler.update();                 // halves the scale after a skipped step, grows it after
 //   }                                  // growth_interval clean ones
 //
-// The scale is a power of two (by default), so scaling and unscaling are exact. The check of
-// every gradient for inf and NaN and the unscaling run as one compiled function per device.
+// The scale is a power of two (by default), so scaling and unscaling are exact. With a compiled
+// Adam or AdamW, step() unscales, checks every gradient for inf and NaN and applies the update
+// in the optimizer's one compiled step (Optimizer::step_unscaling). Otherwise, and after an
+// explicit unscale_(), the check and the unscaling run as one compiled function per device and
+// the optimizer's own step follows.
 #pragma once
 
 #include <cstdint>

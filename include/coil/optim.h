@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -74,6 +75,16 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // One update of every parameter that has a gradient.
   virtual void step() = 0;
+  // A step of gradients that are `1 / inv_scale` times too large (a scaled loss's,
+  // amp::GradScaler): the gradients times inv_scale in place, checked for inf and NaN, and the
+  // update applied unless one is, in one compiled function with no host round trip in between
+  // (as the grad_scale and found_inf of PyTorch's fused optimizers). Returns whether it
+  // stepped; or nothing, having done nothing, where the optimizer has no such step (Adam and
+  // AdamW have it when compiled, with every gradient on one device).
+  virtual std::optional<bool> step_unscaling(double inv_scale) {
+    (void)inv_scale;
+    return std::nullopt;
+  }
   // Clears the parameters' gradients (set_to_none, the default as in PyTorch 2) or zeroes them.
   void zero_grad(bool set_to_none = true);
   // Every parameter of every group.
@@ -135,6 +146,7 @@ class Adam : public detail::OptimizerBase<AdamOptions, AdamState> {
   explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
   explicit Adam(std::vector<ParamGroup<AdamOptions>> groups);
   void step() override;
+  std::optional<bool> step_unscaling(double inv_scale) override;
 
  private:
   std::shared_ptr<detail::CompiledSteps> compiled_;
@@ -146,6 +158,7 @@ class AdamW : public detail::OptimizerBase<AdamWOptions, AdamState> {
   explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
   explicit AdamW(std::vector<ParamGroup<AdamWOptions>> groups);
   void step() override;
+  std::optional<bool> step_unscaling(double inv_scale) override;
 
  private:
   std::shared_ptr<detail::CompiledSteps> compiled_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace coil::optim {
@@ -52,39 +53,129 @@ StepScalars step_scalars(const Tensor& p, int64_t step, const AdamOptions& o) {
                       [&p](size_t, double v) { return scalar_tensor(v, p.dtype(), p.device()); });
 }
 
-// One parameter's update, in place (torch/optim/adam.py's single-tensor form).
+// x = value, or x as it is where `skip` (a 0-dim bool) holds: a step skipped for an inf or
+// NaN gradient leaves every tensor it would have written.
+void assign(const Tensor& x, const Tensor& value, const Tensor& skip) {
+  x.copy_(skip.defined() ? where(skip, x, value) : value);
+}
+
+// One parameter's update, in place (torch/optim/adam.py's single-tensor form); with `skip`
+// defined, only where it is false.
 void adam_update(const Tensor& p, const Tensor& grad, const Tensor& m, const Tensor& v,
-                 const Tensor& vmax, const StepScalars& k, const AdamOptions& o, bool decoupled) {
+                 const Tensor& vmax, const StepScalars& k, const AdamOptions& o, bool decoupled,
+                 const Tensor& skip = {}) {
   const auto [beta1, beta2] = o.betas;
   Tensor g = o.maximize ? neg(grad) : grad;
+  Tensor from = p;
   if (o.weight_decay != 0) {
     if (decoupled)
-      p.mul_(k.decay);
+      from = p * k.decay;
     else
       g = g + p * o.weight_decay;
   }
-  m.add_((g - m) * (1 - beta1));  // m.lerp_(g, 1 - beta1)
-  v.mul_(beta2);
-  v.add_(g * g * (1 - beta2));  // v.addcmul_(g, g, value=1 - beta2)
-  Tensor second = v;
+  const Tensor m_next = m + (g - m) * (1 - beta1);        // m.lerp_(g, 1 - beta1)
+  const Tensor v_next = v * beta2 + g * g * (1 - beta2);  // v.mul_(beta2).addcmul_(g, g, 1 - beta2)
+  Tensor second = v_next;
   if (o.amsgrad) {
-    vmax.copy_(maximum(vmax, v));
-    second = vmax;
+    second = maximum(vmax, v_next);
+    assign(vmax, second, skip);
   }
-  Tensor denom = second.sqrt() / k.bias_correction2_sqrt + o.eps;
-  p.add_(m / denom * -k.step_size);
+  const Tensor denom = second.sqrt() / k.bias_correction2_sqrt + o.eps;
+  assign(m, m_next, skip);
+  assign(v, v_next, skip);
+  assign(p, from + m_next / denom * -k.step_size, skip);
 }
 
-// The compiled step's layout of `all`: per parameter p, g, m, v, [vmax,] then the three
-// scalars of StepScalars.
-void adam_update_all(const std::vector<Tensor>& all, const AdamOptions& o, bool decoupled) {
-  const size_t per = o.amsgrad ? 8 : 7;
-  for (size_t i = 0; i + per <= all.size(); i += per) {
-    const Tensor* t = &all[i];
-    const Tensor vmax = o.amsgrad ? t[4] : Tensor();
-    const size_t k = o.amsgrad ? 5 : 4;
-    adam_update(t[0], t[1], t[2], t[3], vmax, {t[k], t[k + 1], t[k + 2]}, o, decoupled);
+// Per parameter p, g, m, v, [vmax,] then the three scalars of StepScalars: the compiled step's
+// layout of a group's tensors.
+size_t tensors_per_parameter(const AdamOptions& o) { return o.amsgrad ? 8 : 7; }
+
+// The updates of `count` parameters laid out from `t`. With `inv_scale` defined, each gradient
+// is first unscaled in place (times inv_scale), and the updates apply where `skip` is false.
+void adam_update_all(const Tensor* t, size_t count, const AdamOptions& o, bool decoupled,
+                     const Tensor& inv_scale = {}, const Tensor& skip = {}) {
+  const size_t per = tensors_per_parameter(o), k = o.amsgrad ? 5 : 4;
+  for (size_t i = 0; i < count; ++i, t += per) {
+    Tensor g = t[1];
+    if (inv_scale.defined()) {
+      g = g * inv_scale;
+      t[1].copy_(g);
+    }
+    adam_update(t[0], g, t[2], t[3], o.amsgrad ? t[4] : Tensor(), {t[k], t[k + 1], t[k + 2]}, o,
+                decoupled, skip);
   }
+}
+
+// A group's step: the parameters that have gradients, their state advanced to this step.
+struct GroupStep {
+  AdamOptions options;
+  std::vector<Tensor> params, grads, exp_avgs, exp_avg_sqs, max_sqs;
+  std::vector<int64_t> steps;
+  std::vector<AdamState*> states;
+};
+
+template <typename O>
+GroupStep begin_step(const ParamGroup<O>& group,
+                     std::unordered_map<const void*, AdamState>& state) {
+  GroupStep gs{.options = as_adam(group.options)};
+  for (const Tensor& p : group.params) {
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    AdamState& s = state[p.impl()];
+    if (s.step == 0) {  // lazily, as PyTorch: the state starts at the first step
+      s.exp_avg = zeros_like(p);
+      s.exp_avg_sq = zeros_like(p);
+      if (gs.options.amsgrad) s.max_exp_avg_sq = zeros_like(p);
+    }
+    if (gs.options.amsgrad && !s.max_exp_avg_sq.defined())
+      s.max_exp_avg_sq = zeros_like(p);  // amsgrad switched on between steps
+    s.step += 1;
+    gs.params.push_back(p);
+    gs.grads.push_back(g);
+    gs.exp_avgs.push_back(s.exp_avg);
+    gs.exp_avg_sqs.push_back(s.exp_avg_sq);
+    gs.max_sqs.push_back(s.max_exp_avg_sq);
+    gs.steps.push_back(s.step);
+    gs.states.push_back(&s);
+  }
+  return gs;
+}
+
+// The group's tensors in the compiled step's layout. Parameters at the same step, of one dtype
+// and device, share their scalars: three small tensors (on a GPU fills) rather than three per
+// parameter, and only those whose value changed since the last step are made again
+// (CompiledSteps::scalar).
+std::vector<Tensor> step_layout(const GroupStep& gs, size_t gi, detail::CompiledSteps& compiled) {
+  struct Shared {
+    int64_t step;
+    DType dtype;
+    Device device;
+    StepScalars scalars;
+  };
+  const AdamOptions& o = gs.options;
+  std::vector<Shared> shared;
+  std::vector<Tensor> all;
+  for (size_t i = 0; i < gs.params.size(); ++i) {
+    all.insert(all.end(), {gs.params[i], gs.grads[i], gs.exp_avgs[i], gs.exp_avg_sqs[i]});
+    if (o.amsgrad) all.push_back(gs.max_sqs[i]);
+    const Tensor& p = gs.params[i];
+    const int64_t step = gs.steps[i];
+    auto same = std::find_if(shared.begin(), shared.end(), [&](const Shared& s) {
+      return s.step == step && s.dtype == p.dtype() && s.device == p.device();
+    });
+    if (same == shared.end()) {
+      // Parameters at other steps (added to the group later) take the slots after these.
+      const size_t first = 3 * shared.size();
+      same = shared.insert(
+          shared.end(),
+          {step, p.dtype(), p.device(), step_scalars(step, o, [&](size_t k, double v) {
+             return compiled.scalar(gi, first + k, v, p.dtype(), p.device());
+           })});
+    }
+    const StepScalars& k = same->scalars;
+    all.insert(all.end(), {k.step_size, k.bias_correction2_sqrt, k.decay});
+  }
+  return all;
 }
 
 template <typename O>
@@ -93,69 +184,84 @@ void adam_step(std::vector<ParamGroup<O>>& groups,
                std::shared_ptr<detail::CompiledSteps>& compiled) {
   NoGradGuard no_grad;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const auto& group = groups[gi];
-    check(group.options, name);
-    std::vector<Tensor> params, grads, exp_avgs, exp_avg_sqs, max_sqs;
-    std::vector<int64_t> steps;
-    for (const Tensor& p : group.params) {
-      Tensor g = p.grad();
-      if (!g.defined()) continue;
-      AdamState& s = state[p.impl()];
-      if (s.step == 0) {  // lazily, as PyTorch: the state starts at the first step
-        s.exp_avg = zeros_like(p);
-        s.exp_avg_sq = zeros_like(p);
-        if (group.options.amsgrad) s.max_exp_avg_sq = zeros_like(p);
-      }
-      if (group.options.amsgrad && !s.max_exp_avg_sq.defined())
-        s.max_exp_avg_sq = zeros_like(p);  // amsgrad switched on between steps
-      s.step += 1;
-      params.push_back(p);
-      grads.push_back(g);
-      exp_avgs.push_back(s.exp_avg);
-      exp_avg_sqs.push_back(s.exp_avg_sq);
-      max_sqs.push_back(s.max_exp_avg_sq);
-      steps.push_back(s.step);
-    }
-    const AdamOptions o = as_adam(group.options);
-    if (!o.compiled || params.empty()) {
-      functional::adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, o, decoupled);
+    check(groups[gi].options, name);
+    GroupStep gs = begin_step(groups[gi], state);
+    const AdamOptions& o = gs.options;
+    if (!o.compiled || gs.params.empty()) {
+      functional::adam(gs.params, gs.grads, gs.exp_avgs, gs.exp_avg_sqs, gs.max_sqs, gs.steps, o,
+                       decoupled);
       continue;
     }
-    // Parameters at the same step, of one dtype and device, share their scalars: three small
-    // tensors (on a GPU fills) rather than three per parameter, and only those whose value
-    // changed since the last step are made again (CompiledSteps::scalar).
-    struct Shared {
-      int64_t step;
-      DType dtype;
-      Device device;
-      StepScalars scalars;
-    };
     if (!compiled) compiled = std::make_shared<detail::CompiledSteps>();
-    std::vector<Shared> shared;
-    std::vector<Tensor> all;
-    for (size_t i = 0; i < params.size(); ++i) {
-      all.insert(all.end(), {params[i], grads[i], exp_avgs[i], exp_avg_sqs[i]});
-      if (o.amsgrad) all.push_back(max_sqs[i]);
-      const Tensor& p = params[i];
-      auto same = std::find_if(shared.begin(), shared.end(), [&](const Shared& s) {
-        return s.step == steps[i] && s.dtype == p.dtype() && s.device == p.device();
-      });
-      if (same == shared.end()) {
-        // Parameters at other steps (added to the group later) take the slots after these.
-        const size_t first = 3 * shared.size();
-        same = shared.insert(
-            shared.end(),
-            {steps[i], p.dtype(), p.device(), step_scalars(steps[i], o, [&](size_t k, double v) {
-               return compiled->scalar(gi, first + k, v, p.dtype(), p.device());
-             })});
-      }
-      const StepScalars& k = same->scalars;
-      all.insert(all.end(), {k.step_size, k.bias_correction2_sqrt, k.decay});
-    }
     compiled->run(
-        gi, std::string(name) + "_step",
-        [o, decoupled](const std::vector<Tensor>& t) { adam_update_all(t, o, decoupled); }, all);
+        std::string(name) + "_step_group" + std::to_string(gi),
+        [o, decoupled](const std::vector<Tensor>& t) {
+          adam_update_all(t.data(), t.size() / tensors_per_parameter(o), o, decoupled);
+          return t.back();
+        },
+        step_layout(gs, gi, *compiled));
   }
+}
+
+// The groups' step with the gradients unscaled, checked and applied in one compiled function
+// (Optimizer::step_unscaling): the count of inf and NaN elements over every gradient of every
+// group, the gradients times the inverse scale, and the updates where the count is 0. Nothing
+// is done, and nothing returned, unless every group is compiled and every gradient is on one
+// device.
+template <typename O>
+std::optional<bool> adam_step_unscaling(std::vector<ParamGroup<O>>& groups,
+                                        std::unordered_map<const void*, AdamState>& state,
+                                        const char* name, bool decoupled, double inv_scale,
+                                        std::shared_ptr<detail::CompiledSteps>& compiled) {
+  NoGradGuard no_grad;
+  std::optional<Device> device;
+  for (const auto& group : groups) {
+    check(group.options, name);
+    if (!group.options.compiled) return std::nullopt;
+    for (const Tensor& p : group.params) {
+      if (!p.grad().defined()) continue;
+      if (device && !(*device == p.grad().device())) return std::nullopt;
+      device = p.grad().device();
+    }
+  }
+  if (!device) return std::nullopt;
+  if (!compiled) compiled = std::make_shared<detail::CompiledSteps>();
+  // The layout: every group's tensors in turn, then the inverse scale. The name says each
+  // group's parameter count, which the update's captured layout depends on.
+  std::vector<GroupStep> steps;
+  std::vector<std::pair<AdamOptions, size_t>> layout;
+  std::vector<Tensor> all;
+  std::string key = std::string(name) + "_step_unscaling";
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    steps.push_back(begin_step(groups[gi], state));
+    const std::vector<Tensor> t = step_layout(steps.back(), gi, *compiled);
+    all.insert(all.end(), t.begin(), t.end());
+    layout.emplace_back(steps.back().options, steps.back().params.size());
+    key += "_" + std::to_string(steps.back().params.size());
+  }
+  all.push_back(compiled->scalar(groups.size(), 0, inv_scale, kFloat32, *device));
+  const Tensor bad = compiled->run(
+      key,
+      [layout, decoupled](const std::vector<Tensor>& t) {
+        Tensor bad = zeros({}, kInt64, t.back().device());
+        const Tensor* at = t.data();
+        for (const auto& [o, count] : layout)
+          for (size_t i = 0; i < count; ++i, at += tensors_per_parameter(o))
+            bad = bad + logical_or(isnan(at[1]), isinf(at[1])).sum();
+        const Tensor skip = bad > 0;
+        at = t.data();
+        for (const auto& [o, count] : layout) {
+          adam_update_all(at, count, o, decoupled, t.back(), skip);
+          at += count * tensors_per_parameter(o);
+        }
+        return bad;
+      },
+      all);
+  const bool stepped = bad.item<int64_t>() == 0;
+  if (!stepped)  // as PyTorch's fused step: the skipped step does not count
+    for (const GroupStep& gs : steps)
+      for (AdamState* s : gs.states) s->step -= 1;
+  return stepped;
 }
 
 template <typename O>
@@ -171,6 +277,9 @@ Adam::Adam(std::vector<ParamGroup<AdamOptions>> groups) : OptimizerBase("Adam", 
   for (const auto& g : param_groups) check(g.options, "Adam");
 }
 void Adam::step() { adam_step(param_groups, state_, "Adam", false, compiled_); }
+std::optional<bool> Adam::step_unscaling(double inv_scale) {
+  return adam_step_unscaling(param_groups, state_, "Adam", false, inv_scale, compiled_);
+}
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
     : AdamW(one_group(std::move(params), options)) {}
@@ -179,6 +288,9 @@ AdamW::AdamW(std::vector<ParamGroup<AdamWOptions>> groups)
   for (const auto& g : param_groups) check(g.options, "AdamW");
 }
 void AdamW::step() { adam_step(param_groups, state_, "AdamW", true, compiled_); }
+std::optional<bool> AdamW::step_unscaling(double inv_scale) {
+  return adam_step_unscaling(param_groups, state_, "AdamW", true, inv_scale, compiled_);
+}
 
 void functional::adam(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                       const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,

@@ -1,22 +1,18 @@
 #include "optim/compiled_step.h"
 
 #include <coil/compile.h>
+#include <coil/ops.h>
 
 namespace coil::optim::detail {
 
-void CompiledSteps::run(size_t group, const std::string& name, const Update& update,
-                        const std::vector<Tensor>& tensors) {
-  if (groups_.size() <= group) groups_.resize(group + 1);
-  if (!groups_[group]) {
-    // A compiled function returns something; the step's results are its in-place updates.
-    auto step = [update](const std::vector<Tensor>& all) {
-      update(all);
-      return all.back();
-    };
-    auto cf = coil::compile(step, CompileOptions{.name = name + "_group" + std::to_string(group)});
-    groups_[group] = [cf](const std::vector<Tensor>& all) { cf(all); };
+Tensor CompiledSteps::run(const std::string& name, const Update& update,
+                          const std::vector<Tensor>& tensors) {
+  auto& step = steps_[name];
+  if (!step) {
+    auto cf = coil::compile(update, CompileOptions{.name = name});
+    step = [cf](const std::vector<Tensor>& all) { return cf(all); };
   }
-  groups_[group](tensors);
+  return step(tensors);
 }
 
 Tensor CompiledSteps::scalar(size_t group, size_t slot, double value, DType dtype,

@@ -78,7 +78,14 @@ bool GradScaler::step(optim::Optimizer& opt) {
     opt.step();
     return true;
   }
-  if (!found_inf_.count(&opt)) unscale_(opt);
+  if (!found_inf_.count(&opt)) {
+    // Unscaled, checked and stepped in the optimizer's compiled step where it has one.
+    if (const std::optional<bool> stepped = opt.step_unscaling(1.0 / state_.scale)) {
+      found_inf_[&opt] = !*stepped;
+      return *stepped;
+    }
+    unscale_(opt);
+  }
   if (found_inf_.at(&opt)) return false;
   opt.step();
   return true;

@@ -1,5 +1,6 @@
 // SGD, as torch.optim.SGD (the single-tensor form of torch/optim/sgd.py).
 #include <algorithm>
+#include <string>
 
 #include <coil/autograd.h>
 #include <coil/ops.h>
@@ -94,11 +95,12 @@ void SGD::step() {
         all.push_back(*same);
       }
       compiled_->run(
-          gi, "SGD_step",
+          "SGD_step_group" + std::to_string(gi),
           [o](const std::vector<Tensor>& t) {
             const size_t per = o.momentum != 0 ? 4 : 3;
             for (size_t i = 0; i + per <= t.size(); i += per)
               sgd_update(t[i], t[i + 1], per == 4 ? t[i + 2] : Tensor(), t[i + per - 1], o);
+            return t.back();
           },
           all);
       continue;

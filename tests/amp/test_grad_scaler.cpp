@@ -103,6 +103,94 @@ TEST(GradScaler, UnscaleThenClipThenStep) {
   scaler.unscale_(opt);  // allowed again after update()
 }
 
+// With a compiled AdamW, step() unscales, checks and updates in the optimizer's one compiled
+// step (Optimizer::step_unscaling), over both of its groups: a clean step equals AdamW's step
+// on the true gradients, which it leaves unscaled; an inf in the second group skips the step in
+// both (parameters, moments and step counts as they were) and halves the scale; the next clean
+// step is the first.
+TEST(GradScaler, ACompiledAdamWUnscalesChecksAndStepsInOneFunction) {
+  manual_seed(6);
+  auto make = [] {
+    std::vector<Tensor> w = {random({5, 3}), random({7}), random({2, 2})};
+    for (Tensor& t : w) t.requires_grad_();
+    return w;
+  };
+  const std::vector<Tensor> w = make();
+  std::vector<Tensor> ref(w.size()), grads(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    ref[i] = w[i].detach().clone().requires_grad_();
+    grads[i] = random(w[i].sizes());
+  }
+  auto groups = [](const std::vector<Tensor>& p) {
+    optim::AdamWOptions o{.lr = 0.05, .weight_decay = 0.1, .compiled = true};
+    optim::AdamWOptions no_decay = o;
+    no_decay.weight_decay = 0;
+    return std::vector<optim::ParamGroup<optim::AdamWOptions>>{{{p[0], p[1]}, o},
+                                                               {{p[2]}, no_decay}};
+  };
+  optim::AdamW opt(groups(w)), plain(groups(ref));
+  amp::GradScaler scaler({.init_scale = 1024.0});
+  auto set_grads = [&](double scale) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i].set_grad(grads[i] * scale);
+      ref[i].set_grad(grads[i].clone());
+    }
+  };
+
+  set_grads(1024.0);
+  const std::string log = log_of("graph_code", [&] { EXPECT_TRUE(scaler.step(opt)); });
+  EXPECT_NE(log.find("AdamW_step_unscaling"), std::string::npos) << log.substr(0, 2000);
+  EXPECT_EQ(log.find("grad_scaler_unscale"), std::string::npos) << log.substr(0, 2000);
+  scaler.update();
+  plain.step();
+  for (size_t i = 0; i < w.size(); ++i) {
+    SCOPED_TRACE("parameter " + std::to_string(i));
+    expect_close(w[i].grad(), values(grads[i]), grads[i].sizes(), 0, 0);
+    expect_close(w[i], values(ref[i]), ref[i].sizes(), 1e-6, 1e-7);
+    EXPECT_EQ(opt.state(w[i])->step, 1);
+  }
+
+  set_grads(1024.0);
+  w[2].grad().view({-1}).select(0, 1).fill_(std::numeric_limits<double>::infinity());
+  std::vector<Tensor> before, moments;
+  for (const Tensor& p : w) {
+    before.push_back(p.detach().clone());
+    moments.push_back(opt.state(p)->exp_avg.clone());
+  }
+  EXPECT_FALSE(scaler.step(opt));
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 512.0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    SCOPED_TRACE("parameter " + std::to_string(i));
+    expect_close(w[i], values(before[i]), before[i].sizes(), 0, 0);
+    expect_close(opt.state(w[i])->exp_avg, values(moments[i]), moments[i].sizes(), 0, 0);
+    EXPECT_EQ(opt.state(w[i])->step, 1);
+  }
+
+  set_grads(512.0);
+  EXPECT_TRUE(scaler.step(opt));
+  plain.step();
+  for (size_t i = 0; i < w.size(); ++i) {
+    SCOPED_TRACE("parameter " + std::to_string(i));
+    expect_close(w[i], values(ref[i]), ref[i].sizes(), 1e-6, 1e-7);
+    EXPECT_EQ(opt.state(w[i])->step, 2);
+  }
+}
+
+// An optimizer without a compiled step (SGD; AdamW not compiled) takes the separate unscaling.
+TEST(GradScaler, OptimizersWithoutAScaledStepUnscaleFirst) {
+  manual_seed(7);
+  Problem p;
+  optim::AdamW opt({p.w}, {.lr = 0.1});
+  EXPECT_FALSE(opt.step_unscaling(1.0).has_value());
+  optim::SGD sgd({p.w}, {.lr = 0.1, .compiled = true});
+  EXPECT_FALSE(sgd.step_unscaling(1.0).has_value());
+  amp::GradScaler scaler;
+  scaler.scale(p.loss()).backward();
+  const std::string log = log_of("graph_code", [&] { EXPECT_TRUE(scaler.step(opt)); });
+  EXPECT_NE(log.find("grad_scaler_unscale"), std::string::npos) << log.substr(0, 2000);
+}
+
 TEST(GradScaler, StateDictRoundTripsAndDisabledPassesThrough) {
   amp::GradScaler a({.init_scale = 256.0, .growth_interval = 5});
   a.update();
