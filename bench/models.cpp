@@ -98,7 +98,19 @@ struct Row {
   std::string name;
   double per_call_items;  // images (ResNet) or tokens (GPT-2) per call
   double eager_ms, compiled_ms, first_ms, diff;
+  double peak_mib = 0;  // on a GPU: the most memory the caching allocator held during one call
 };
+
+// The most GPU memory held during one more call of `fn` (warm: compiled, buffers made), in MiB,
+// as torch.cuda.max_memory_allocated after reset_peak_memory_stats; 0 on the CPU.
+double peak_mib(const std::function<void()>& fn) {
+  if (!g_device.is_cuda()) return 0;
+  sync();
+  cuda::reset_peak_memory_stats(g_device.index);
+  fn();
+  sync();
+  return static_cast<double>(cuda::max_memory_allocated(g_device.index)) / (1 << 20);
+}
 
 void print(const Row& r) {
   std::printf("%-22s %10.2f %10.2f %8.2fx %11.1f %11.1f %10.0f %9.1e\n", r.name.c_str(), r.eager_ms,
@@ -114,6 +126,7 @@ Row inference_row(std::string name, double items, int reps, const std::function<
   Tensor want, got;
   r.eager_ms = median_ms([&] { want = under_amp(eager); }, reps);
   r.compiled_ms = median_ms([&] { got = under_amp(compiled); }, reps, &r.first_ms);
+  r.peak_mib = peak_mib([&] { got = under_amp(compiled); });
   r.diff = difference(got, want);
   print(r);
   return r;
@@ -127,22 +140,23 @@ Row training_row(std::string name, double items, int reps, optim::Optimizer& eag
                  const std::function<Tensor()>& compiled_loss) {
   Row r{std::move(name), items};
   auto timed = [&](optim::Optimizer& opt, const std::function<Tensor()>& loss, Tensor& first,
-                   double* first_ms) {
+                   double* first_ms, double* peak) {
     amp::GradScaler scaler({.enabled = g_amp == kFloat16});
-    return median_ms(
-        [&] {
-          opt.zero_grad();
-          Tensor l = under_amp(loss);
-          if (!first.defined()) first = l;
-          scaler.scale(l).backward();
-          scaler.step(opt);
-          scaler.update();
-        },
-        reps, first_ms, 2);
+    auto step = [&] {
+      opt.zero_grad();
+      Tensor l = under_amp(loss);
+      if (!first.defined()) first = l;
+      scaler.scale(l).backward();
+      scaler.step(opt);
+      scaler.update();
+    };
+    const double ms = median_ms(step, reps, first_ms, 2);
+    if (peak) *peak = peak_mib(step);
+    return ms;
   };
   Tensor le, lc;
-  r.eager_ms = timed(eager_opt, eager_loss, le, nullptr);
-  r.compiled_ms = timed(compiled_opt, compiled_loss, lc, &r.first_ms);
+  r.eager_ms = timed(eager_opt, eager_loss, le, nullptr, nullptr);
+  r.compiled_ms = timed(compiled_opt, compiled_loss, lc, &r.first_ms, &r.peak_mib);
   r.diff = difference(lc, le);
   print(r);
   return r;
@@ -306,6 +320,7 @@ int main(int argc, char** argv) {
                                 {"eager_ms", r.eager_ms},
                                 {"compiled_ms", r.compiled_ms},
                                 {"first_ms", r.first_ms},
+                                {"peak_mib", r.peak_mib},
                                 {"difference", r.diff}});
     }
     if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
