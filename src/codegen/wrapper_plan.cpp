@@ -16,17 +16,11 @@ size_t WrapperPlan::kernel_count() const {
       std::count_if(steps.begin(), steps.end(), [](const Step& s) { return !s.kernel.empty(); }));
 }
 
-WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& schedule,
-                         const std::vector<KernelSource>& kernels) {
-  WrapperPlan plan;
-  plan.device = program.device;
-  std::map<std::string, int> slot_of;
-  for (const ir::Buffer& b : program.buffers) {
-    slot_of[b.name] = static_cast<int>(plan.slots.size());
-    plan.slots.push_back({b.name, b.kind, b.layout, b.input_index, b.value, b.call});
-  }
-  // Each size symbol from the first input dim whose size is that symbol, else (an eager call's
-  // strided input) the first whose stride is.
+namespace {
+
+// Each size symbol from the first input dim whose size is that symbol, else (an eager call's
+// strided input) the first whose stride is.
+void find_size_sources(const ir::Program& program, WrapperPlan& plan) {
   for (bool stride : {false, true}) {
     for (const ir::Buffer& b : program.buffers) {
       if (b.kind != ir::BufferKind::Input) continue;
@@ -42,9 +36,13 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       }
     }
   }
-  // Every symbol the code reads must come from an input (InternalError otherwise: a kernel
-  // would read a size nobody set).
-  auto check_source = [&](sym::Expr e) {
+}
+
+// Every symbol the code reads must come from an input (InternalError otherwise: a kernel
+// would read a size nobody set).
+void check_size_sources(const ir::Program& program, const std::vector<KernelSource>& kernels,
+                        const WrapperPlan& plan) {
+  auto check = [&](sym::Expr e) {
     std::vector<sym::Expr> used;
     collect_size_symbols(e, used);
     for (sym::Expr s : used) {
@@ -54,42 +52,115 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       COIL_ASSERT(found, "wrapper: size ", sym::to_string(s), " is read but no input has it");
     }
   };
-  for (const KernelSource& k : kernels)
-    for (sym::Expr s : k.symbols) check_source(s);
-  for (const KernelSource& k : kernels)
-    for (sym::Expr d : k.divisors) check_source(d);
-  for (const ir::Buffer& b : program.buffers) {
-    for (sym::Expr e : b.layout.sizes) check_source(e);
-    for (sym::Expr e : b.layout.strides) check_source(e);
-    check_source(b.layout.offset);
+  for (const KernelSource& k : kernels) {
+    for (sym::Expr s : k.symbols) check(s);
+    for (sym::Expr d : k.divisors) check(d);
   }
-  // Which step fills each buffer and which step reads it last (outputs: never released).
-  const int kForever = static_cast<int>(schedule.steps.size());
+  for (const ir::Buffer& b : program.buffers) {
+    for (sym::Expr e : b.layout.sizes) check(e);
+    for (sym::Expr e : b.layout.strides) check(e);
+    check(b.layout.offset);
+  }
+}
+
+// What each step reads and writes, and the step that reads each buffer last (outputs: a step
+// past the end, never released).
+struct Lifetimes {
+  std::vector<std::vector<std::string>> reads, writes;
   std::map<std::string, int> last_use;
-  std::vector<std::vector<std::string>> reads(schedule.steps.size()), writes(schedule.steps.size());
-  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+};
+
+Lifetimes buffer_lifetimes(const ir::Program& program, const schedule::Schedule& schedule,
+                           const std::vector<KernelSource>& kernels) {
+  const size_t n = schedule.steps.size();
+  Lifetimes l{
+      std::vector<std::vector<std::string>>(n), std::vector<std::vector<std::string>>(n), {}};
+  for (size_t i = 0; i < n; ++i) {
     const schedule::Step& st = schedule.steps[i];
     if (st.kernel >= 0) {
-      const KernelSource& k = kernels[st.kernel];
-      for (const std::string& a : k.args) reads[i].push_back(a);
-      for (const schedule::KernelNode& n : schedule.kernels[st.kernel].nodes)
-        if (n.store) writes[i].push_back(n.buffer);
+      l.reads[i] = kernels[st.kernel].args;
+      for (const schedule::KernelNode& node : schedule.kernels[st.kernel].nodes)
+        if (node.store) l.writes[i].push_back(node.buffer);
     } else {
-      reads[i] = ir::extern_inputs(*program.buffer(st.buffer).call);
-      writes[i].push_back(st.buffer);
+      l.reads[i] = ir::extern_inputs(*program.buffer(st.buffer).call);
+      l.writes[i].push_back(st.buffer);
     }
-    for (const std::string& r : reads[i]) last_use[r] = static_cast<int>(i);
+    for (const std::string& r : l.reads[i]) l.last_use[r] = static_cast<int>(i);
   }
-  for (const ir::TensorRef& o : program.outputs) last_use[o.buffer] = kForever;
+  for (const ir::TensorRef& o : program.outputs) l.last_use[o.buffer] = static_cast<int>(n);
   // A view op's result aliases its argument (as_strided runs as an extern): they live as long.
-  for (size_t i = schedule.steps.size(); i-- > 0;) {
-    if (schedule.steps[i].kernel >= 0) continue;
-    if (op_info(program.buffer(schedule.steps[i].buffer).call->op).kind != OpKind::View) continue;
-    int out_last =
-        last_use.count(schedule.steps[i].buffer) ? last_use[schedule.steps[i].buffer] : 0;
-    for (const std::string& r : reads[i]) last_use[r] = std::max(last_use[r], out_last);
+  for (size_t i = n; i-- > 0;) {
+    const schedule::Step& st = schedule.steps[i];
+    if (st.kernel >= 0) continue;
+    if (op_info(program.buffer(st.buffer).call->op).kind != OpKind::View) continue;
+    const int out_last = l.last_use.count(st.buffer) ? l.last_use[st.buffer] : 0;
+    for (const std::string& r : l.reads[i]) l.last_use[r] = std::max(l.last_use[r], out_last);
+  }
+  return l;
+}
+
+// A kernel step's call: its symbol, checks, sizes, launch and arguments.
+void describe_kernel(const KernelSource& k, const std::map<std::string, int>& slot_of,
+                     WrapperPlan::Step& step) {
+  step.kernel = k.function_name();
+  step.index_checks = k.index_checks;
+  for (sym::Expr s : k.symbols) step.symbols.push_back(size_symbol_index(s));
+  step.divisors = k.divisors;
+  step.launch = k.launch;
+  // An identical earlier kernel's alternatives are its own, numbered alike.
+  for (size_t n = 0; n < k.alternatives.size(); ++n)
+    step.alternatives.push_back({step.kernel + "_at" + std::to_string(n + 1),
+                                 k.alternatives[n].divisors, k.alternatives[n].launch});
+  for (const std::string& a : k.args) step.args.push_back(slot_of.at(a));
+}
+
+// The memory plan: each computed buffer takes over a dead one's memory where it can (in place
+// of a buffer its kernel reads last, where the kernel allows, else any dead buffer of the same
+// dtype and element count), and each buffer dies after its last reader.
+class MemoryPlanner {
+ public:
+  MemoryPlanner(const ir::Program& program, const std::map<std::string, int>& slot_of,
+                Lifetimes& lifetimes)
+      : program_(program), slot_of_(slot_of), l_(lifetimes) {}
+
+  void allocate(int i, const KernelSource& k, WrapperPlan::Step& step) {
+    for (const std::string& w : l_.writes[i]) {
+      const ir::Buffer& b = program_.buffer(w);
+      WrapperPlan::Alloc a{slot_of_.at(w)};
+      std::string dying;  // a buffer this kernel reads last, which w may overwrite
+      for (const auto& [written, read] : k.inplace)
+        if (written == w && l_.last_use[read] == i && !taken_in_place_.count(read)) dying = read;
+      auto it = free_slots_.find(SlotKey{b.layout.dtype, b.layout.numel()});
+      if (!dying.empty()) {
+        a.reuse = slot_of_.at(dying);
+        a.in_place = true;
+        taken_in_place_.insert(dying);
+      } else if (it != free_slots_.end()) {
+        a.reuse = it->second;
+        free_slots_.erase(it);
+      }
+      step.allocs.push_back(a);
+    }
   }
 
+  // Buffers whose last reader is step i die there; computed ones give their memory back.
+  void release(int i, WrapperPlan::Step& step) {
+    for (const auto& [name, last] : l_.last_use) {
+      if (last != i) continue;
+      const ir::Buffer& b = program_.buffer(name);
+      if (b.kind == ir::BufferKind::Input || b.kind == ir::BufferKind::Constant) continue;
+      if (taken_in_place_.count(name)) continue;  // its memory lives on as another buffer
+      // A dead computed buffer stays allocated for a later one of the same dtype and size to
+      // take over; an extern's result is dropped.
+      if (b.kind == ir::BufferKind::Computed)
+        free_slots_.emplace(SlotKey{b.layout.dtype, b.layout.numel()}, slot_of_.at(name));
+      else
+        step.releases.push_back(slot_of_.at(name));
+      step.dead.push_back(slot_of_.at(name));
+    }
+  }
+
+ private:
   // Dead computed buffers by dtype and element count (an expression: equal counts are equal
   // for every size, so one buffer's memory serves the other at any call).
   struct SlotKey {
@@ -99,58 +170,38 @@ WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& s
       return dtype != o.dtype ? dtype < o.dtype : sym::less(numel, o.numel);
     }
   };
-  std::multimap<SlotKey, int> free_slots;
-  std::set<std::string> taken_in_place;  // died into a buffer written in their place
+  const ir::Program& program_;
+  const std::map<std::string, int>& slot_of_;
+  Lifetimes& l_;
+  std::multimap<SlotKey, int> free_slots_;
+  std::set<std::string> taken_in_place_;  // died into a buffer written in their place
+};
+
+}  // namespace
+
+WrapperPlan plan_wrapper(const ir::Program& program, const schedule::Schedule& schedule,
+                         const std::vector<KernelSource>& kernels) {
+  WrapperPlan plan;
+  plan.device = program.device;
+  std::map<std::string, int> slot_of;
+  for (const ir::Buffer& b : program.buffers) {
+    slot_of[b.name] = static_cast<int>(plan.slots.size());
+    plan.slots.push_back({b.name, b.kind, b.layout, b.input_index, b.value, b.call});
+  }
+  find_size_sources(program, plan);
+  check_size_sources(program, kernels, plan);
+  Lifetimes lifetimes = buffer_lifetimes(program, schedule, kernels);
+  MemoryPlanner memory(program, slot_of, lifetimes);
   for (size_t i = 0; i < schedule.steps.size(); ++i) {
     const schedule::Step& st = schedule.steps[i];
     WrapperPlan::Step step;
     if (st.kernel >= 0) {
-      for (const std::string& w : writes[i]) {
-        const ir::Buffer& b = program.buffer(w);
-        WrapperPlan::Alloc a{slot_of.at(w)};
-        std::string dying;  // a buffer this kernel reads last, which w may overwrite
-        for (const auto& [written, read] : kernels[st.kernel].inplace)
-          if (written == w && last_use[read] == static_cast<int>(i) && !taken_in_place.count(read))
-            dying = read;
-        auto it = free_slots.find(SlotKey{b.layout.dtype, b.layout.numel()});
-        if (!dying.empty()) {
-          a.reuse = slot_of.at(dying);
-          a.in_place = true;
-          taken_in_place.insert(dying);
-        } else if (it != free_slots.end()) {
-          a.reuse = it->second;
-          free_slots.erase(it);
-        }
-        step.allocs.push_back(a);
-      }
-      const KernelSource& k = kernels[st.kernel];
-      step.kernel = k.function_name();
-      step.index_checks = k.index_checks;
-      for (sym::Expr s : k.symbols) step.symbols.push_back(size_symbol_index(s));
-      step.divisors = k.divisors;
-      step.launch = k.launch;
-      // An identical earlier kernel's alternatives are its own, numbered alike.
-      for (size_t n = 0; n < k.alternatives.size(); ++n)
-        step.alternatives.push_back({step.kernel + "_at" + std::to_string(n + 1),
-                                     k.alternatives[n].divisors, k.alternatives[n].launch});
-      for (const std::string& a : k.args) step.args.push_back(slot_of.at(a));
+      memory.allocate(static_cast<int>(i), kernels[st.kernel], step);
+      describe_kernel(kernels[st.kernel], slot_of, step);
     } else {
       step.extern_slot = slot_of.at(st.buffer);
     }
-    // Buffers whose last reader is this step die here; computed ones give their memory back.
-    for (const auto& [name, last] : last_use) {
-      if (last != static_cast<int>(i)) continue;
-      const ir::Buffer& b = program.buffer(name);
-      if (b.kind == ir::BufferKind::Input || b.kind == ir::BufferKind::Constant) continue;
-      if (taken_in_place.count(name)) continue;  // its memory lives on as another buffer
-      // A dead computed buffer stays allocated for a later one of the same dtype and size to
-      // take over; an extern's result is dropped.
-      if (b.kind == ir::BufferKind::Computed)
-        free_slots.emplace(SlotKey{b.layout.dtype, b.layout.numel()}, slot_of.at(name));
-      else
-        step.releases.push_back(slot_of.at(name));
-      step.dead.push_back(slot_of.at(name));
-    }
+    memory.release(static_cast<int>(i), step);
     plan.steps.push_back(std::move(step));
   }
   for (const ir::TensorRef& o : program.outputs)
