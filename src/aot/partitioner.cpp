@@ -250,49 +250,70 @@ Node* copy_node(Graph& dst, const Node* n, std::unordered_map<const Node*, Node*
   return c;
 }
 
-}  // namespace
-
-Partition partition(const JointGraph& joint) {
-  const Graph& g = *joint.graph;
-  const std::vector<Node*> nodes = g.nodes();
-  const std::vector<Node*> placeholders = g.placeholders();
-  const std::vector<Node*>& outs = g.output_node()->results();
-  std::vector<Node*> forward_outputs(outs.begin(), outs.begin() + joint.num_forward_outputs);
-  std::vector<Node*> grads(outs.begin() + joint.num_forward_outputs, outs.end());
-
-  // The backward part: everything that depends on a tangent.
-  std::unordered_set<const Node*> tangent_dependent;
-  for (size_t i = joint.num_primals; i < placeholders.size(); ++i)
-    tangent_dependent.insert(placeholders[i]);
-  for (const Node* n : nodes)
-    for (const Node* u : n->inputs())
-      if (tangent_dependent.count(u) && n->kind() != NodeKind::Output) tangent_dependent.insert(n);
-
-  // What the backward reads from the forward part: inputs of the backward nodes the gradients
-  // need, and gradients that need no tangent at all (zeros for unused inputs).
-  std::unordered_set<const Node*> backward_live;
-  std::vector<const Node*> stack(grads.begin(), grads.end());
+// The nodes reachable from roots through inputs, stopping at (and leaving out) those `stop` says.
+template <typename Stop>
+std::unordered_set<const Node*> reachable(std::vector<const Node*> stack, Stop stop) {
+  std::unordered_set<const Node*> seen;
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
-    if (!tangent_dependent.count(n) || !backward_live.insert(n).second) continue;
+    if (stop(n) || !seen.insert(n).second) continue;
     for (const Node* u : n->inputs()) stack.push_back(u);
   }
+  return seen;
+}
+
+// The joint graph's parts: its outputs split into the forward's and the gradients, and the
+// backward part (everything that depends on a tangent).
+struct JointParts {
+  std::vector<Node*> nodes, placeholders, forward_outputs, grads;
+  std::unordered_set<const Node*> tangent_dependent;
+  bool in_forward_part(const Node* n) const {
+    return !tangent_dependent.count(n) && !is_free(n) && n->kind() != NodeKind::Output;
+  }
+};
+
+JointParts split_joint(const JointGraph& joint) {
+  const Graph& g = *joint.graph;
+  JointParts j{g.nodes(), g.placeholders(), {}, {}, {}};
+  const std::vector<Node*>& outs = g.output_node()->results();
+  j.forward_outputs.assign(outs.begin(), outs.begin() + joint.num_forward_outputs);
+  j.grads.assign(outs.begin() + joint.num_forward_outputs, outs.end());
+  for (size_t i = joint.num_primals; i < j.placeholders.size(); ++i)
+    j.tangent_dependent.insert(j.placeholders[i]);
+  for (const Node* n : j.nodes)
+    for (const Node* u : n->inputs())
+      if (j.tangent_dependent.count(u) && n->kind() != NodeKind::Output)
+        j.tangent_dependent.insert(n);
+  return j;
+}
+
+// What the backward reads from the forward part: inputs of the backward nodes the gradients
+// need, and gradients that need no tangent at all (zeros for unused inputs).
+std::unordered_set<const Node*> read_by_backward(const JointParts& j) {
+  const auto backward_live = reachable({j.grads.begin(), j.grads.end()}, [&](const Node* n) {
+    return !j.tangent_dependent.count(n);
+  });
   std::unordered_set<const Node*> needed;
   for (const Node* n : backward_live)
     for (const Node* u : n->inputs())
-      if (!tangent_dependent.count(u) && !is_free(u)) needed.insert(u);
-  for (const Node* gr : grads)
-    if (!tangent_dependent.count(gr) && !is_free(gr)) needed.insert(gr);
+      if (!j.tangent_dependent.count(u) && !is_free(u)) needed.insert(u);
+  for (const Node* gr : j.grads)
+    if (!j.tangent_dependent.count(gr) && !is_free(gr)) needed.insert(gr);
+  return needed;
+}
 
-  // The flow network over the forward part: node v is v_in = 2v, v_out = 2v + 1.
+// The values to save: a minimum cut of the flow network over the forward part (node v is
+// v_in = 2v, v_out = 2v + 1; cutting v's edge saves it), in the joint graph's order.
+std::vector<const Node*> choose_saved(const JointParts& j,
+                                      const std::unordered_set<const Node*>& needed) {
   std::unordered_map<const Node*, int> index;
-  for (const Node* n : nodes)
-    if (!tangent_dependent.count(n) && !is_free(n) && n->kind() != NodeKind::Output)
-      index.emplace(n, static_cast<int>(index.size()));
   std::vector<const Node*> forward;
-  for (const Node* n : nodes)
-    if (index.count(n)) forward.push_back(n);
+  for (const Node* n : j.nodes)
+    if (j.in_forward_part(n)) {
+      index.emplace(n, static_cast<int>(index.size()));
+      forward.push_back(n);
+    }
   const std::unordered_set<const Node*> wide = too_wide_to_recompute(forward);
   const int source = 2 * static_cast<int>(index.size()), sink = source + 1;
   FlowNetwork net(sink + 1);
@@ -301,79 +322,83 @@ Partition partition(const JointGraph& joint) {
     net.add_edge(2 * i, 2 * i + 1,
                  tuple ? kInf : bytes_of(n->tensor_meta()) * (materialized(n) ? 1 : 2));
     if (banned_from_recompute(n) || wide.count(n) ||
-        read_by_backward_library_call(n, tangent_dependent))
+        read_by_backward_library_call(n, j.tangent_dependent))
       net.add_edge(source, 2 * i, kInf);
     if (needed.count(n)) net.add_edge(2 * i + 1, sink, kInf);
     for (const Node* u : n->inputs())
       if (auto it = index.find(u); it != index.end()) net.add_edge(2 * it->second + 1, 2 * i, kInf);
   }
-  Partition p;
   net.max_flow(source, sink);
-  std::vector<bool> side = net.source_side(source);
+  const std::vector<bool> side = net.source_side(source);
   std::vector<const Node*> saved;
-  for (const Node* n : nodes) {
-    auto it = index.find(n);
-    if (it != index.end() && side[2 * it->second] && !side[2 * it->second + 1]) {
-      saved.push_back(n);
-      p.saved_bytes += bytes_of(n->tensor_meta());
-    }
+  for (const Node* n : forward) {
+    const int i = index.at(n);
+    if (side[2 * i] && !side[2 * i + 1]) saved.push_back(n);
   }
-  for (const Node* n : needed) p.save_everything_bytes += bytes_of(n->tensor_meta());
+  return saved;
+}
+
+// The forward graph: the primals in, what the outputs and the saved values need, the outputs
+// and then the saved values out.
+std::shared_ptr<Graph> forward_graph(const JointGraph& joint, const JointParts& j,
+                                     const std::vector<const Node*>& saved) {
+  std::vector<const Node*> roots(j.forward_outputs.begin(), j.forward_outputs.end());
+  roots.insert(roots.end(), saved.begin(), saved.end());
+  const auto live = reachable(std::move(roots), [](const Node*) { return false; });
+  auto g = std::make_shared<Graph>();
+  g->set_shape_env(joint.graph->shape_env());  // both halves over the joint's symbols
+  std::unordered_map<const Node*, Node*> map;
+  for (const Node* n : j.nodes) {
+    const bool primal = n->kind() == NodeKind::Placeholder && !j.tangent_dependent.count(n);
+    if (primal || (live.count(n) && n->kind() != NodeKind::Placeholder)) copy_node(*g, n, map);
+  }
+  std::vector<Node*> results;
+  for (const Node* n : j.forward_outputs) results.push_back(map.at(n));
+  for (const Node* n : saved) results.push_back(map.at(n));
+  g->output(results);
+  return g;
+}
+
+// The backward graph: saved values and tangents in, the backward nodes and whatever forward
+// nodes they need recomputed from the saved values, the gradients out.
+void backward_graph(const JointGraph& joint, const JointParts& j,
+                    const std::vector<const Node*>& saved, Partition& p) {
   const std::unordered_set<const Node*> saved_set(saved.begin(), saved.end());
-
-  // The forward graph: what the outputs and the saved values need.
-  std::unordered_set<const Node*> forward_live;
-  stack.assign(forward_outputs.begin(), forward_outputs.end());
-  stack.insert(stack.end(), saved.begin(), saved.end());
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (!forward_live.insert(n).second) continue;
-    for (const Node* u : n->inputs()) stack.push_back(u);
-  }
-  p.forward = std::make_shared<Graph>();
-  p.forward->set_shape_env(joint.graph->shape_env());  // both halves over the joint's symbols
-  std::unordered_map<const Node*, Node*> fmap;
-  for (const Node* n : nodes) {
-    const bool primal = n->kind() == NodeKind::Placeholder && !tangent_dependent.count(n);
-    if (primal || (forward_live.count(n) && n->kind() != NodeKind::Placeholder))
-      copy_node(*p.forward, n, fmap);
-  }
-  std::vector<Node*> fresults;
-  for (const Node* n : forward_outputs) fresults.push_back(fmap.at(n));
-  for (const Node* n : saved) fresults.push_back(fmap.at(n));
-  p.forward->output(fresults);
-  p.num_saved = saved.size();
-
-  // The backward graph: saved values and tangents in, the backward nodes and whatever forward
-  // nodes they need recomputed from the saved values.
-  std::unordered_set<const Node*> bw_nodes;
-  stack.assign(grads.begin(), grads.end());
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (saved_set.count(n) || !bw_nodes.insert(n).second) continue;
-    for (const Node* u : n->inputs()) stack.push_back(u);
-  }
+  const auto live = reachable({j.grads.begin(), j.grads.end()},
+                              [&](const Node* n) { return saved_set.count(n) > 0; });
   p.backward = std::make_shared<Graph>();
   p.backward->set_shape_env(joint.graph->shape_env());
-  std::unordered_map<const Node*, Node*> bmap;
+  std::unordered_map<const Node*, Node*> map;
   for (const Node* n : saved) {
-    bmap[n] = p.backward->placeholder("saved_" + n->name(), n->tensor_meta(), symbolic_layout(*n));
+    map[n] = p.backward->placeholder("saved_" + n->name(), n->tensor_meta(), symbolic_layout(*n));
     p.saved_names.push_back(n->name());
   }
-  for (size_t i = joint.num_primals; i < placeholders.size(); ++i)
-    copy_node(*p.backward, placeholders[i], bmap);
-  for (const Node* n : nodes) {
-    if (!bw_nodes.count(n) || bmap.count(n)) continue;
+  for (size_t i = joint.num_primals; i < j.placeholders.size(); ++i)
+    copy_node(*p.backward, j.placeholders[i], map);
+  for (const Node* n : j.nodes) {
+    if (!live.count(n) || map.count(n)) continue;
     COIL_ASSERT(n->kind() != NodeKind::Placeholder, "the backward graph needs input ", n->name(),
                 " that the partition did not save");
-    copy_node(*p.backward, n, bmap);
-    if (!tangent_dependent.count(n) && !is_free(n)) p.recomputed_names.push_back(n->name());
+    copy_node(*p.backward, n, map);
+    if (!j.tangent_dependent.count(n) && !is_free(n)) p.recomputed_names.push_back(n->name());
   }
-  std::vector<Node*> bresults;
-  for (const Node* n : grads) bresults.push_back(bmap.at(n));
-  p.backward->output(bresults);
+  std::vector<Node*> results;
+  for (const Node* n : j.grads) results.push_back(map.at(n));
+  p.backward->output(results);
+}
+
+}  // namespace
+
+Partition partition(const JointGraph& joint) {
+  const JointParts j = split_joint(joint);
+  const std::unordered_set<const Node*> needed = read_by_backward(j);
+  const std::vector<const Node*> saved = choose_saved(j, needed);
+  Partition p;
+  for (const Node* n : saved) p.saved_bytes += bytes_of(n->tensor_meta());
+  for (const Node* n : needed) p.save_everything_bytes += bytes_of(n->tensor_meta());
+  p.forward = forward_graph(joint, j, saved);
+  p.num_saved = saved.size();
+  backward_graph(joint, j, saved, p);
   return p;
 }
 

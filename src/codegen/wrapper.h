@@ -46,6 +46,11 @@ class Wrapper {
                         const int64_t* sizes) const;
   void bind_kernels() const;
 
+  struct Call;  // one run's sizes, buffers and the extern calls' later results
+  void allocate(const WrapperPlan::Alloc& a, Call& call, const Tensor* into) const;
+  void run_kernel(size_t step, Call& call) const;
+  void run_extern(size_t step, Call& call) const;
+
   WrapperPlan plan_;
   ModuleFuture module_;
   KernelBinder bind_;
