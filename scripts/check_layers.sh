@@ -2,8 +2,9 @@
 # Checks the include rules of docs/architecture.md's layer table: every `#include "folder/..."`
 # in src/ must name the file's own folder or one its row allows. A backend's folder
 # (src/backends/NAME/) may include the interface in src/backends/ but no other backend's folder.
-# Then that no folder above the backends tests the device. Prints each broken rule as
-# `file: #include "..." (why)` or `file:line: code (why)` and exits 1.
+# Then that no folder above the backends tests the device, that COIL_ variables are read in one
+# place, and that no function is over 100 lines unlisted (check_function_length.py). Prints each
+# broken rule as `file: #include "..." (why)` or `file:line: code (why)` and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,3 +65,6 @@ if found=$(grep -rnE 'getenv\("COIL_' src | grep -v '^src/support/config\.cpp:')
   exit 1
 fi
 echo "check_layers: every COIL_ variable is read through src/support/config.h"
+
+# Functions fit on a screen, but those docs/architecture.md lists with a reason.
+python3 scripts/check_function_length.py

@@ -13,7 +13,7 @@ echo "== format check (clang-format) (at $SECONDS s)"
 files=$(git ls-files '*.h' '*.cpp' 2>/dev/null || find include src tests examples tools bench -name '*.h' -o -name '*.cpp')
 clang-format --dry-run --Werror $files
 
-echo "== layering (scripts/check_layers.sh: the include rules of docs/architecture.md) (at $SECONDS s)"
+echo "== layering and function lengths (scripts/check_layers.sh: the rules of docs/architecture.md) (at $SECONDS s)"
 bash scripts/check_layers.sh
 
 echo "== build and test (Release) (at $SECONDS s)"
