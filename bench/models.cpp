@@ -94,22 +94,33 @@ double difference(const Tensor& a, const Tensor& b) {
   return amax(abs(sub(x, y))).item<double>() / std::max(1.0, amax(abs(y)).item<double>());
 }
 
+// GPU memory around one warm call: what was held before it (weights, optimizer states, and in
+// this program the other side's model too) and the most the call added on top (activations,
+// gradients, workspaces). Each side of a comparison holds different things before its call; the
+// peak above what it holds is the call's own.
+struct Memory {
+  double held_mib = 0, peak_above_mib = 0;
+};
+
 struct Row {
   std::string name;
   double per_call_items;  // images (ResNet) or tokens (GPT-2) per call
   double eager_ms, compiled_ms, first_ms, diff;
-  double peak_mib = 0;  // on a GPU: the most memory the caching allocator held during one call
+  Memory memory;  // of the compiled call, on a GPU
 };
 
-// The most GPU memory held during one more call of `fn` (warm: compiled, buffers made), in MiB,
-// as torch.cuda.max_memory_allocated after reset_peak_memory_stats; 0 on the CPU.
-double peak_mib(const std::function<void()>& fn) {
-  if (!g_device.is_cuda()) return 0;
+// The memory around one more call of `fn` (warm: compiled, buffers made), as
+// torch.cuda.memory_allocated before it and max_memory_allocated after reset_peak_memory_stats;
+// zeros on the CPU.
+Memory memory_of(const std::function<void()>& fn) {
+  if (!g_device.is_cuda()) return {};
   sync();
   cuda::reset_peak_memory_stats(g_device.index);
+  const int64_t held = cuda::memory_allocated(g_device.index);
   fn();
   sync();
-  return static_cast<double>(cuda::max_memory_allocated(g_device.index)) / (1 << 20);
+  const int64_t peak = cuda::max_memory_allocated(g_device.index);
+  return {static_cast<double>(held) / (1 << 20), static_cast<double>(peak - held) / (1 << 20)};
 }
 
 void print(const Row& r) {
@@ -126,7 +137,8 @@ Row inference_row(std::string name, double items, int reps, const std::function<
   Tensor want, got;
   r.eager_ms = median_ms([&] { want = under_amp(eager); }, reps);
   r.compiled_ms = median_ms([&] { got = under_amp(compiled); }, reps, &r.first_ms);
-  r.peak_mib = peak_mib([&] { got = under_amp(compiled); });
+  got = Tensor();  // the call's own output is what it adds, not the last one's as well
+  r.memory = memory_of([&] { got = under_amp(compiled); });
   r.diff = difference(got, want);
   print(r);
   return r;
@@ -140,7 +152,7 @@ Row training_row(std::string name, double items, int reps, optim::Optimizer& eag
                  const std::function<Tensor()>& compiled_loss) {
   Row r{std::move(name), items};
   auto timed = [&](optim::Optimizer& opt, const std::function<Tensor()>& loss, Tensor& first,
-                   double* first_ms, double* peak) {
+                   double* first_ms, Memory* memory) {
     amp::GradScaler scaler({.enabled = g_amp == kFloat16});
     auto step = [&] {
       opt.zero_grad();
@@ -151,12 +163,12 @@ Row training_row(std::string name, double items, int reps, optim::Optimizer& eag
       scaler.update();
     };
     const double ms = median_ms(step, reps, first_ms, 2);
-    if (peak) *peak = peak_mib(step);
+    if (memory) *memory = memory_of(step);
     return ms;
   };
   Tensor le, lc;
   r.eager_ms = timed(eager_opt, eager_loss, le, nullptr, nullptr);
-  r.compiled_ms = timed(compiled_opt, compiled_loss, lc, &r.first_ms, &r.peak_mib);
+  r.compiled_ms = timed(compiled_opt, compiled_loss, lc, &r.first_ms, &r.memory);
   r.diff = difference(lc, le);
   print(r);
   return r;
@@ -320,7 +332,8 @@ int main(int argc, char** argv) {
                                 {"eager_ms", r.eager_ms},
                                 {"compiled_ms", r.compiled_ms},
                                 {"first_ms", r.first_ms},
-                                {"peak_mib", r.peak_mib},
+                                {"held_mib", r.memory.held_mib},
+                                {"peak_above_held_mib", r.memory.peak_above_mib},
                                 {"difference", r.diff}});
     }
     if (!o.json.empty()) std::ofstream(o.json) << report.dump(2) << "\n";
