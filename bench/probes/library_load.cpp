@@ -3,7 +3,7 @@
 // and second calls at mm_softmax's product (2048³, float32) and conv_block's convolution
 // (32 x 64 x 56², 64 filters of 3², padding 1). The libraries are opened as coil opens them
 // (dlopen, RTLD_NOW). The floor under a warm new process's first call of those workloads
-// (bench/probes/torch_library_load.py times PyTorch's). Not part of the CMake build:
+// (bench/probes/torch_library_load.py times PyTorch's). Built by -DCOIL_BUILD_PROBES=ON, or:
 //   g++ -O2 -I/usr/local/cuda/include bench/probes/library_load.cpp -L/usr/local/cuda/lib64 \
 //     -lcudart -ldl -Wl,-rpath,/usr/local/cuda/lib64 -o build/probes/library_load
 #include <cublasLt.h>

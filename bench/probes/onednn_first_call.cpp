@@ -1,6 +1,6 @@
 // Where oneDNN's first-call cost goes: the OpenMP team's start, creating a matmul primitive,
 // and its first and second executions, for a few shapes in one process. Built and run by
-// bench/device_probe_first_call.sh; not part of the CMake build.
+// bench/device_matmul_library.sh (and by -DCOIL_BUILD_PROBES=ON).
 #include <omp.h>
 
 #include <chrono>

@@ -2,7 +2,7 @@
 // than OpenBLAS (bench/probes/gpt2_products.cpp), beside forms where it is faster: which
 // implementation it picks, and the time of the product described as coil describes it (a batch
 // of one), as blocks of the result's columns, and as the transposed problem (C^T = B^T A^T).
-// Not part of the CMake build:
+// Built by -DCOIL_BUILD_PROBES=ON, or:
 //   g++ -std=c++20 -O2 -fopenmp bench/probes/onednn_forms.cpp -ldnnl -o build/probes/onednn_forms
 #include <omp.h>
 

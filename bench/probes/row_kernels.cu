@@ -1,12 +1,15 @@
 // What holds coil's GPU row kernels (layernorm_gelu over 8192 x 1024, softmax over 8192 x 4096)
-// under the copy of the same bytes? coil's generated kernels (row_kernels_generated.cuh), as
-// they are now (128 threads a row, the row in registers) and as they were ("looped": a warp
-// per row of 1024, a block per row of 4096, each pass over the row reading it again from
-// memory or L1), against hand-written ones that keep the row in registers (V float4s a thread,
-// T threads a row, R rows a block), each checked against the looped one and timed in device
-// time (CUDA events behind an L2-emptying write, as coil-bench does) next to a plain copy.
+// under the copy of the same bytes? coil's generated kernels as they are now
+// (row_kernels_generated.cuh, which the build writes with `coil codegen --source` from
+// row_kernels_layer_norm_gelu.graph and row_kernels_softmax.graph, launched as their text says)
+// and as they were (row_kernels_looped.cuh, "looped": a warp per row of 1024, a block per row of
+// 4096, each pass over the row reading it again from memory or L1), against hand-written ones
+// that keep the row in registers (V float4s a thread, T threads a row, R rows a block), each
+// checked against the looped one and timed in device time (CUDA events behind an L2-emptying
+// write, as coil-bench does) next to a plain copy. Built with -DCOIL_BUILD_PROBES=ON (`ninja
+// probe_row_kernels`, which generates the header first); by hand, after the build wrote it:
 //
-//   nvcc -O3 -arch=sm_90 bench/probes/row_kernels.cu -o /tmp/row_kernels && /tmp/row_kernels
+//   nvcc -O3 -arch=sm_90 -I build/bench/probes bench/probes/row_kernels.cu -o /tmp/row_kernels
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include "cuda_timer.cuh"
 
 #include "row_kernels_generated.cuh"
+#include "row_kernels_looped.cuh"
 
 // The sum (or maximum) over the T threads of a row (R rows a block, T a multiple of 32), in
 // every one of them; smem holds R * T / 32 floats and is used once.
@@ -171,9 +175,10 @@ int main() {
     });
     report("coil generated, registers (now)", [&] {
       if (which == 0)
-        red_fused_sum_var_div_sub_add_rsqrt_mul_erf_0<<<rows / 2, 256>>>(x, w, b, y);
+        red_fused_sum_var_div_sub_add_rsqrt_mul_erf_0<<<rows / LAYER_NORM_GELU_ROWS,
+                                                        LAYER_NORM_GELU_THREADS>>>(x, w, b, y);
       else
-        red_fused_amax_sub_exp_sum_div_0<<<rows / 2, 256>>>(x, y);
+        red_fused_amax_sub_exp_sum_div_0<<<rows / SOFTMAX_ROWS, SOFTMAX_THREADS>>>(x, y);
     });
 #define LN(T, V, R)                           \
   report("registers T=" #T " V=" #V " R=" #R, \

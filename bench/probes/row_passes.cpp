@@ -79,7 +79,7 @@ static inline vf32 vsoftmax_div(vf32 e, vf32 r, vf32 sum) {
 }
 
 static bool hot = getenv("HOT") != nullptr, hot2 = getenv("HOT2") != nullptr;
-enum { R = 2048, C = 2048, COPIES = 8, REPS = 300 };
+constexpr int R = 2048, C = 2048, COPIES = 8, REPS = 300;
 enum Variant { kCoil, kSplit, kLean, kExpPrefetch, kDivPrefetch, kDivPrefetchL2, kVariants };
 static const char* kNames[] = {"coil",        "split",       "lean",
                                "lean+pf exp", "lean+pf div", "lean+pf2 div"};
