@@ -11,20 +11,19 @@
 // where the host is slow).
 #include <cuda_profiler_api.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <coil/coil.h>
 #include <coil/cuda.h>
-#include <coil/profiler.h>
 #include <coil/nn/gpt2.h>
 #include <coil/nn/resnet.h>
+
+#include "gaps_report.h"
 
 using namespace coil;
 
@@ -117,40 +116,7 @@ int main(int argc, char** argv) {
                     std::chrono::duration<double, std::milli>(t[i + 1] - t[i]).count());
       std::printf("\n");
     }
-    cuda::synchronize();
-    const auto t0 = std::chrono::steady_clock::now();
-    Profiler p;
-    step();
-    const double wall =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<Profiler::Span> spans = p.timeline();
-    std::map<std::string, std::pair<double, int>> idle_before;  // ms, count
-    double covered_to = -1, idle = 0, busy = 0, first_start = -1;
-    for (const Profiler::Span& sp : spans) {
-      if (sp.device == "cpu") continue;
-      if (covered_to >= 0 && sp.start_ms > covered_to) {
-        idle += sp.start_ms - covered_to;
-        auto& [ms, n] = idle_before[sp.kind + " " + sp.name];
-        ms += sp.start_ms - covered_to, ++n;
-      }
-      if (first_start < 0) first_start = sp.start_ms;
-      busy += sp.end_ms - sp.start_ms;
-      covered_to = std::max(covered_to, sp.end_ms);
-    }
-    std::printf(
-        "%s %s step: %.2f ms wall, %zu spans, %.2f ms of work, %.2f ms idle between, %.2f ms "
-        "before the first work and after the last\n",
-        model_name.c_str(), compiled ? "compiled" : "eager", wall, spans.size(), busy, idle,
-        wall - (covered_to - first_start));
-    std::vector<std::pair<std::string, std::pair<double, int>>> order(idle_before.begin(),
-                                                                      idle_before.end());
-    std::sort(order.begin(), order.end(),
-              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-    std::printf("idle before (the host's time to get there), largest first:\n");
-    for (size_t i = 0; i < order.size() && i < 25; ++i)
-      std::printf("  %9.3f ms  %5dx  %s\n", order[i].second.first, order[i].second.second,
-                  order[i].first.c_str());
-    std::printf("%s", p.table(25).c_str());
+    report_gaps(model_name + (compiled ? " compiled" : " eager") + " step", [&] { step(); });
     return 0;
   }
   cudaProfilerStart();

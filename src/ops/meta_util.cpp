@@ -18,7 +18,7 @@ TensorMeta contiguous_meta(DType dtype, const Shape& sizes, Device device) {
 }
 
 TensorMeta channels_last_if(TensorMeta m, const Tensor& a, const Tensor& b) {
-  if (m.device.is_cpu() && m.sizes.size() == 4 &&
+  if (m.sizes.size() == 4 &&
       (a.impl()->meta.is_channels_last() || b.impl()->meta.is_channels_last()))
     m.strides = channels_last_strides(m.sizes);
   return m;

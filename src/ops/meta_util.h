@@ -27,8 +27,8 @@ TensorMeta elementwise_meta(const Args& a, std::initializer_list<size_t> idx, DT
                             const Shape& sizes, Device device);
 // `m` laid out channels-last when `like` is (on the CPU, as elementwise_meta).
 TensorMeta layout_like(TensorMeta m, const Tensor& like);
-// `m` (4-D) laid out channels-last when `a` or `b` is, on the CPU (the GPU's kernels write
-// NCHW): a convolution's result and its input's gradient, a pool's result.
+// `m` (4-D) laid out channels-last when `a` or `b` is: a convolution's result and its input's
+// gradient, a pool's result.
 TensorMeta channels_last_if(TensorMeta m, const Tensor& a, const Tensor& b);
 // `m` dense with its dims in the order of `like_strides` (one per dim; largest outermost, ties
 // keeping the dims' order), as torch's empty_like lays out a result like a permuted input.

@@ -172,12 +172,18 @@ COIL_BOOL_UNARY(isinf, fmath(v, [](auto y) { return C(std::isinf(y)); }) != C(0)
 
 // ---- casts and copies -----------------------------------------------------------------------
 
+// A channels-last tensor's cast is channels-last (torch's memory_format=preserve: a channels-last
+// model's weights cast by autocast stay as its convolutions read them).
 std::vector<TensorMeta> meta_to_dtype(const Args& a) {
   const Tensor& x = a.tensor(0);
-  return one(contiguous_meta(a.dtype(1), x.sizes(), x.device()));
+  return one(elementwise_meta(a, {0}, a.dtype(1), x.sizes(), x.device()));
 }
 std::vector<Tensor> eager_to_dtype(const Args& a, const std::vector<TensorMeta>& out) {
-  return one(to_dtype_copy(a.tensor(0), out[0].dtype));
+  if (out[0].strides == contiguous_strides(out[0].sizes))
+    return one(to_dtype_copy(a.tensor(0), out[0].dtype));
+  Tensor r = empty_from_meta(out[0]);
+  copy_into(r, a.tensor(0));
+  return one(r);
 }
 
 // A channels-last tensor's clone is channels-last (torch's memory_format=preserve); any other
@@ -203,24 +209,37 @@ std::vector<Tensor> eager_contiguous(const Args& a, const std::vector<TensorMeta
   return one(x.is_contiguous() ? x : contiguous_copy(x));
 }
 
-// A copy to another device (host <-> GPU, or between GPUs): contiguous on the target.
+// A copy to another device (host <-> GPU, or between GPUs): contiguous on the target, or
+// channels-last where the source is (torch's memory_format=preserve).
 std::vector<TensorMeta> meta_to_device(const Args& a) {
   const Tensor& x = a.tensor(0);
   const Device d = a.device(1);
   if (d.is_cuda()) cuda::check_device(d, "to");
-  return one(contiguous_meta(x.dtype(), x.sizes(), d));
+  return one(layout_like(contiguous_meta(x.dtype(), x.sizes(), d), x));
 }
 std::vector<Tensor> eager_to_device(const Args& a, const std::vector<TensorMeta>& out) {
-  // The source made contiguous on its own device first (a kernel there), then one copy.
+  // The source made dense in the result's order on its own device first (a kernel there), then
+  // one copy of its bytes.
   Tensor x = a.tensor(0);
-  if (x.device() == out[0].device) return one(contiguous_copy(x));
-  if (!x.is_contiguous()) x = run_eager(OpId::contiguous, {x}).at(0);
+  const bool nhwc = out[0].strides != contiguous_strides(out[0].sizes);
+  if (x.device() == out[0].device) {
+    if (!nhwc) return one(contiguous_copy(x));
+    Tensor r = empty_from_meta(out[0]);
+    copy_into(r, x);
+    return one(r);
+  }
+  if (nhwc && !x.is_contiguous(MemoryFormat::ChannelsLast)) {
+    Tensor dense = empty_from_meta({x.dtype(), x.sizes(), out[0].strides, 0, x.device()});
+    copy_into(dense, x);
+    x = dense;
+  } else if (!nhwc && !x.is_contiguous())
+    x = run_eager(OpId::contiguous, {x}).at(0);
   const size_t nbytes = static_cast<size_t>(x.numel()) * itemsize(x.dtype());
   // Non-blocking, as torch's: from pinned memory to a GPU, or from a GPU into new pinned memory,
   // the copy is queued and the host goes on (it must not read or reuse the host memory before a
   // synchronising call); otherwise the host waits.
   const bool non_blocking = a.b(2);
-  if (non_blocking && x.device().is_cuda() && out[0].device.is_cpu()) {
+  if (non_blocking && !nhwc && x.device().is_cuda() && out[0].device.is_cpu()) {
     Tensor y = empty_pinned(out[0].sizes, out[0].dtype);
     cuda::copy_to_pinned(y.impl()->data(), x.impl()->data(), x.device().index, nbytes);
     return one(y);

@@ -34,6 +34,7 @@ TEST(CudaBatchNorm, TrainingUpdatesTheRunningStatisticsOnTheGpu) {
                            "x grad", "weight grad",  "bias grad"};
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_EQ(got[i].device(), kCUDA) << names[i];
+      EXPECT_EQ(got[i].strides(), want[i].strides()) << names[i];
       expect_same(got[i], want[i], names[i], 1e-4);
     }
   }

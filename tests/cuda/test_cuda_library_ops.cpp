@@ -54,21 +54,26 @@ TEST(Cuda, ConvolutionsRunOnCudnn) {
   });
   EXPECT_EQ(log.find("runs on the CPU"), std::string::npos) << log;
 
-  // Channels-last input and weight, read through their strides: the CPU's values (the GPU's
-  // results stay contiguous, docs/memory_format.md).
-  {
-    const Case& c = cases[1];
-    std::vector<Tensor> in = {random(c.x).contiguous(MemoryFormat::ChannelsLast),
-                              random(c.w).contiguous(MemoryFormat::ChannelsLast), random({c.w[0]})};
-    in.push_back(
-        random(conv2d(in[0], in[1], in[2], c.stride, c.padding, c.dilation, c.groups).sizes()));
-    std::vector<Tensor> want = grads(c, in, kCPU), got = grads(c, in, kCUDA);
-    for (size_t i = 0; i < want.size(); ++i) {
-      SCOPED_TRACE("channels-last, result " + std::to_string(i));
-      EXPECT_TRUE(got[i].is_contiguous());
-      expect_close(got[i].cpu(), values(want[i]), want[i].sizes(), 4e-5, 1e-3);
+  // Channels-last input and weight: cuDNN runs NHWC (grouped convolutions NCHW, copied into the
+  // layout), and the results have the CPU's values and layouts (channels-last output and
+  // gradients, docs/memory_format.md).
+  for (size_t k : {0, 1, 3})
+    for (DType dt : {kFloat32, kBFloat16}) {
+      const Case& c = cases[k];
+      SCOPED_TRACE("channels-last, case " + std::to_string(k) + " " + dtype_name(dt));
+      std::vector<Tensor> in = {random(c.x, dt).contiguous(MemoryFormat::ChannelsLast),
+                                random(c.w, dt).contiguous(MemoryFormat::ChannelsLast),
+                                random({c.w[0]}, dt)};
+      in.push_back(random(
+          conv2d(in[0], in[1], in[2], c.stride, c.padding, c.dilation, c.groups).sizes(), dt));
+      std::vector<Tensor> want = grads(c, in, kCPU), got = grads(c, in, kCUDA);
+      for (size_t i = 0; i < want.size(); ++i) {
+        SCOPED_TRACE("result " + std::to_string(i));
+        EXPECT_EQ(got[i].strides(), want[i].strides());
+        expect_close(got[i].cpu(), values(want[i]), want[i].sizes(),
+                     dt == kFloat32 ? 4e-5 : rtol_for(dt) * 4, dt == kFloat32 ? 1e-3 : 0.5);
+      }
     }
-  }
 
   // A compiled training step through two convolutions, against the CPU's eager gradients.
   auto loss_of = [](const Tensor& x, const Tensor& w1, const Tensor& w2) {
@@ -321,15 +326,15 @@ TEST(Cuda, PoolingRunsOnTheGpu) {
     return avg_pool2d(t, {3, 3}, {2, 2}, {1, 1}, true, false) + adaptive_avg_pool2d(t, {6, 6});
   };
   expect_same(compile(pools)(x.cuda()), pools(x), "compiled");
-  // A channels-last input, read through its strides: the CPU's values (the GPU's results stay
-  // contiguous, docs/memory_format.md).
+  // A channels-last input: the CPU's values and layouts (channels-last results and gradients,
+  // written as planes and copied into the layout, docs/memory_format.md).
   Tensor nhwc = random({2, 8, 11, 9}).contiguous(MemoryFormat::ChannelsLast);
   for (const auto& [name, pool] : on_gpu) {
     SCOPED_TRACE(name + ", channels-last");
     Tensor g = random(pool(nhwc).sizes());
     std::vector<Tensor> want = run(pool, nhwc, g, kCPU), got = run(pool, nhwc, g, kCUDA);
     for (size_t i = 0; i < 2; ++i) {
-      EXPECT_TRUE(got[i].is_contiguous());
+      EXPECT_EQ(got[i].strides(), want[i].strides()) << (i ? "gradient" : "pool");
       expect_same(got[i], want[i], i ? "gradient" : "pool", 1e-4, 1e-5);
     }
   }

@@ -8,27 +8,13 @@
 #include <coil/nn/resnet.h>
 
 #include "runtime/kernels/onednn_conv.h"
+#include "memory_format_testing.h"
 #include "testing.h"
 
 using namespace coil;
+using coil::testing::expect_channels_last;
 using coil::testing::random;
-
-namespace {
-
-void expect_channels_last(const Tensor& t, const std::string& what) {
-  EXPECT_TRUE(t.is_contiguous(MemoryFormat::ChannelsLast))
-      << what << ": strides " << shape_str(t.strides());
-  EXPECT_EQ(t.suggest_memory_format(), MemoryFormat::ChannelsLast) << what;
-}
-
-// The largest difference against the largest value of `want`: the two layouts sum in different
-// orders (oneDNN's NHWC and NCHW kernels), and training batch norm magnifies float32 rounding
-// in gradients near zero, which elementwise tolerances would read as errors.
-double relative_difference(const Tensor& got, const Tensor& want) {
-  return (got - want).abs().amax().item<double>() / want.abs().amax().item<double>();
-}
-
-}  // namespace
+using coil::testing::relative_difference;
 
 TEST(MemoryFormat, ChannelsLastCopiesAndChecks) {
   Tensor x = random({2, 3, 4, 5});

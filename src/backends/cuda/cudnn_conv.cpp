@@ -1,6 +1,7 @@
 #include "backends/cuda/cudnn_calls.h"
 
 #if __has_include(<cudnn.h>)
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -54,7 +55,7 @@ struct Choice {
 };
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
-using ProblemKey = std::tuple<Pass, int, DType, cudnnMathType_t, std::array<int, 4>,
+using ProblemKey = std::tuple<Pass, int, DType, cudnnMathType_t, DnnLayout, std::array<int, 4>,
                               std::array<int, 4>, std::array<int64_t, 7>>;
 
 template <typename Perf>
@@ -69,8 +70,8 @@ std::optional<Choice> first_usable(const Perf* perf, int found, DType t) {
   return std::nullopt;
 }
 
-Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, const TensorDesc& x,
-              const FilterDesc& w, const ConvDesc& conv, const TensorDesc& y,
+Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, DnnLayout layout,
+              const TensorDesc& x, const FilterDesc& w, const ConvDesc& conv, const TensorDesc& y,
               const std::array<int, 4>& xdims, const std::array<int, 4>& wdims,
               const ConvWindow& win) {
   static std::mutex mutex;
@@ -79,6 +80,7 @@ Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, const TensorDesc&
                        device,
                        t,
                        math_for(t),
+                       layout,
                        xdims,
                        wdims,
                        {win.stride[0], win.stride[1], win.padding[0], win.padding[1],
@@ -113,18 +115,31 @@ Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, const TensorDesc&
   return cache->emplace(key, *c).first->second;
 }
 
-// Runs one pass of the convolution whose input is x (dims), weight w and output y: `run`
-// receives the handle, descriptors, algorithm, workspace and alpha/beta (1, 0).
+// The layout a pass runs in: NHWC where one of its activations is channels-last (cuDNN's
+// tensor-core kernels read and write NHWC, and given NCHW they transpose inside the call), else
+// NCHW; grouped convolutions stay NCHW. Every operand is handed over in it (a copy where one is
+// not), and the result is written in it (then copied where the result's own layout differs).
+DnnLayout layout_for(const ConvWindow& win, std::initializer_list<const Tensor*> activations) {
+  if (win.groups != 1) return DnnLayout::nchw;
+  for (const Tensor* t : activations)
+    if (is_nhwc(*t)) return DnnLayout::nhwc;
+  return DnnLayout::nchw;
+}
+
+// Runs one pass of the convolution whose input is x (dims), weight w and output y, in `layout`,
+// writing `result` (through a tensor in the layout where result is not): `run` receives the
+// handle, descriptors, algorithm, workspace, alpha/beta (1, 0) and the tensor to write.
 template <typename Run>
-void convolve(Pass pass, DType t, int device, const std::array<int, 4>& xdims,
-              const std::array<int, 4>& wdims, const std::array<int, 4>& ydims,
-              const ConvWindow& win, const char* what, Run run) {
+void convolve(Pass pass, DType t, DnnLayout layout, const Tensor& result,
+              const std::array<int, 4>& xdims, const std::array<int, 4>& wdims,
+              const std::array<int, 4>& ydims, const ConvWindow& win, const char* what, Run run) {
+  const int device = result.device().index;
   cudnnHandle_t h = handle(device);
   const cudnnDataType_t type = data_type(t);
-  TensorDesc x(xdims, type), y(ydims, type);
-  FilterDesc w(wdims, type);
+  TensorDesc x(xdims, type, layout), y(ydims, type, layout);
+  FilterDesc w(wdims, type, layout);
   ConvDesc conv(win, t);
-  const Choice c = choose(pass, h, device, t, x, w, conv, y, xdims, wdims, win);
+  const Choice c = choose(pass, h, device, t, layout, x, w, conv, y, xdims, wdims, win);
   void* workspace = c.workspace ? allocate(c.workspace, device) : nullptr;
   struct Release {
     void* p;
@@ -134,9 +149,11 @@ void convolve(Pass pass, DType t, int device, const std::array<int, 4>& xdims,
     }
   } release{workspace, device};
   const OneZero s;
+  const Tensor written = in_layout(result, layout);
   set_device(device);
-  run(h, x, w, conv, y, c.algo, workspace, c.workspace, s.one(t), s.zero(t));
+  run(h, x, w, conv, y, c.algo, workspace, c.workspace, s.one(t), s.zero(t), written);
   note_launch(device, what);
+  if (!written.is_same(result)) copy_into(result, written);
 }
 
 }  // namespace
@@ -144,21 +161,21 @@ void convolve(Pass pass, DType t, int device, const std::array<int, 4>& xdims,
 void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Tensor& out,
                     const ConvWindow& win) {
   if (out.numel() == 0) return;
-  const Tensor x = dense(x_in), w = dense(w_in);
+  const DnnLayout layout = layout_for(win, {&x_in, &out});
+  const Tensor x = dense(x_in, layout), w = dense(w_in, layout);
   const DType t = out.dtype();
-  const int device = out.device().index;
-  convolve(Pass::forward, t, device, dims_of(x), dims_of(w), dims_of(out), win,
+  convolve(Pass::forward, t, layout, out, dims_of(x), dims_of(w), dims_of(out), win,
            "cuDNN's convolution",
            [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,
-               const void* one, const void* zero) {
+               const void* one, const void* zero, const Tensor& y) {
              check_dnn(dnn().forward(h, one, xd.d, ptr(x), wd.d, ptr(w), conv.d,
                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, wsize, zero,
-                                     yd.d, mut_ptr(out)),
+                                     yd.d, mut_ptr(y)),
                        "cudnnConvolutionForward");
              if (!bias.defined()) return;
              const Tensor b = dense(bias);
              TensorDesc bd({1, as_int(b.numel()), 1, 1}, data_type(t));
-             check_dnn(dnn().add_tensor(h, one, bd.d, ptr(b), one, yd.d, mut_ptr(out)),
+             check_dnn(dnn().add_tensor(h, one, bd.d, ptr(b), one, yd.d, mut_ptr(y)),
                        "adding the bias");
            });
 }
@@ -166,14 +183,15 @@ void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, 
 void conv2d_input_grad(const Tensor& gy_in, const Tensor& w_in, const Tensor& dx,
                        const ConvWindow& win) {
   if (dx.numel() == 0) return;
-  const Tensor gy = dense(gy_in), w = dense(w_in);
-  convolve(Pass::data, dx.dtype(), dx.device().index, dims_of(dx), dims_of(w), dims_of(gy), win,
+  const DnnLayout layout = layout_for(win, {&gy_in, &dx});
+  const Tensor gy = dense(gy_in, layout), w = dense(w_in, layout);
+  convolve(Pass::data, dx.dtype(), layout, dx, dims_of(dx), dims_of(w), dims_of(gy), win,
            "cuDNN's convolution input gradient",
            [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,
-               const void* one, const void* zero) {
+               const void* one, const void* zero, const Tensor& written) {
              check_dnn(dnn().backward_data(h, one, wd.d, ptr(w), yd.d, ptr(gy), conv.d,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
-                                           wsize, zero, xd.d, mut_ptr(dx)),
+                                           wsize, zero, xd.d, mut_ptr(written)),
                        "cudnnConvolutionBackwardData");
            });
 }
@@ -185,14 +203,15 @@ void conv2d_weight_grad(const Tensor& gy_in, const Tensor& x_in, const Tensor& d
     fill(dw, 0);
     return;
   }
-  const Tensor gy = dense(gy_in), x = dense(x_in);
-  convolve(Pass::filter, dw.dtype(), dw.device().index, dims_of(x), dims_of(dw), dims_of(gy), win,
+  const DnnLayout layout = layout_for(win, {&gy_in, &x_in});
+  const Tensor gy = dense(gy_in, layout), x = dense(x_in, layout);
+  convolve(Pass::filter, dw.dtype(), layout, dw, dims_of(x), dims_of(dw), dims_of(gy), win,
            "cuDNN's convolution weight gradient",
            [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,
-               const void* one, const void* zero) {
+               const void* one, const void* zero, const Tensor& written) {
              check_dnn(dnn().backward_filter(h, one, xd.d, ptr(x), yd.d, ptr(gy), conv.d,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
-                                             wsize, zero, wd.d, mut_ptr(dw)),
+                                             wsize, zero, wd.d, mut_ptr(written)),
                        "cudnnConvolutionBackwardFilter");
            });
 }

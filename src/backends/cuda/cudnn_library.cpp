@@ -131,7 +131,22 @@ cudnnDataType_t data_type(DType t) {
   }
 }
 
-Tensor dense(const Tensor& t) { return as_contiguous(t); }
+Tensor in_layout(const Tensor& t, DnnLayout layout) {
+  if (layout == DnnLayout::nchw ? t.is_contiguous()
+                                : t.is_contiguous(MemoryFormat::ChannelsLast))  // size-1 dims aside
+    return t;
+  const Shape strides =
+      layout == DnnLayout::nchw ? contiguous_strides(t.sizes()) : channels_last_strides(t.sizes());
+  return empty_from_meta({t.dtype(), t.sizes(), strides, 0, t.device()});
+}
+
+Tensor dense(const Tensor& t, DnnLayout layout) {
+  Tensor r = in_layout(t, layout);
+  if (!r.is_same(t)) copy_into(r, t);
+  return r;
+}
+
+bool is_nhwc(const Tensor& t) { return t.dim() == 4 && t.impl()->meta.is_channels_last(); }
 const void* ptr(const Tensor& t) { return t.impl()->data(); }
 void* mut_ptr(const Tensor& t) { return t.impl()->data(); }
 

@@ -1,12 +1,13 @@
 // What coil's cuDNN calls share (backends/cuda/cudnn_conv.cpp, cudnn_pool.cpp, cudnn_graph.cpp):
 // the library's entry points, loaded on first use; a handle per device on coil's stream;
-// descriptors of 4-D contiguous tensors. Included only where the toolkit has cudnn.h.
+// descriptors of 4-D tensors, NCHW or NHWC. Included only where the toolkit has cudnn.h.
 #pragma once
 
 #include <cudnn.h>
 
 #include <array>
 #include <climits>
+#include <cstdint>
 
 #include <coil/error.h>
 #include <coil/tensor.h>
@@ -66,25 +67,36 @@ inline std::array<int, 4> dims_of(const Tensor& t) {
   return {as_int(t.size(0)), as_int(t.size(1)), as_int(t.size(2)), as_int(t.size(3))};
 }
 
-// A 4-D contiguous tensor (NCHW) as cuDNN describes it.
+// The two layouts coil hands cuDNN a 4-D [N, C, H, W] tensor in: NCHW (contiguous) or NHWC
+// (channels-last), described by its dims alone (the canonical strides of the layout).
+enum class DnnLayout : uint8_t { nchw, nhwc };
+
+// A 4-D tensor as cuDNN describes it.
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
-  TensorDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
+  TensorDesc(const std::array<int, 4>& dims, cudnnDataType_t type,
+             DnnLayout layout = DnnLayout::nchw) {
     check_dnn(dnn().tensor_create(&d), "cudnnCreateTensorDescriptor");
-    const int strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
-    check_dnn(dnn().tensor_set(d, type, 4, dims.data(), strides), "describing a tensor");
+    const int c = dims[1], h = dims[2], w = dims[3];
+    const std::array<int, 4> strides = layout == DnnLayout::nhwc
+                                           ? std::array<int, 4>{h * w * c, 1, w * c, c}
+                                           : std::array<int, 4>{c * h * w, h * w, w, 1};
+    check_dnn(dnn().tensor_set(d, type, 4, dims.data(), strides.data()), "describing a tensor");
   }
   ~TensorDesc() { dnn().tensor_destroy(d); }
   TensorDesc(const TensorDesc&) = delete;
   TensorDesc& operator=(const TensorDesc&) = delete;
 };
 
+// A convolution's weight [O, I, KH, KW]; NHWC is OHWI.
 struct FilterDesc {
   cudnnFilterDescriptor_t d = nullptr;
-  FilterDesc(const std::array<int, 4>& dims, cudnnDataType_t type) {
+  FilterDesc(const std::array<int, 4>& dims, cudnnDataType_t type,
+             DnnLayout layout = DnnLayout::nchw) {
     check_dnn(dnn().filter_create(&d), "cudnnCreateFilterDescriptor");
-    check_dnn(dnn().filter_set(d, type, CUDNN_TENSOR_NCHW, 4, dims.data()),
-              "describing the weight");
+    const cudnnTensorFormat_t format =
+        layout == DnnLayout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    check_dnn(dnn().filter_set(d, type, format, 4, dims.data()), "describing the weight");
   }
   ~FilterDesc() { dnn().filter_destroy(d); }
   FilterDesc(const FilterDesc&) = delete;
@@ -101,8 +113,12 @@ struct OneZero {
   }
 };
 
-// t itself when contiguous, else a contiguous copy (cuDNN is given NCHW-contiguous tensors).
-Tensor dense(const Tensor& t);
+// t itself when dense in `layout`, else an uninitialised tensor of its sizes and dtype that is.
+Tensor in_layout(const Tensor& t, DnnLayout layout);
+// t itself when dense in `layout`, else a copy that is.
+Tensor dense(const Tensor& t, DnnLayout layout = DnnLayout::nchw);
+// Whether t is laid out NHWC (and is not also NCHW: one channel, or one pixel).
+bool is_nhwc(const Tensor& t);
 const void* ptr(const Tensor& t);
 void* mut_ptr(const Tensor& t);
 

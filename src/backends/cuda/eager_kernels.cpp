@@ -141,16 +141,31 @@ Results conv_kernel(OpId op, const Args& a, const Metas& metas) {
   return one(out);
 }
 
+// The result of `meta` as `write` gives it into a contiguous tensor: for the pools, whose kernels
+// write NCHW planes, where their result follows a channels-last input (copied into its layout).
+template <typename Write>
+Results written_contiguous(const TensorMeta& meta, Write write) {
+  Tensor out = empty_from_meta(meta);
+  if (out.is_contiguous()) {
+    write(out);
+    return one(out);
+  }
+  Tensor planes = empty_contiguous(meta.sizes, meta.dtype, meta.device);
+  write(planes);
+  copy_into(out, planes);
+  return one(out);
+}
+
 // Max pooling and its derivatives: kernels of coil's own (max_pool.h).
 Results max_pool_kernel(OpId op, const Args& a, const Metas& metas) {
-  Tensor out = empty_from_meta(metas.at(0));
-  if (op == OpId::max_pool2d)
-    max_pool2d(a.tensor(0), out, max_pool_window(a, 0));
-  else if (op == OpId::max_pool2d_backward)
-    max_pool2d_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
-  else
-    max_pool2d_double_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
-  return one(out);
+  return written_contiguous(metas.at(0), [&](const Tensor& out) {
+    if (op == OpId::max_pool2d)
+      max_pool2d(a.tensor(0), out, max_pool_window(a, 0));
+    else if (op == OpId::max_pool2d_backward)
+      max_pool2d_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
+    else
+      max_pool2d_double_backward(a.tensor(0), a.tensor(1), out, max_pool_window(a, 1));
+  });
 }
 
 // Average pooling and its gradients: cuDNN's, where it has the pool (and loads); else kernels
@@ -158,18 +173,18 @@ Results max_pool_kernel(OpId op, const Args& a, const Metas& metas) {
 Results avg_pool_kernel(OpId op, const Args& a, const Metas& metas) {
   const bool forward = op == OpId::avg_pool2d || op == OpId::adaptive_avg_pool2d;
   const std::optional<PoolWindow> w = pool_window(op, a);
-  Tensor out = empty_from_meta(metas.at(0));
-  if (w && cudnn_available() && is_floating(a.tensor(0).dtype())) {
-    if (forward)
-      pool2d_forward(a.tensor(0), out, *w);
-    else
-      pool2d_backward(a.tensor(0), a.tensor(1), out, *w);
-  } else if (forward) {
-    avg_pool2d(a.tensor(0), out, avg_window(op, a));
-  } else {
-    avg_pool2d_backward(a.tensor(0), out, avg_window(op, a));
-  }
-  return one(out);
+  return written_contiguous(metas.at(0), [&](const Tensor& out) {
+    if (w && cudnn_available() && is_floating(a.tensor(0).dtype())) {
+      if (forward)
+        pool2d_forward(a.tensor(0), out, *w);
+      else
+        pool2d_backward(a.tensor(0), a.tensor(1), out, *w);
+    } else if (forward) {
+      avg_pool2d(a.tensor(0), out, avg_window(op, a));
+    } else {
+      avg_pool2d_backward(a.tensor(0), out, avg_window(op, a));
+    }
+  });
 }
 
 // The scores' scale: the call's, else 1 / sqrt(head size).
