@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import make_model_checkpoints as m
+from torch_timing import print_kernels
 
 which = sys.argv[1] if len(sys.argv) > 1 else "gpt2"
 compiled = len(sys.argv) > 2 and sys.argv[2] == "inductor"
@@ -51,18 +52,4 @@ def train():
     step()
 
 
-for _ in range(3):
-    train()
-torch.cuda.synchronize()
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-    train()
-    torch.cuda.synchronize()
-events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-total = sum(e.device_time for e in events)
-per, count = {}, {}
-for e in events:
-    per[e.name[:90]] = per.get(e.name[:90], 0) + e.device_time
-    count[e.name[:90]] = count.get(e.name[:90], 0) + 1
-print(f"torch {which} {'inductor' if compiled else 'eager'}: {len(events)} kernels, {total / 1e3:.2f} ms of GPU time")
-for name, us in sorted(per.items(), key=lambda kv: -kv[1])[:25]:
-    print(f"{us / 1e3:9.3f} ms {count[name]:5d}x  {name}")
+print_kernels(train, f"torch {which} {'inductor' if compiled else 'eager'}", 25)
