@@ -178,12 +178,19 @@ std::vector<TensorMeta> meta_to_dtype(const Args& a) {
   const Tensor& x = a.tensor(0);
   return one(elementwise_meta(a, {0}, a.dtype(1), x.sizes(), x.device()));
 }
+namespace {
+// x copied into a new tensor of `m` (its dtype and layout, on x's device).
+Tensor copy_as(const Tensor& x, const TensorMeta& m) {
+  if (m.strides == contiguous_strides(m.sizes))
+    return x.dtype() == m.dtype ? contiguous_copy(x) : to_dtype_copy(x, m.dtype);
+  Tensor r = empty_from_meta(m);
+  copy_into(r, x);
+  return r;
+}
+}  // namespace
+
 std::vector<Tensor> eager_to_dtype(const Args& a, const std::vector<TensorMeta>& out) {
-  if (out[0].strides == contiguous_strides(out[0].sizes))
-    return one(to_dtype_copy(a.tensor(0), out[0].dtype));
-  Tensor r = empty_from_meta(out[0]);
-  copy_into(r, a.tensor(0));
-  return one(r);
+  return one(copy_as(a.tensor(0), out[0]));
 }
 
 // A channels-last tensor's clone is channels-last (torch's memory_format=preserve); any other
@@ -193,10 +200,7 @@ std::vector<TensorMeta> meta_clone(const Args& a) {
   return one(elementwise_meta(a, {0}, x.dtype(), x.sizes(), x.device()));
 }
 std::vector<Tensor> eager_clone(const Args& a, const std::vector<TensorMeta>& out) {
-  if (out[0].strides == contiguous_strides(out[0].sizes)) return one(contiguous_copy(a.tensor(0)));
-  Tensor r = empty_from_meta(out[0]);
-  copy_into(r, a.tensor(0));
-  return one(r);
+  return one(copy_as(a.tensor(0), out[0]));
 }
 
 // contiguous returns its input itself when it is already contiguous, as in PyTorch.
@@ -221,19 +225,10 @@ std::vector<Tensor> eager_to_device(const Args& a, const std::vector<TensorMeta>
   // The source made dense in the result's order on its own device first (a kernel there), then
   // one copy of its bytes.
   Tensor x = a.tensor(0);
+  if (x.device() == out[0].device) return one(copy_as(x, out[0]));
   const bool nhwc = out[0].strides != contiguous_strides(out[0].sizes);
-  if (x.device() == out[0].device) {
-    if (!nhwc) return one(contiguous_copy(x));
-    Tensor r = empty_from_meta(out[0]);
-    copy_into(r, x);
-    return one(r);
-  }
-  if (nhwc && !x.is_contiguous(MemoryFormat::ChannelsLast)) {
-    Tensor dense = empty_from_meta({x.dtype(), x.sizes(), out[0].strides, 0, x.device()});
-    copy_into(dense, x);
-    x = dense;
-  } else if (!nhwc && !x.is_contiguous())
-    x = run_eager(OpId::contiguous, {x}).at(0);
+  if (!x.is_contiguous(nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous))
+    x = copy_as(x, {x.dtype(), x.sizes(), out[0].strides, 0, x.device()});
   const size_t nbytes = static_cast<size_t>(x.numel()) * itemsize(x.dtype());
   // Non-blocking, as torch's: from pinned memory to a GPU, or from a GPU into new pinned memory,
   // the copy is queued and the host goes on (it must not read or reuse the host memory before a
