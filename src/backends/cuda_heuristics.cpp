@@ -51,6 +51,12 @@ class CudaHeuristics final : public heuristics::DeviceHeuristics {
   bool attention_keeps_stats(DType dtype, int64_t head) const override {
     return dtype != kFloat32 && fused_attention_backward(dtype, head);
   }
+  // cuBLASLt's tensor-core kernels for the 16-bit floats read and write rows of whole 16-byte
+  // pieces; a size off that runs on kernels several times slower. Float32's products ran as
+  // fast unpadded (bench/probes/head_padding.cpp).
+  int64_t product_alignment(DType dtype) const override {
+    return dtype == kBFloat16 || dtype == kFloat16 ? 8 : 1;
+  }
   const char* many_streams_cost() const override { return "each thread holding every one's loads"; }
 };
 

@@ -85,6 +85,7 @@ std::vector<Pass> post_grad_passes() {
           {"constant_folding", run_constant_folding},
           {"cse", run_cse},
           {"post_grad_patterns", run_post_grad_patterns},
+          {"pad_products", run_pad_products},
           {"dce", run_dce}};
 }
 

@@ -2,6 +2,8 @@
 // Each lives in its own file of this folder; pass.h groups them for the pipeline.
 #pragma once
 
+#include <functional>
+
 #include "graph/graph.h"
 
 namespace coil {
@@ -26,6 +28,12 @@ bool run_fuse_attention(Graph& g);
 // The post-grad pattern rewrites: add(mm, bias) -> addmm, relu(addmm) -> addmm_relu.
 bool run_post_grad_patterns(Graph& g);
 bool run_joint_graph_patterns(Graph& g);
+// Matrix products whose sizes are not multiples of the device's alignment for their dtype
+// (heuristics' product_alignment) run padded with zeros, the result narrowed back.
+bool run_pad_products(Graph& g);
+// The same with the alignment given: elements per row piece for a device and dtype (1: none).
+using ProductAlignment = std::function<int64_t(Device, DType)>;
+bool pad_products(Graph& g, const ProductAlignment& alignment);
 // Freezing: batch_norm in inference after a conv2d whose weights are captured tensors folds
 // into new weights and bias of the conv2d, computed now from the tensors' values.
 bool run_fold_conv_batch_norm(Graph& g);
