@@ -1,14 +1,17 @@
 #include "backends/cuda/cudnn_calls.h"
 
 #if __has_include(<cudnn.h>)
+#include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <tuple>
 
 #include <coil/cuda.h>
 
+#include "backends/cuda/cudnn_graph.h"
 #include "backends/cuda/cudnn_library.h"
 #include "runtime/copy.h"
 #include "runtime/cuda_runtime.h"
@@ -45,7 +48,7 @@ struct ConvDesc {
   ConvDesc& operator=(const ConvDesc&) = delete;
 };
 
-enum class Pass { forward, data, filter };
+using Pass = ConvPass;
 
 // The algorithm cuDNN's heuristics rank first among those that keep the math type (no tensor
 // cores for float32/float64) and need at most kMaxWorkspace, cached per problem.
@@ -156,6 +159,84 @@ void convolve(Pass pass, DType t, DnnLayout layout, const Tensor& result,
   if (!written.is_same(result)) copy_into(result, written);
 }
 
+// The 16-bit floats' convolutions run through cuDNN's graph API, their execution plans built
+// once per problem: the legacy calls build theirs again on every call, 44 us (3x3) to 135 us
+// (1x1) of the host's time each (bench/probes/conv_host_cost.cpp), more than the GPU's time
+// for most of a ResNet's. The first plan of cuDNN's heuristics that builds (as PyTorch's
+// cudnn.benchmark = False takes); none (nullptr, remembered): the legacy call runs.
+struct ConvPlan {
+  DnnGraph graph;
+  TensorId x, w, y;
+};
+
+std::vector<int64_t> strides_in(const std::array<int, 4>& d, DnnLayout layout) {
+  const int64_t c = d[1], h = d[2], w = d[3];
+  return layout == DnnLayout::nhwc ? std::vector<int64_t>{h * w * c, 1, w * c, c}
+                                   : std::vector<int64_t>{c * h * w, h * w, w, 1};
+}
+
+const ConvPlan* plan_for(Pass pass, int device, DType t, DnnLayout layout,
+                         const std::array<int, 4>& xdims, const std::array<int, 4>& wdims,
+                         const std::array<int, 4>& ydims, const ConvWindow& win) {
+  static std::mutex mutex;
+  static auto* plans = new std::map<ProblemKey, std::unique_ptr<ConvPlan>>();
+  const ProblemKey key{pass,
+                       device,
+                       t,
+                       math_for(t),
+                       layout,
+                       xdims,
+                       wdims,
+                       {win.stride[0], win.stride[1], win.padding[0], win.padding[1],
+                        win.dilation[0], win.dilation[1], win.groups}};
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = plans->find(key); it != plans->end()) return it->second.get();
+  auto plan = std::make_unique<ConvPlan>();
+  const cudnnDataType_t type = data_type(t);
+  auto tensor = [&](const std::array<int, 4>& d) {
+    return plan->graph.tensor({d[0], d[1], d[2], d[3]}, strides_in(d, layout), type);
+  };
+  plan->x = tensor(xdims);
+  plan->w = tensor(wdims);
+  plan->y = tensor(ydims);
+  plan->graph.convolution(pass, plan->x, plan->w, plan->y, win);
+  std::string why;
+  if (!plan->graph.build(handle(device), &why)) plan.reset();
+  return plans->emplace(key, std::move(plan)).first->second.get();
+}
+
+bool aligned16(const Tensor& t) { return reinterpret_cast<uintptr_t>(ptr(t)) % 16 == 0; }
+
+// `pass` through its cached plan, where there is one and the operands are aligned for it: x, w
+// and y in `layout`, but for the one the pass writes, which is written through a tensor in the
+// layout (then copied where its own differs). False where the legacy call must run.
+bool run_planned(Pass pass, DnnLayout layout, const Tensor& x, const Tensor& w, const Tensor& y,
+                 const ConvWindow& win, const char* what) {
+  const Tensor& result = pass == Pass::forward ? y : pass == Pass::data ? x : w;
+  const DType t = result.dtype();
+  if ((t != kBFloat16 && t != kFloat16) || win.groups != 1) return false;
+  const int device = result.device().index;
+  const ConvPlan* plan = plan_for(pass, device, t, layout, dims_of(x), dims_of(w), dims_of(y), win);
+  if (!plan) return false;
+  const Tensor written = in_layout(result, layout);
+  const Tensor& px = pass == Pass::data ? written : x;
+  const Tensor& pw = pass == Pass::filter ? written : w;
+  const Tensor& py = pass == Pass::forward ? written : y;
+  if (!aligned16(px) || !aligned16(pw) || !aligned16(py)) return false;
+  const int64_t bytes = plan->graph.workspace_bytes();
+  void* workspace = bytes ? allocate(static_cast<size_t>(bytes), device) : nullptr;
+  set_device(device);
+  plan->graph.run(handle(device),
+                  {{plan->x, const_cast<void*>(ptr(px))},
+                   {plan->w, const_cast<void*>(ptr(pw))},
+                   {plan->y, const_cast<void*>(ptr(py))}},
+                  workspace);
+  if (workspace) free(workspace, device);  // stream-ordered: reused only by later work
+  note_launch(device, what);
+  if (!written.is_same(result)) copy_into(result, written);
+  return true;
+}
+
 }  // namespace
 
 void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, const Tensor& out,
@@ -163,6 +244,8 @@ void conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias, 
   if (out.numel() == 0) return;
   const DnnLayout layout = layout_for(win, {&x_in, &out});
   const Tensor x = dense(x_in, layout), w = dense(w_in, layout);
+  if (!bias.defined() && run_planned(Pass::forward, layout, x, w, out, win, "cuDNN's convolution"))
+    return;
   const DType t = out.dtype();
   convolve(Pass::forward, t, layout, out, dims_of(x), dims_of(w), dims_of(out), win,
            "cuDNN's convolution",
@@ -185,6 +268,7 @@ void conv2d_input_grad(const Tensor& gy_in, const Tensor& w_in, const Tensor& dx
   if (dx.numel() == 0) return;
   const DnnLayout layout = layout_for(win, {&gy_in, &dx});
   const Tensor gy = dense(gy_in, layout), w = dense(w_in, layout);
+  if (run_planned(Pass::data, layout, dx, w, gy, win, "cuDNN's convolution input gradient")) return;
   convolve(Pass::data, dx.dtype(), layout, dx, dims_of(dx), dims_of(w), dims_of(gy), win,
            "cuDNN's convolution input gradient",
            [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,
@@ -205,6 +289,8 @@ void conv2d_weight_grad(const Tensor& gy_in, const Tensor& x_in, const Tensor& d
   }
   const DnnLayout layout = layout_for(win, {&gy_in, &x_in});
   const Tensor gy = dense(gy_in, layout), x = dense(x_in, layout);
+  if (run_planned(Pass::filter, layout, x, dw, gy, win, "cuDNN's convolution weight gradient"))
+    return;
   convolve(Pass::filter, dw.dtype(), layout, dw, dims_of(x), dims_of(dw), dims_of(gy), win,
            "cuDNN's convolution weight gradient",
            [&](auto h, auto& xd, auto& wd, auto& conv, auto& yd, int algo, void* ws, size_t wsize,

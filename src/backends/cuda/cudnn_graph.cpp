@@ -139,6 +139,60 @@ void DnnGraph::reshape(TensorId x, TensorId y) {
   ops_.push_back(std::move(op));
 }
 
+void DnnGraph::convolution(ConvPass pass, TensorId x, TensorId w, TensorId y,
+                           const ConvWindow& window) {
+  auto c = std::make_unique<BackendDescriptor>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t dims = 2;
+  c->set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute)
+      .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
+      .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims)
+      .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, window.dilation.data())
+      .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, window.stride.data())
+      .set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, window.padding.data())
+      .set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, window.padding.data());
+  finalize_or_throw(*c, "a convolution");
+  struct Attributes {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t alpha, beta, conv, x, w, y;
+  };
+  const Attributes a =
+      pass == ConvPass::forward ? Attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                                             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y}
+      : pass == ConvPass::data
+          ? Attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY}
+          : Attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY};
+  const float alpha = 1, beta = 0;
+  auto op = std::make_unique<BackendDescriptor>(a.type);
+  op->set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha)
+      .set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta)
+      .set(a.conv, *c)
+      .set(a.x, desc(x))
+      .set(a.w, desc(w))
+      .set(a.y, desc(y));
+  finalize_or_throw(*op, "a convolution operation");
+  parts_.push_back(std::move(c));
+  ops_.push_back(std::move(op));
+}
+
 bool DnnGraph::build(cudnnHandle_t handle, std::string* why) {
   std::vector<cudnnBackendDescriptor_t> ops;
   for (const auto& op : ops_) ops.push_back(op->get());

@@ -14,7 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cuda/cudnn_calls.h"
+
 namespace coil::cuda {
+
+// A convolution's three passes: the forward writes y, the data pass x's gradient from y's, the
+// filter pass w's gradient.
+enum class ConvPass : uint8_t { forward, data, filter };
 
 // One backend descriptor, destroyed with it.
 class BackendDescriptor {
@@ -60,6 +66,9 @@ class DnnGraph {
   void matmul(TensorId a, TensorId b, TensorId c);
   // y = x with y's dims and strides (a transposed view of the same values).
   void reshape(TensorId x, TensorId y);
+  // `pass` of the cross-correlation of x by w into y, in float32 (`window`'s groups are the
+  // tensors' dims: w's second is x's channels over the groups).
+  void convolution(ConvPass pass, TensorId x, TensorId w, TensorId y, const ConvWindow& window);
 
   // Finalizes the graph and the first plan of cuDNN's heuristics that builds for it. False,
   // with the reason in `why`, where cuDNN has no engine for the graph on this device.
