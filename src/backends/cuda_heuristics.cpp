@@ -51,6 +51,9 @@ class CudaHeuristics final : public heuristics::DeviceHeuristics {
   bool attention_keeps_stats(DType dtype, int64_t head) const override {
     return dtype != kFloat32 && fused_attention_backward(dtype, head);
   }
+  // The eager kernel pools NCHW planes, a channels-last input copied in and out of them; the
+  // generated one reads and writes the input's layout and fuses with the ReLU before it.
+  bool generated_max_pool() const override { return true; }
   // cuBLASLt's tensor-core kernels for the 16-bit floats read and write rows of whole 16-byte
   // pieces; a size off that runs on kernels several times slower. Float32's products ran as
   // fast unpadded (bench/probes/head_padding.cpp).

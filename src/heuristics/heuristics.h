@@ -51,6 +51,9 @@ class DeviceHeuristics {
   // Whether that backward reads the forward's log-sum-exp of each row (then autograd records
   // attention as scaled_dot_product_attention_stats, which keeps it).
   virtual bool attention_keeps_stats(DType dtype, int64_t head) const = 0;
+  // Whether max pooling's forward is lowered to a generated kernel (fused with its neighbours,
+  // written in its input's layout) rather than called as the eager kernel.
+  virtual bool generated_max_pool() const = 0;
   // The multiple, in elements, that a matrix product's sizes in `dtype` are padded to for the
   // device's fast kernels (1: products are not padded).
   virtual int64_t product_alignment(DType dtype) const = 0;

@@ -1,7 +1,6 @@
 // Lowerings of cat and constant pad as pointwise values: each output element selects the input
-// (or the fill value) its position falls in. The loads a selection discards still run (both
-// branches of a where are evaluated, vectorised), so every load's index is clamped into its
-// input: a discarded load reads a valid element instead of memory outside the buffer.
+// (or the fill value) its position falls in; every load's index is clamped into its input
+// (clamp_into: a discarded load still runs).
 #include <coil/error.h>
 
 #include "lower/context.h"
@@ -15,10 +14,6 @@ namespace {
 
 using Result = std::optional<std::vector<TensorBox>>;
 using V = ir::ValueNode;
-
-sym::Expr clamp(sym::Expr e, sym::Expr size) {
-  return sym::min(sym::max(e, sym::constant(0)), size - 1);
-}
 
 // index < bound, as a bool value.
 ir::Value below(sym::Expr index, sym::Expr bound) {
@@ -85,7 +80,7 @@ Result lower_cat(Context& cx, const Node& n, std::string*) {
         auto part = [&](size_t k) {
           Index j = i;
           const sym::Expr size = parts[k].sizes[static_cast<size_t>(dim)];
-          j[dim] = clamp(i[dim] - starts[k], size);
+          j[dim] = clamp_into(i[dim] - starts[k], size);
           return V::cast(parts[k].load(j), dtype);
         };
         ir::Value v = part(parts.size() - 1);
@@ -115,13 +110,10 @@ Result lower_pad(Context& cx, const Node& n, std::string* why_not) {
           const size_t d = nd - 1 - p;
           const sym::Expr before = pads[2 * p], size = in.sizes[d];
           if (before->is_const(0) && pads[2 * p + 1]->is_const(0)) continue;
-          sym::Expr at = i[d] - before;
-          ir::Value ok =
-              V::binary(ir::Op::LogicalAnd,
-                        V::binary(ir::Op::Ge, V::index_value(at), V::make_constant(0, kInt64)),
-                        below(at, size));
+          const sym::Expr at = i[d] - before;
+          const ir::Value ok = in_range(at, size);
           inside = inside ? V::binary(ir::Op::LogicalAnd, inside, ok) : ok;
-          j[d] = clamp(at, size);
+          j[d] = clamp_into(at, size);
         }
         ir::Value v = in.load(j);
         return inside ? V::where(inside, v, V::make_constant(fill, dtype)) : v;

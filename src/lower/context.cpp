@@ -156,6 +156,17 @@ ir::Value size_value(sym::Expr e, DType dtype) {
   return ir::ValueNode::cast(ir::ValueNode::index_value(e), dtype);
 }
 
+ir::Value in_range(sym::Expr at, sym::Expr size) {
+  using V = ir::ValueNode;
+  return V::binary(ir::Op::LogicalAnd,
+                   V::binary(ir::Op::Ge, V::index_value(at), V::make_constant(0, kInt64)),
+                   V::binary(ir::Op::Lt, V::index_value(at), size_value(size, kInt64)));
+}
+
+sym::Expr clamp_into(sym::Expr at, sym::Expr size) {
+  return sym::min(sym::max(at, sym::constant(0)), size - 1);
+}
+
 ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const SymShape& sizes,
                    const Index& index) {
   if (auto* n = std::get_if<Node*>(&a))
@@ -211,6 +222,7 @@ const Lowering* find_lowering(OpId op) {
     register_factories(t);
     register_concat_pad(t);
     register_indexing(t);
+    register_pools(t);
     return t;
   }();
   auto it = table.find(op);

@@ -99,6 +99,7 @@ void register_views(std::unordered_map<OpId, Lowering>& table);
 void register_factories(std::unordered_map<OpId, Lowering>& table);
 void register_concat_pad(std::unordered_map<OpId, Lowering>& table);
 void register_indexing(std::unordered_map<OpId, Lowering>& table);
+void register_pools(std::unordered_map<OpId, Lowering>& table);
 
 // Broadcasting: the loader of `b` read at an index of `sizes` (right-aligned, size-1 dims at 0).
 ir::Value load_broadcast(const TensorBox& b, const SymShape& sizes, const Index& index);
@@ -108,6 +109,11 @@ ir::Value load_arg(const Context& cx, const NodeArg& a, DType dtype, const SymSh
                    const Index& index);
 // A size expression as a value of `dtype` (a constant when it is one).
 ir::Value size_value(sym::Expr e, DType dtype);
+// Whether 0 <= at < size, as a bool value; and `at` clamped into [0, size). A where evaluates
+// both its branches (vectorised), so a load it may discard reads at the clamped index: a valid
+// element instead of memory outside the buffer.
+ir::Value in_range(sym::Expr at, sym::Expr size);
+sym::Expr clamp_into(sym::Expr at, sym::Expr size);
 // The layouts `n`'s op gives when its tensor arguments are laid out as `inputs` (by node; a
 // buffer's view, or a dense value): the op's symbolic shape rule, checked against its meta
 // function at the hints.

@@ -39,6 +39,8 @@ class CpuHeuristics final : public heuristics::DeviceHeuristics {
     return dtype == kFloat32 || dtype == kFloat64;
   }
   bool attention_keeps_stats(DType, int64_t) const override { return false; }
+  // The eager kernel is vectorised along each window's row; a generated one is not measured.
+  bool generated_max_pool() const override { return false; }
   // oneDNN's products take any size at the same speed per element.
   int64_t product_alignment(DType) const override { return 1; }
   const char* many_streams_cost() const override { return "more than the prefetchers follow"; }
