@@ -83,26 +83,20 @@ TEST(PadProducts, PadsTheBiasAlongTheDimItHas) {
 )");
 }
 
+// x w^T with x and w of the given types ("f32[64, 64][64, 1]cpu").
+std::string head(const std::string& x, const std::string& w) {
+  return "def forward(self, x: \"" + x + "\", w: \"" + w +
+         "\"):\n"
+         "    wt = coil.permute(w, [1, 0])\n"
+         "    m = coil.mm(x, wt)\n"
+         "    return (m,)\n";
+}
+
 TEST(PadProducts, LeavesAlignedSmallAndUnpaddedProductsAlone) {
-  const char* aligned =
-      R"(def forward(self, x: "f32[64, 64][64, 1]cpu", w: "f32[72, 64][64, 1]cpu"):
-    wt = coil.permute(w, [1, 0])
-    m = coil.mm(x, wt)
-    return (m,)
-)";
-  expect_no_change(pad_to_8, aligned);
-  const char* small = R"(def forward(self, x: "f32[8, 64][64, 1]cpu", w: "f32[67, 64][64, 1]cpu"):
-    wt = coil.permute(w, [1, 0])
-    m = coil.mm(x, wt)
-    return (m,)
-)";
-  expect_no_change(pad_to_8, small);
-  const char* odd = R"(def forward(self, x: "bf16[64, 64][64, 1]cpu", w: "bf16[67, 64][64, 1]cpu"):
-    wt = coil.permute(w, [1, 0])
-    m = coil.mm(x, wt)
-    return (m,)
-)";
+  expect_no_change(pad_to_8, head("f32[64, 64][64, 1]cpu", "f32[72, 64][64, 1]cpu"));
+  expect_no_change(pad_to_8, head("f32[8, 64][64, 1]cpu", "f32[67, 64][64, 1]cpu"));
   // The CPU's heuristics pad nothing; the same graph padded computes the same values in bf16.
+  const std::string odd = head("bf16[64, 64][64, 1]cpu", "bf16[67, 64][64, 1]cpu");
   expect_no_change(run_pad_products, odd);
   Graph original = parse_graph(odd), g = parse_graph(odd);
   EXPECT_TRUE(pad_to_8(g));

@@ -61,6 +61,20 @@ constexpr size_t kMaxWorkspace = size_t{1} << 30;
 using ProblemKey = std::tuple<Pass, int, DType, cudnnMathType_t, DnnLayout, std::array<int, 4>,
                               std::array<int, 4>, std::array<int64_t, 7>>;
 
+ProblemKey problem_key(Pass pass, int device, DType t, DnnLayout layout,
+                       const std::array<int, 4>& xdims, const std::array<int, 4>& wdims,
+                       const ConvWindow& win) {
+  return {pass,
+          device,
+          t,
+          math_for(t),
+          layout,
+          xdims,
+          wdims,
+          {win.stride[0], win.stride[1], win.padding[0], win.padding[1], win.dilation[0],
+           win.dilation[1], win.groups}};
+}
+
 template <typename Perf>
 std::optional<Choice> first_usable(const Perf* perf, int found, DType t) {
   for (int i = 0; i < found; ++i) {
@@ -79,15 +93,7 @@ Choice choose(Pass pass, cudnnHandle_t h, int device, DType t, DnnLayout layout,
               const ConvWindow& win) {
   static std::mutex mutex;
   static auto* cache = new std::map<ProblemKey, Choice>();
-  const ProblemKey key{pass,
-                       device,
-                       t,
-                       math_for(t),
-                       layout,
-                       xdims,
-                       wdims,
-                       {win.stride[0], win.stride[1], win.padding[0], win.padding[1],
-                        win.dilation[0], win.dilation[1], win.groups}};
+  const ProblemKey key = problem_key(pass, device, t, layout, xdims, wdims, win);
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = cache->find(key); it != cache->end()) return it->second;
@@ -169,32 +175,19 @@ struct ConvPlan {
   TensorId x, w, y;
 };
 
-std::vector<int64_t> strides_in(const std::array<int, 4>& d, DnnLayout layout) {
-  const int64_t c = d[1], h = d[2], w = d[3];
-  return layout == DnnLayout::nhwc ? std::vector<int64_t>{h * w * c, 1, w * c, c}
-                                   : std::vector<int64_t>{c * h * w, h * w, w, 1};
-}
-
 const ConvPlan* plan_for(Pass pass, int device, DType t, DnnLayout layout,
                          const std::array<int, 4>& xdims, const std::array<int, 4>& wdims,
                          const std::array<int, 4>& ydims, const ConvWindow& win) {
   static std::mutex mutex;
   static auto* plans = new std::map<ProblemKey, std::unique_ptr<ConvPlan>>();
-  const ProblemKey key{pass,
-                       device,
-                       t,
-                       math_for(t),
-                       layout,
-                       xdims,
-                       wdims,
-                       {win.stride[0], win.stride[1], win.padding[0], win.padding[1],
-                        win.dilation[0], win.dilation[1], win.groups}};
+  const ProblemKey key = problem_key(pass, device, t, layout, xdims, wdims, win);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = plans->find(key); it != plans->end()) return it->second.get();
   auto plan = std::make_unique<ConvPlan>();
   const cudnnDataType_t type = data_type(t);
   auto tensor = [&](const std::array<int, 4>& d) {
-    return plan->graph.tensor({d[0], d[1], d[2], d[3]}, strides_in(d, layout), type);
+    const std::array<int64_t, 4> strides = layout_strides(d, layout);
+    return plan->graph.tensor({d[0], d[1], d[2], d[3]}, {strides.begin(), strides.end()}, type);
   };
   plan->x = tensor(xdims);
   plan->w = tensor(wdims);

@@ -71,16 +71,21 @@ inline std::array<int, 4> dims_of(const Tensor& t) {
 // (channels-last), described by its dims alone (the canonical strides of the layout).
 enum class DnnLayout : uint8_t { nchw, nhwc };
 
+// The strides of a dense [N, C, H, W] tensor in `layout`.
+inline std::array<int64_t, 4> layout_strides(const std::array<int, 4>& dims, DnnLayout layout) {
+  const int64_t c = dims[1], h = dims[2], w = dims[3];
+  return layout == DnnLayout::nhwc ? std::array<int64_t, 4>{h * w * c, 1, w * c, c}
+                                   : std::array<int64_t, 4>{c * h * w, h * w, w, 1};
+}
+
 // A 4-D tensor as cuDNN describes it.
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
   TensorDesc(const std::array<int, 4>& dims, cudnnDataType_t type,
              DnnLayout layout = DnnLayout::nchw) {
     check_dnn(dnn().tensor_create(&d), "cudnnCreateTensorDescriptor");
-    const int c = dims[1], h = dims[2], w = dims[3];
-    const std::array<int, 4> strides = layout == DnnLayout::nhwc
-                                           ? std::array<int, 4>{h * w * c, 1, w * c, c}
-                                           : std::array<int, 4>{c * h * w, h * w, w, 1};
+    const std::array<int64_t, 4> s = layout_strides(dims, layout);
+    const std::array<int, 4> strides = {as_int(s[0]), as_int(s[1]), as_int(s[2]), as_int(s[3])};
     check_dnn(dnn().tensor_set(d, type, 4, dims.data(), strides.data()), "describing a tensor");
   }
   ~TensorDesc() { dnn().tensor_destroy(d); }
