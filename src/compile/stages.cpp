@@ -98,9 +98,11 @@ ir::Program lowering(const Graph& g, const backends::DeviceBackend& backend,
 schedule::Schedule scheduling(const ir::Program& program, debug::CompileTrace& trace) {
   schedule::Schedule sched =
       trace.timeline().stage("scheduling", "schedule", [&] { return schedule::schedule(program); });
-  for (const std::string& d : sched.decisions) debug::log("fusion", trace.log_prefix(), d);
+  std::vector<std::string> decisions;
+  for (const schedule::FusionDecision& d : sched.decisions) decisions.push_back(d.str());
+  for (const std::string& d : decisions) debug::log("fusion", trace.log_prefix(), d);
   debug::log("schedule", trace.log_prefix(), steps_text(sched, program));
-  trace.write("fusion.txt", [&] { return lines(sched.decisions); });
+  trace.write("fusion.txt", [&] { return lines(decisions); });
   return sched;
 }
 

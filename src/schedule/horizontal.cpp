@@ -63,8 +63,8 @@ void fuse_horizontally(Schedule& s) {
       std::string parts;
       for (const Kernel& k : run) parts += (parts.empty() ? "" : ", ") + k.name;
       kernels.push_back(combine(std::move(run), combos++));
-      s.decisions.push_back("combine " + parts + " into " + kernels.back().name +
-                            ": independent pointwise loops, one parallel region");
+      s.decisions.push_back({FusionDecision::Kind::combine, parts, kernels.back().name,
+                             "independent pointwise loops, one parallel region"});
     } else {
       kernels.push_back(std::move(run.front()));
     }
@@ -96,8 +96,8 @@ void fuse_horizontally(Schedule& s) {
         why = "the combo is full: " + std::to_string(nodes) + " + " +
               std::to_string(k.nodes.size()) + " statements";
       if (!why.empty()) {
-        s.decisions.push_back("do not combine " + k.name + " with " + run.front().name + ": " +
-                              why);
+        s.decisions.push_back(
+            {FusionDecision::Kind::do_not_combine, k.name, run.front().name, why});
         flush();
       }
     }

@@ -58,10 +58,22 @@ struct Step {
   std::string buffer;  // for an extern step
 };
 
+// One fusion decision with its reason, as the `fusion` log prints it (str()): where a buffer
+// went — fused into a kernel, kept out of one, a new kernel of its own — or which kernels
+// horizontal fusion combined into a combo, or kept out of one.
+struct FusionDecision {
+  enum class Kind : uint8_t { fuse, do_not_fuse, new_kernel, combine, do_not_combine };
+  Kind kind;
+  std::string subject;  // the buffer placed; the kernels combined; the kernel kept out of a combo
+  std::string kernel;   // the kernel decided about: fused into, new, the combo, the combo's first
+  std::string reason;
+  std::string str() const;
+};
+
 struct Schedule {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
-  std::vector<std::string> decisions;  // every fusion decision with its reason (the `fusion` log)
+  std::vector<FusionDecision> decisions;  // every fusion decision, in the order made
 };
 
 // A kernel's name says what it computes, as Inductor's do: its kind ("poi" pointwise, "red"

@@ -1,7 +1,6 @@
 #include "schedule/scheduler.h"
 
 #include <map>
-#include <regex>
 #include <set>
 
 #include <coil/error.h>
@@ -13,11 +12,12 @@ namespace coil::schedule {
 
 namespace {
 
-struct FusionDecision {
+// Whether a buffer may join a kernel, and why.
+struct Verdict {
   bool ok;
   std::string reason;
-  static FusionDecision yes(std::string r) { return {true, std::move(r)}; }
-  static FusionDecision no(std::string r) { return {false, std::move(r)}; }
+  static Verdict yes(std::string r) { return {true, std::move(r)}; }
+  static Verdict no(std::string r) { return {false, std::move(r)}; }
 };
 
 sym::Expr outer_numel(const ir::Computation& c) { return sym_numel(c.ranges); }
@@ -53,7 +53,7 @@ std::string sizes_str(sym::Expr outer, sym::Expr inner, bool reduction) {
 
 // Do the iteration spaces fit? A pointwise node joins a reduction kernel inside its loop (outer x
 // inner points) or after it (outer points); two reductions must reduce the same ranges.
-FusionDecision fits(const Group& g, const ir::Buffer& b) {
+Verdict fits(const Group& g, const ir::Buffer& b) {
   const ir::Computation& a = *g.anchor();
   const ir::Computation& c = *b.compute;
   bool ka = a.is_reduction(), kc = c.is_reduction();
@@ -61,26 +61,25 @@ FusionDecision fits(const Group& g, const ir::Buffer& b) {
   std::string what =
       "kernel of " + sizes_str(ao, ai, ka) + " and " + b.name + " of " + sizes_str(co, ci, kc);
   if (!ka && !kc)
-    return ao == co ? FusionDecision::yes("same iteration space: " + what)
-                    : FusionDecision::no("different sizes: " + what);
+    return ao == co ? Verdict::yes("same iteration space: " + what)
+                    : Verdict::no("different sizes: " + what);
   if (ka && kc)
-    return ao == co && ai == ci ? FusionDecision::yes("same reduction ranges: " + what)
-                                : FusionDecision::no("different reduction ranges: " + what);
+    return ao == co && ai == ci ? Verdict::yes("same reduction ranges: " + what)
+                                : Verdict::no("different reduction ranges: " + what);
   if (ka) {
-    if (co == ao * ai) return FusionDecision::yes("pointwise inside the reduction loop: " + what);
-    if (co == ao) return FusionDecision::yes("pointwise after the reduction: " + what);
-    return FusionDecision::no("sizes do not divide into the reduction's loops: " + what);
+    if (co == ao * ai) return Verdict::yes("pointwise inside the reduction loop: " + what);
+    if (co == ao) return Verdict::yes("pointwise after the reduction: " + what);
+    return Verdict::no("sizes do not divide into the reduction's loops: " + what);
   }
-  if (ao == co * ci)
-    return FusionDecision::yes("pointwise producer inside the reduction loop: " + what);
-  if (ao == co) return FusionDecision::yes("pointwise before the reduction: " + what);
-  return FusionDecision::no("sizes do not divide into the reduction's loops: " + what);
+  if (ao == co * ci) return Verdict::yes("pointwise producer inside the reduction loop: " + what);
+  if (ao == co) return Verdict::yes("pointwise before the reduction: " + what);
+  return Verdict::no("sizes do not divide into the reduction's loops: " + what);
 }
 
 // Every read of a member's buffer must be of the very element the member computes at the same
 // loop point: then the value is at hand in a register, with no other thread or loop iteration
 // involved.
-FusionDecision same_elements(const Group& g, const ir::Buffer& b) {
+Verdict same_elements(const Group& g, const ir::Buffer& b) {
   std::vector<const ir::Buffer*> members = g.members;
   members.push_back(&b);
   LoopNest loops = loop_nest(members);
@@ -103,7 +102,7 @@ FusionDecision same_elements(const Group& g, const ir::Buffer& b) {
                 ", computed inside it";
     }
   });
-  return problem.empty() ? FusionDecision::yes("") : FusionDecision::no(problem);
+  return problem.empty() ? Verdict::yes("") : Verdict::no(problem);
 }
 
 // A loop that walks more arrays than this at once for work that shares nothing loses on both
@@ -131,18 +130,18 @@ size_t streams(const Group& g, const ir::Buffer& b) {
 
 // A node that reads nothing `g` computes only shares its iteration space: it joins while `g` is
 // small (kMaxUnrelatedFusionNodes) and walks few arrays (kMaxUnrelatedStreams).
-FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b,
-                                  const heuristics::DeviceHeuristics& device) {
+Verdict room_for_unrelated(const Group& g, const ir::Buffer& b,
+                           const heuristics::DeviceHeuristics& device) {
   for (const std::string& r : reads_of(*b.compute))
-    if (g.has_member(r)) return FusionDecision::yes("");
+    if (g.has_member(r)) return Verdict::yes("");
   if (g.members.size() >= kMaxUnrelatedFusionNodes)
-    return FusionDecision::no("the kernel is full: " + std::to_string(g.members.size()) +
-                              " nodes, and " + b.name + " reads none of them");
+    return Verdict::no("the kernel is full: " + std::to_string(g.members.size()) + " nodes, and " +
+                       b.name + " reads none of them");
   if (const size_t arrays = streams(g, b); arrays > kMaxUnrelatedStreams)
-    return FusionDecision::no("the kernel would walk " + std::to_string(arrays) +
-                              " arrays at once (" + device.many_streams_cost() + "), and " +
-                              b.name + " reads none of its nodes");
-  return FusionDecision::yes("");
+    return Verdict::no("the kernel would walk " + std::to_string(arrays) + " arrays at once (" +
+                       device.many_streams_cost() + "), and " + b.name +
+                       " reads none of its nodes");
+  return Verdict::yes("");
 }
 
 // A pointwise node that reads nothing the kernel computes joins a reduction's loop only when it
@@ -151,16 +150,16 @@ FusionDecision room_for_unrelated(const Group& g, const ir::Buffer& b,
 // their inputs in different orders (a sum down columns beside a pass along the rows: a bias's
 // gradient beside the gradient itself), share no load, and on the GPU one of them reads
 // uncoalesced; apart, each kernel takes its own best order.
-FusionDecision shares_reads(const Group& g, const ir::Buffer& b) {
+Verdict shares_reads(const Group& g, const ir::Buffer& b) {
   const ir::Computation& a = *g.anchor();
   const ir::Computation& c = *b.compute;
-  if (a.is_reduction() == c.is_reduction()) return FusionDecision::yes("");
+  if (a.is_reduction() == c.is_reduction()) return Verdict::yes("");
   const ir::Computation& reduction = a.is_reduction() ? a : c;
   const ir::Computation& pointwise = a.is_reduction() ? c : a;
   if (outer_numel(pointwise) != outer_numel(reduction) * inner_numel(reduction))
-    return FusionDecision::yes("");
+    return Verdict::yes("");
   for (const std::string& r : reads_of(c))
-    if (g.has_member(r)) return FusionDecision::yes("");
+    if (g.has_member(r)) return Verdict::yes("");
   std::vector<const ir::Buffer*> members = g.members;
   members.push_back(&b);
   LoopNest loops = loop_nest(members);
@@ -172,9 +171,9 @@ FusionDecision shares_reads(const Group& g, const ir::Buffer& b) {
   ir::for_each_load(translate(b, loops).body, [&](const ir::ValueNode& l) {
     shared = shared || read.count({l.buffer(), l.index().get()}) > 0;
   });
-  return shared ? FusionDecision::yes("")
-                : FusionDecision::no(b.name +
-                                     " reads none of the elements the kernel reads at each point");
+  return shared
+             ? Verdict::yes("")
+             : Verdict::no(b.name + " reads none of the elements the kernel reads at each point");
 }
 
 // How many earlier steps a node may move back to join a kernel: bounds the search.
@@ -183,6 +182,23 @@ constexpr int kFusionWindow = 8;
 }  // namespace
 
 bool Kernel::is_reduction() const { return !inner.empty(); }
+
+std::string FusionDecision::str() const {
+  const std::string why = reason.empty() ? "" : ": " + reason;
+  switch (kind) {
+    case Kind::fuse:
+      return "fuse " + subject + " into " + kernel + why;
+    case Kind::do_not_fuse:
+      return "do not fuse " + subject + " into " + kernel + why;
+    case Kind::new_kernel:
+      return "new " + kernel + " for " + subject + why;
+    case Kind::combine:
+      return "combine " + subject + " into " + kernel + why;
+    case Kind::do_not_combine:
+      return "do not combine " + subject + " with " + kernel + why;
+  }
+  return "";
+}
 
 std::string fused_name(const std::string& kind, const std::vector<std::string>& ops, int number) {
   std::string name = kind + "_fused_";
@@ -226,6 +242,12 @@ Schedule schedule(const ir::Program& program) {
   std::vector<Group> groups;
   std::map<std::string, int> step_of;  // buffer -> the step that fills it
   const heuristics::DeviceHeuristics& device = heuristics::for_device(program.device);
+  std::vector<int> kernel_of_decision;  // the group each decision is about, by number
+  auto decide = [&](FusionDecision::Kind kind, const std::string& buffer, int group,
+                    std::string reason) {
+    s.decisions.push_back({kind, buffer, "", std::move(reason)});
+    kernel_of_decision.push_back(group);
+  };
   for (const ir::Buffer& b : program.buffers) {
     if (b.kind == ir::BufferKind::Extern) {
       step_of[b.name] = static_cast<int>(s.steps.size());
@@ -241,17 +263,16 @@ Schedule schedule(const ir::Program& program) {
          i >= std::max(after, 0) && i >= static_cast<int>(s.steps.size()) - kFusionWindow; --i) {
       if (s.steps[i].kernel < 0) continue;
       Group& g = groups[s.steps[i].kernel];
-      FusionDecision d = fits(g, b);
+      Verdict d = fits(g, b);
       if (d.ok) {
-        if (FusionDecision e = room_for_unrelated(g, b, device); !e.ok) d = e;
+        if (Verdict e = room_for_unrelated(g, b, device); !e.ok) d = e;
       }
       for (auto check : {shares_reads, same_elements}) {
         if (!d.ok) break;
-        if (FusionDecision e = check(g, b); !e.ok) d = e;
+        if (Verdict e = check(g, b); !e.ok) d = e;
       }
-      std::string target = "kernel" + std::to_string(s.steps[i].kernel);
-      s.decisions.push_back((d.ok ? "fuse " : "do not fuse ") + b.name + " into " + target + ": " +
-                            d.reason);
+      decide(d.ok ? FusionDecision::Kind::fuse : FusionDecision::Kind::do_not_fuse, b.name,
+             s.steps[i].kernel, d.reason);
       if (d.ok) {
         chosen = i;
         break;
@@ -261,7 +282,7 @@ Schedule schedule(const ir::Program& program) {
       chosen = static_cast<int>(s.steps.size());
       s.steps.push_back(Step{static_cast<int>(groups.size()), ""});
       groups.push_back(Group{});
-      s.decisions.push_back("new kernel" + std::to_string(groups.size() - 1) + " for " + b.name);
+      decide(FusionDecision::Kind::new_kernel, b.name, static_cast<int>(groups.size()) - 1, "");
     }
     groups[s.steps[chosen].kernel].members.push_back(&b);
     step_of[b.name] = chosen;
@@ -284,18 +305,10 @@ Schedule schedule(const ir::Program& program) {
     for (KernelNode& n : kernel.nodes) n.store = needed.count(n.buffer) > 0;
     s.kernels.push_back(std::move(kernel));
   }
-  // The decisions named each kernel by its number while its members were still coming.
-  static const std::regex placeholder(R"(\bkernel(\d+)\b)");
-  for (std::string& d : s.decisions) {
-    std::string named;
-    auto at = d.cbegin();
-    for (std::sregex_iterator m(d.begin(), d.end(), placeholder), end; m != end; ++m) {
-      named.append(at, (*m)[0].first);
-      named += s.kernels.at(std::stoul((*m)[1].str())).name;
-      at = (*m)[0].second;
-    }
-    d = named.append(at, d.cend());
-  }
+  // The decisions were made while each kernel's members, which its name comes from, were still
+  // coming: they name it now.
+  for (size_t i = 0; i < s.decisions.size(); ++i)
+    s.decisions[i].kernel = s.kernels.at(static_cast<size_t>(kernel_of_decision[i])).name;
   fuse_horizontally(s);
   mark_final_reads(program, s);
   return s;

@@ -38,8 +38,8 @@ TEST(Golden, SoftmaxLowersToThreeBuffersAndFusesToOneKernel) {
 
 // Whether some fusion decision of `c` contains `text`.
 bool decided(const Compiled& c, const std::string& text) {
-  for (const std::string& d : c.schedule.decisions)
-    if (d.find(text) != std::string::npos) return true;
+  for (const schedule::FusionDecision& d : c.schedule.decisions)
+    if (d.str().find(text) != std::string::npos) return true;
   return false;
 }
 

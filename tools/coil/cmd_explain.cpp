@@ -18,18 +18,6 @@ namespace coil::tool {
 
 namespace {
 
-// The name of the kernel a decision is about: "fuse buf2 into K: ...", "do not fuse buf3 into
-// K: ...", "new K for buf3", "combine A, B into K: ..." (src/schedule/ words them so).
-std::string decision_kernel(const std::string& d) {
-  for (const std::string marker : {" into ", "new "}) {
-    size_t at = d.find(marker);
-    if (at == std::string::npos) continue;
-    size_t start = at + marker.size();
-    return d.substr(start, d.find_first_of(": ", start) - start);
-  }
-  return "";
-}
-
 class Explainer {
  public:
   Explainer(const Graph& g, const Pipeline::Scheduled& s) : s_(s) {
@@ -61,8 +49,8 @@ class Explainer {
     std::cout << "  graph nodes: " << nodes_text(nodes) << "\n  buffers:\n";
     for (const std::string& b : buffers) std::cout << "    " << b << "\n";
     std::cout << "  decisions:\n";
-    for (const std::string& d : s_.schedule.decisions)
-      if (decision_kernel(d) == s_.schedule.kernels[k].name) std::cout << "    " << d << "\n";
+    for (const schedule::FusionDecision& d : s_.schedule.decisions)
+      if (d.kernel == s_.schedule.kernels[k].name) std::cout << "    " << d.str() << "\n";
   }
 
   void extern_call(const std::string& buffer) {
