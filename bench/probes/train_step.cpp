@@ -4,11 +4,12 @@
 // coil-bench-models: GPT-2 small at 8 x 512 tokens with AdamW, ResNet-50 at 32 images of 224²
 // with SGD (momentum 0.9); or coil-bench's train_mlp (Linear 1024 -> 4096, GELU, Linear back,
 // LayerNorm, loss mean(y^2), Adam) at 4096 rows. Usage: train_step gpt2|resnet50|mlp eager|compiled
-// [gaps|kernels] [bf16|fp16]; a dtype runs the loss under autocast in it (an fp16 step unscaled:
-// the probe times, it does not train). With "gaps" it profiles the step with coil's own profiler
-// instead: the step's wall time, the work's device time by name, and the device's idle time summed
-// by the work that came after it (a host-bound step waits for the host before each piece of work:
-// where the host is slow).
+// [gaps|kernels] [bf16|fp16 [channels-last]]; a dtype runs the loss under autocast in it (an fp16
+// step unscaled: the probe times, it does not train); "channels-last" after it runs ResNet-50 in
+// that layout (as coil-bench-models' AMP rows). With "gaps" it profiles the step with coil's own
+// profiler instead: the step's wall time, the work's device time by name, and the device's idle
+// time summed by the work that came after it (a host-bound step waits for the host before each
+// piece of work: where the host is slow).
 #include <cuda_profiler_api.h>
 
 #include <chrono>
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
     resnet->to(cuda);
     model = resnet;
     x = randn({32, 3, 224, 224}).to(cuda);
+    if (argc > 5 && std::string(argv[5]) == "channels-last") {
+      resnet->to(MemoryFormat::ChannelsLast);
+      x = x.contiguous(MemoryFormat::ChannelsLast);
+    }
     y = randint(0, 1000, {32}).to(cuda);
     opt = std::make_unique<optim::SGD>(
         resnet->parameters(), optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .compiled = compiled});

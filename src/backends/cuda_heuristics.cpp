@@ -17,10 +17,11 @@ constexpr int64_t kFewValues = 1024, kSplitMin = 8192;
 // rows is split, so that its blocks fill the GPU: GPT-2's 768 bias gradients over 4096 tokens
 // were 768 blocks each reading one element per sector.
 constexpr int64_t kColumnSplitMin = 1024;
-// The split takes the fewest of 8, 16 or 32 pieces that still give the partials' kernel this
+// The split takes the fewest of 8 to 256 pieces that still give the partials' kernel this
 // many column pieces (512 blocks of 32): more pieces make more blocks that each fold fewer rows
 // for the same meeting in shared memory; fewer leave multiprocessors idle
-// (bench/probes/column_sum.cu: [4096, 4096] was summed fastest in 8 pieces, [4096, 1024] in 16).
+// (bench/probes/column_sum.cu: [4096, 4096] was summed fastest in 8 pieces, [4096, 1024] in 16;
+// a channels-last batch norm's 64 channels over 32 x 112 x 112 rows take 256).
 constexpr int64_t kColumnPieces = 16384, kColumnPieceMin = 128;
 
 class CudaHeuristics final : public heuristics::DeviceHeuristics {
@@ -30,7 +31,7 @@ class CudaHeuristics final : public heuristics::DeviceHeuristics {
   }
   heuristics::ColumnSplit column_split(int64_t values, int64_t rows) const override {
     if (rows < kColumnSplitMin) return {};
-    std::vector<int64_t> counts = {8, 16, 32};
+    std::vector<int64_t> counts = {8, 16, 32, 64, 128, 256};
     while (counts.size() > 1 && counts.front() * values < kColumnPieces)
       counts.erase(counts.begin());
     return {counts, kColumnPieceMin};

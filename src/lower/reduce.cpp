@@ -1,6 +1,7 @@
 // Lowerings of the reductions: each becomes a Reduction buffer over the reduced dims.
 #include <coil/error.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -209,9 +210,15 @@ void split_reduction(Context& cx, ir::Computation& c) {
 // side, each value's elements apart. A load the same for every value (a row's mean, read by
 // every column of a layer norm's weight gradient) counts neither way.
 bool reads_down_columns(Context& cx, const ir::Computation& c) {
-  if (c.vars.empty() || c.rvars.empty()) return false;
+  // The last value var over more than one value: keepdim's dims of one come after a batch
+  // norm's channels.
+  auto last = std::find_if(c.ranges.rbegin(), c.ranges.rend(),
+                           [](const sym::Expr& r) { return !r->is_const(1); });
+  if (last == c.ranges.rend() || c.rvars.empty()) return false;
+  const sym::Expr column = c.vars[static_cast<size_t>(c.ranges.rend() - last) - 1];
   std::vector<sym::Expr> others = c.rvars;
-  others.insert(others.end(), c.vars.begin(), c.vars.end() - 1);
+  for (const sym::Expr& v : c.vars)
+    if (v != column) others.push_back(v);
   int across = 0, along = 0;
   ir::for_each_load(c.body, [&](const ir::ValueNode& load) {
     if (load.is_indirect()) return;
@@ -219,7 +226,7 @@ bool reads_down_columns(Context& cx, const ir::Computation& c) {
       return sym::depends_on(load.index(), v);
     });
     if (!per_value) return;
-    across += ir::mostly_steps_by_one(cx.program(), load.index(), c.vars.back(), others);
+    across += ir::mostly_steps_by_one(cx.program(), load.index(), column, others);
     along += sym::steps_by_one(load.index(), c.rvars.back());
   });
   return across > along;
@@ -316,8 +323,13 @@ ir::Computation reduction(Context& cx, const Node& n, Node* x, Shape dims, bool 
 TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, ReduceKind kind,
                  DType dtype, const std::function<ir::Value(ir::Value, const Index&)>& body) {
   ir::Computation c = reduction(cx, n, x, std::move(dims), keepdim, kind, dtype, body);
-  split_reduction(cx, c);
-  split_columns(cx, c);  // after a split of few values, too short for it
+  // A split of each value's elements into pieces of consecutive ones would read a column's
+  // pieces a stride apart (a channels-last batch norm's statistics: 1.5 ms for what a read
+  // down the columns does at the copy's rate): columns are cut across their rows instead.
+  if (reads_down_columns(cx, c))
+    split_columns(cx, c);
+  else
+    split_reduction(cx, c);
   ir::Buffer b;
   b.kind = ir::BufferKind::Computed;
   b.layout = ir::Layout::contiguous(dtype, c.ranges);
@@ -361,8 +373,8 @@ Result lower_arg_reduce(Context& cx, const Node& n, std::string*) {
 }
 
 // var: the sum of squared deviations, divided by (count - correction) afterwards. Welford's
-// one pass, but where the reduction would be split (few long rows on the GPU, columns too few
-// for the CPU's threads: a batch norm's statistics, channels-first or channels-last): Welford's
+// one pass, but where the reduction would be split (columns cut across their rows, as a
+// channels-last batch norm's statistics; few long rows on the GPU, channels-first): Welford's
 // state does not combine as partials, so two passes, each a sum that splits, the mean's and
 // then the squared deviations' from it (as exact as Welford's).
 Result lower_var(Context& cx, const Node& n, std::string*) {
@@ -381,13 +393,14 @@ Result lower_var(Context& cx, const Node& n, std::string*) {
   }
   auto cast = [acc](ir::Value v, const Index&) { return V::cast(v, acc); };
   TensorBox m2;
-  const bool splits =
-      heuristics::for_device(cx.program().device).variance_split() ==
-              heuristics::VarianceSplit::AsSplitReduction
-          ? worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
-                            cx.program().hint(count))
-          : column_pieces(cx, reduction(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc, cast))
-                    .count > 0;
+  const ir::Computation welford =
+      reduction(cx, n, x, dims, keepdim, ReduceKind::WelfordM2, acc, cast);
+  const bool splits = column_pieces(cx, welford).count > 0 ||
+                      (heuristics::for_device(cx.program().device).variance_split() ==
+                           heuristics::VarianceSplit::AsSplitReduction &&
+                       !reads_down_columns(cx, welford) &&
+                       worth_splitting(cx, cx.program().hint(sym_numel(n.sym_layout().sizes)),
+                                       cx.program().hint(count)));
   if (splits) {
     const TensorBox sum = reduce(cx, n, x, dims, keepdim, ReduceKind::Sum, acc, cast);
     const ir::Value c = size_value(count, acc);

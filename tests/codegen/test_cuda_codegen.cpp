@@ -167,6 +167,23 @@ TEST(CudaCodegen, PointwiseKernelsUseVectorAccesses) {
   EXPECT_EQ(cuda_compile_errors(g), "");
 }
 
+// A product's operand padded with rows (pad_products' N of a tied head) reads its rows eight at a
+// time: the clamped row index moves only between runs of eight, so the vector is read at the
+// run's first element; padded columns are read one by one.
+TEST(CudaCodegen, PaddedRowsAreReadEightAtATime) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  for (auto [pads, vector] : {std::pair{Shape{0, 0, 0, 5}, true}, {Shape{0, 5}, false}}) {
+    Graph g;
+    Node* w = g.placeholder("w", ops::contiguous_meta(kFloat32, {67, 64}));
+    Node* cast = g.call(OpId::to_dtype, {w, kBFloat16});
+    g.output({g.call(OpId::pad, {cast, pads, std::string("constant"), 0.0})});
+    const std::string source = cuda_module_source(g);
+    EXPECT_EQ(source.find("coil_vec<float, 8>*>(in0 + (") != std::string::npos, vector) << source;
+    EXPECT_NE(source.find("coil_vec<unsigned short, 8>"), std::string::npos) << source;
+    EXPECT_EQ(cuda_compile_errors(g), "");
+  }
+}
+
 // A row's passes read and write it four elements at a time where they are consecutive along it
 // (softmax's three passes, layer norm's two), and compile.
 TEST(CudaCodegen, RowPassesUseVectorAccesses) {
@@ -437,6 +454,24 @@ TEST(CudaCodegen, ColumnsTakeThirtyTwoABlock) {
   const std::string row_source = cuda_module_source(rows);
   EXPECT_EQ(row_source.find("coil_column_reduce(acc_"), std::string::npos) << row_source;
   EXPECT_EQ(cuda_compile_errors(rows), "");
+}
+
+// A channels-last batch norm's statistics (sum and variance over N, H and W, the channels
+// innermost, keepdim's dims of one after them) are read down the columns, cut across their rows
+// into pieces enough to fill the GPU, never into runs of a channel's elements a stride apart.
+TEST(CudaCodegen, ChannelsLastStatisticsReduceDownColumns) {
+  if (!cuda::is_built()) GTEST_SKIP() << "coil was built without CUDA";
+  Graph g;
+  TensorMeta meta = ops::contiguous_meta(kBFloat16, {32, 64, 112, 112}, Device("cuda"));
+  meta.strides = {64 * 112 * 112, 1, 112 * 64, 64};
+  Node* x = g.call(OpId::to_dtype, {g.placeholder("x", meta), kFloat32});
+  g.output({g.call(OpId::sum, {x, Shape{0, 2, 3}, true}),
+            g.call(OpId::var, {x, Shape{0, 2, 3}, 0.0, false})});
+  const std::string source = cuda_module_source(g);
+  EXPECT_EQ(source.find("coil_block_reduce(acc_"), std::string::npos) << source;
+  EXPECT_NE(source.find("coil_column_reduce(acc_"), std::string::npos) << source;
+  EXPECT_NE(source.find("for (i64 r = coil_t; r < 256; r += 32)"), std::string::npos) << source;
+  EXPECT_EQ(cuda_compile_errors(g), "");
 }
 
 // A model's identical layers make one CUDA kernel: three layer norms over the outputs of three

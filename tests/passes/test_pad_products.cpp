@@ -83,6 +83,31 @@ TEST(PadProducts, PadsTheBiasAlongTheDimItHas) {
 )");
 }
 
+// Autocast's cast of a tied weight read transposed (w.t() cast to bf16): cast before the
+// transpose, so that the cast and its pad write the weight's own order; the results equal.
+TEST(PadProducts, CastsATransposedWeightBeforeItsTranspose) {
+  const std::string cast_of_transpose =
+      R"(def forward(self, x: "bf16[64, 64][64, 1]cpu", w: "f32[67, 64][64, 1]cpu"):
+    wt = coil.permute(w, [1, 0])
+    c = coil.to_dtype(wt, coil.bfloat16)
+    m = coil.mm(x, c)
+    return (m,)
+)";
+  expect_pass(pad_to_8, cast_of_transpose,
+              R"(def forward(self, x: "bf16[64, 64][64, 1]cpu", w: "f32[67, 64][64, 1]cpu"):
+    to_dtype = coil.to_dtype(w, coil.bfloat16)
+    pad = coil.pad(to_dtype, [0, 0, 0, 5], "constant", 0.0)
+    permute = coil.permute(pad, [1, 0])
+    mm = coil.mm(x, permute)
+    narrow = coil.narrow(mm, 1, 0, 67)
+    contiguous = coil.contiguous(narrow)
+    return (contiguous,)
+)");
+  Graph original = parse_graph(cast_of_transpose), g = parse_graph(cast_of_transpose);
+  EXPECT_TRUE(pad_to_8(g));
+  expect_same_results(original, g, random_inputs(original));
+}
+
 // x w^T with x and w of the given types ("f32[64, 64][64, 1]cpu").
 std::string head(const std::string& x, const std::string& w) {
   return "def forward(self, x: \"" + x + "\", w: \"" + w +

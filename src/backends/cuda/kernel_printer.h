@@ -217,8 +217,9 @@ class Printer {
 
  protected:
   static const VectorAccess* find(const Lanes& lanes, const std::string& buffer, sym::Expr index) {
+    const std::optional<sym::Expr> offset = unit_offset(index, lanes.var, lanes.width, true);
     for (const VectorAccess& a : lanes.vectors)
-      if (a.buffer == buffer && index - lanes.var == a.offset) return &a;
+      if (a.buffer == buffer && offset == a.offset) return &a;
     return nullptr;
   }
 

@@ -7,9 +7,13 @@
 
 namespace coil::cuda {
 
-std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i, int64_t width) {
+std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i, int64_t width,
+                                     bool across_runs) {
   sym::Expr offset = index - i;
-  if (sym::depends_on(offset, i)) return std::nullopt;
+  if (sym::depends_on(offset, i)) {
+    if (!across_runs || !sym::same_over_aligned_runs(offset, i, width)) return std::nullopt;
+    return sym::substitute(offset, {{i, sym::index_var("coil_base", i->range().hi + 1)}});
+  }
   if (offset->is_const() && offset->value() % width != 0) return std::nullopt;
   return offset;
 }
@@ -34,7 +38,7 @@ std::string VectorAccess::aligned() const {
 std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::KernelNode*>& nodes,
                                           sym::Expr var,
                                           const std::function<bool(const std::string&)>& computed,
-                                          int64_t width) {
+                                          int64_t width, bool across_runs) {
   std::vector<VectorAccess> out;
   auto add = [&](const std::string& buffer, sym::Expr offset, DType dtype, bool store) {
     VectorAccess a{buffer, offset, dtype, store, "coil_v" + std::to_string(out.size()),
@@ -45,14 +49,14 @@ std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::Kern
   };
   for (const schedule::KernelNode* n : nodes) {
     if (!n->store || n->reduce) continue;
-    std::optional<sym::Expr> offset = unit_offset(n->store_index, var, width);
+    std::optional<sym::Expr> offset = unit_offset(n->store_index, var, width, across_runs);
     if (!offset) return {};
     add(n->buffer, *offset, n->dtype, true);
   }
   for (const schedule::KernelNode* n : nodes)
     ir::for_each_load(n->body, [&](const ir::ValueNode& load) {
       if (load.is_indirect() || computed(load.buffer())) return;
-      if (std::optional<sym::Expr> offset = unit_offset(load.index(), var, width))
+      if (std::optional<sym::Expr> offset = unit_offset(load.index(), var, width, across_runs))
         add(load.buffer(), *offset, load.dtype(), false);
     });
   return out;
@@ -61,11 +65,11 @@ std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::Kern
 std::vector<VectorAccess> pointwise_vector_accesses(
     const std::vector<const schedule::KernelNode*>& nodes, sym::Expr var,
     const std::function<bool(const std::string&)>& computed) {
-  std::vector<VectorAccess> four = vector_accesses(nodes, var, computed);
+  std::vector<VectorAccess> four = vector_accesses(nodes, var, computed, kVector, true);
   size_t narrowest = 8;
   for (const VectorAccess& a : four) narrowest = std::min(narrowest, itemsize(a.dtype));
   if (four.empty() || narrowest != 2) return four;
-  std::vector<VectorAccess> eight = vector_accesses(nodes, var, computed, kWideVector);
+  std::vector<VectorAccess> eight = vector_accesses(nodes, var, computed, kWideVector, true);
   return eight.size() == four.size() ? eight : four;
 }
 

@@ -22,8 +22,12 @@ inline constexpr int64_t kWideVector = 8;
 
 // Where `index` reads `i + offset` with the offset free of i (consecutive elements for
 // consecutive i: a vector access), the offset; nullopt otherwise, or when a constant offset
-// could never be aligned to a vector of `width` elements.
-std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i, int64_t width = kVector);
+// could never be aligned to a vector of `width` elements. With `across_runs`, an offset that
+// moves with i only between aligned runs of `width` values (a padded operand's clamped rows,
+// min(i // C, R - 1) * C - (i // C) * C with C a multiple of the width) is one too, taken at the
+// run's first element: written in coil_base, which a vectorised pointwise thread defines.
+std::optional<sym::Expr> unit_offset(sym::Expr index, sym::Expr i, int64_t width = kVector,
+                                     bool across_runs = false);
 
 // One vector access: `buffer[i + offset]` for `width` consecutive i.
 struct VectorAccess {
@@ -50,11 +54,11 @@ struct VectorAccess {
 // The vector accesses along `var` of `nodes` (a pointwise kernel's, bound to its flat index; a
 // pass over a row), `width` elements each: every store outside a reduction (all must be
 // consecutive along var: none otherwise) and the loads that are, of buffers the kernel does not
-// compute (`computed`).
+// compute (`computed`); offsets `across_runs` as unit_offset takes them.
 std::vector<VectorAccess> vector_accesses(const std::vector<const schedule::KernelNode*>& nodes,
                                           sym::Expr var,
                                           const std::function<bool(const std::string&)>& computed,
-                                          int64_t width = kVector);
+                                          int64_t width = kVector, bool across_runs = false);
 
 // A pointwise kernel's: kWideVector elements each where the narrowest access is of 16-bit
 // values and every access of kVector's can be that wide (its 16-bit accesses then 16 bytes, as
