@@ -16,7 +16,8 @@ namespace coil::decomp {
   X(mean) X(std) X(logsumexp) X(softmax) X(log_softmax)                                \
   X(layer_norm) X(rms_norm) X(batch_norm) X(group_norm) X(gelu) X(silu)                \
   X(linear) X(matmul) X(dropout) X(cross_entropy) X(nll_loss) X(mse_loss)              \
-  X(scaled_dot_product_attention) X(stack)
+  X(scaled_dot_product_attention) X(stack)                                             \
+  X(adaptive_avg_pool2d) X(adaptive_avg_pool2d_backward)
 // clang-format on
 
 #define COIL_DECLARE_DECOMPOSITION(op) Node* decompose_##op(Graph& g, Node* node);

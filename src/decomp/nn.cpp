@@ -1,5 +1,5 @@
 // Decompositions of the products (linear, matmul: into mm, addmm, bmm), the losses, attention,
-// dropout, and stack.
+// dropout, stack, and global average pooling.
 #include <cmath>
 #include <limits>
 
@@ -243,6 +243,31 @@ Node* decompose_stack(Graph& g, Node* node) {
   std::vector<Node*> parts;
   for (Node* t : arg<std::vector<Node*>>(node, 0)) parts.push_back(e(OpId::unsqueeze, {t, dim}));
   return e(OpId::cat, {parts, dim});
+}
+
+// Whether an adaptive average pool's output of `out` is one element a plane (ResNet's head).
+bool global_pool(const SymShape& out) {
+  return out.size() >= 3 && out[out.size() - 1]->is_const(1) && out[out.size() - 2]->is_const(1);
+}
+
+// adaptive_avg_pool2d(x, [1, 1]) = the mean over each plane: a reduction, which takes in the
+// batch norm, residual and ReLU before it, and reads a channels-last input down its columns.
+// Other output sizes keep the op.
+Node* decompose_adaptive_avg_pool2d(Graph& g, Node* node) {
+  if (!global_pool(sym_sizes(node))) return nullptr;
+  return Emit{g, node}(OpId::mean, {input(node, 0), Shape{-2, -1}, true});
+}
+
+// Its backward (grad, self): each element of a plane gets the plane's gradient over its size.
+Node* decompose_adaptive_avg_pool2d_backward(Graph& g, Node* node) {
+  Node *grad = input(node, 0), *self = input(node, 1);
+  const SymShape x = sym_sizes(self);
+  if (!global_pool(sym_sizes(grad)) || x.size() < 2) return nullptr;
+  Emit e{g, node};
+  const int64_t plane = size_value(g, x[x.size() - 1] * x[x.size() - 2],
+                                   "adaptive_avg_pool2d's gradient divides by the plane's size");
+  Node* each = e(OpId::div, {e.to(grad, compute_type(dtype(grad))), Scalar(double(plane))});
+  return e.to(e(OpId::expand, {each, shape_arg(g, x)}), dtype(node));
 }
 
 }  // namespace coil::decomp

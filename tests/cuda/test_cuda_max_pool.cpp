@@ -1,7 +1,8 @@
 // Max pooling compiled for the GPU is a generated kernel (lower/pool.cpp), fused with the ReLU
 // before it and written in its input's layout: every window (padding, dilation, ceil_mode,
 // unbatched), NCHW and channels-last, float32 and bf16, NaN and -inf inputs, against the eager
-// kernel exactly (a maximum rounds nothing); and its gradient in training against eager's.
+// kernel exactly (a maximum rounds nothing); and its gradient, generated too, against the eager
+// kernel's exactly, ties and NaN included.
 #include <gtest/gtest.h>
 
 #include <coil/coil.h>
@@ -56,6 +57,47 @@ TEST(CudaMaxPool, CompiledIsAGeneratedKernelEqualToEager) {
           EXPECT_EQ(got.strides(), want.strides());
           EXPECT_TRUE(allclose(got.cpu(), want.cpu(), 0, 0, /*equal_nan=*/true));
         }
+}
+
+// The same windows, on whole numbers (ties in most windows, the first tap winning) with NaN
+// (the first NaN winning) and -inf: the gradient each element gets, summed over the windows it
+// wins in the same order, equals the eager kernel's; dilated windows keep the eager kernel.
+TEST(CudaMaxPool, CompiledBackwardIsAGeneratedKernelEqualToEager) {
+  COIL_REQUIRE_GPU();
+  compiler_reset();
+  const std::vector<Window> windows = {
+      {{2, 2}, {}, {0, 0}, {1, 1}, false},     {{3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+      {{3, 2}, {1, 1}, {1, 1}, {1, 1}, false}, {{3, 3}, {2, 2}, {0, 0}, {1, 1}, true},
+      {{2, 2}, {3, 3}, {0, 0}, {1, 1}, false}, {{3, 3}, {1, 1}, {1, 1}, {2, 2}, false}};
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Window& w : windows)
+    for (DType dt : {kFloat32, kBFloat16})
+      for (bool channels_last : {false, true}) {
+        const Shape s = {2, 16, 13, 11};
+        SCOPED_TRACE(dtype_name(dt) + std::string(channels_last ? " NHWC" : "") + " kernel " +
+                     str(w.kernel) + " stride " + str(w.stride) + " dilation " + str(w.dilation));
+        Tensor x = round(random(s, kFloat32, -2, 2));
+        x.view({-1}).narrow(0, 5, 1).fill_(std::nanf(""));
+        x.view({-1}).narrow(0, 6, 1).fill_(std::nanf(""));
+        x.view({-1}).narrow(0, 40, 3).fill_(-inf);
+        x = x.to(dt).cuda();
+        if (channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
+        auto pool = [&](const Tensor& t) {
+          return max_pool2d(t, w.kernel, w.stride, w.padding, w.dilation, w.ceil);
+        };
+        const Tensor g = random(pool(x).sizes(), kFloat32, -1, 1).to(dt).cuda();
+        auto loss_of = [&](const Tensor& t) { return (pool(t) * g).sum(); };
+        auto grad = [&](bool compiled) {
+          Tensor t = x.clone().requires_grad_();
+          (compiled ? compile(loss_of)(t) : loss_of(t)).backward();
+          return t.grad();
+        };
+        Tensor got;
+        const std::string log = log_of("output_code", [&] { got = grad(true); });
+        const bool dilated = w.dilation[0] > 1;
+        EXPECT_EQ(log.find("extern max_pool2d_backward") != std::string::npos, dilated) << log;
+        EXPECT_TRUE(allclose(got.cpu(), grad(false).cpu(), 0, 0, /*equal_nan=*/true));
+      }
 }
 
 TEST(CudaMaxPool, CompiledTrainingMatchesEager) {

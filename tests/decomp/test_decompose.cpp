@@ -20,19 +20,29 @@ TEST(Decompose, EveryExampleMatchesEager) {
     if (!find_decomposition(op)) continue;
     covered.insert(op);
     std::vector<Arg> args = example_args(ex, values);
-    // Attention with dropout or without a mask (which runs its fused kernel).
-    bool declines =
-        (ex.random && op != OpId::dropout) || (op == OpId::scaled_dot_product_attention &&
-                                               std::holds_alternative<std::monostate>(args.at(3)));
+    // Attention with dropout or without a mask (which runs its fused kernel); adaptive average
+    // pools to more than one element a plane.
+    const bool windows =
+        (op == OpId::adaptive_avg_pool2d && std::get<Shape>(args.at(1)) != Shape{1, 1}) ||
+        (op == OpId::adaptive_avg_pool2d_backward && std::get<Tensor>(args.at(0)).size(-1) != 1);
+    bool declines = windows || (ex.random && op != OpId::dropout) ||
+                    (op == OpId::scaled_dot_product_attention &&
+                     std::holds_alternative<std::monostate>(args.at(3)));
     check_decomposition(op, args, declines);
   }
   for (OpId op : decomposed_ops()) EXPECT_TRUE(covered.count(op)) << op_name(op);
 }
 
-// Exactly the composite ops decompose, plus the composite reductions and activations; the
-// primitive set keeps var (lowered with Welford) and the pointwise ops.
+// Exactly the composite ops decompose, plus the composite reductions and activations and global
+// average pooling; the primitive set keeps var (lowered with Welford) and the pointwise ops.
 TEST(Decompose, TableHoldsTheCompositeOps) {
-  const std::set<OpId> extra = {OpId::mean, OpId::std, OpId::logsumexp, OpId::gelu, OpId::silu};
+  const std::set<OpId> extra = {OpId::mean,
+                                OpId::std,
+                                OpId::logsumexp,
+                                OpId::gelu,
+                                OpId::silu,
+                                OpId::adaptive_avg_pool2d,
+                                OpId::adaptive_avg_pool2d_backward};
   std::vector<OpId> ops = decomposed_ops();
   std::set<OpId> table(ops.begin(), ops.end());
   for (int i = 0; i < kNumOps; ++i) {
@@ -53,6 +63,22 @@ TEST(Decompose, DeclinesWhatMustStay) {
   // Attention without a mask (or a causal one) runs its fused eager kernel.
   check_decomposition(OpId::scaled_dot_product_attention, {q, q, q}, true);
   check_decomposition(OpId::scaled_dot_product_attention, {q, q, q, None(), F(0), B(true)}, true);
+}
+
+// A global average pool (to one element a plane) and its gradient are a mean and a division,
+// in float32 for bf16, channels-last or not; other output sizes keep the op.
+TEST(Decompose, GlobalAveragePoolsBecomeMeans) {
+  for (DType t : {kFloat32, kBFloat16})
+    for (bool channels_last : {false, true}) {
+      Tensor x = rnd({2, 16, 7, 5}, t), g = rnd({2, 16, 1, 1}, t);
+      if (channels_last) {
+        x = x.contiguous(MemoryFormat::ChannelsLast);
+        g = g.contiguous(MemoryFormat::ChannelsLast);
+      }
+      check_decomposition(OpId::adaptive_avg_pool2d, {x, L({1, 1})});
+      check_decomposition(OpId::adaptive_avg_pool2d_backward, {g, x});
+    }
+  check_decomposition(OpId::adaptive_avg_pool2d, {rnd({2, 16, 7, 5}), L({2, 1})}, true);
 }
 
 // A declined node stays while the rest of the graph decomposes around it.

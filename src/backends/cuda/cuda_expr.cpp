@@ -140,7 +140,7 @@ std::string CudaEmitter::emit_node(const ir::ValueNode& v, const std::vector<std
     case Op::Constant:
       return cuda_literal(v.constant(), v.dtype());
     case Op::Index:
-      return temp("i64", index(v.index()));
+      return temp("i64", index(run_index ? run_index(v.index()) : v.index()));
     case Op::Cast:
       if (v.dtype() == kBool) return temp(ct, "(" + x[0] + " != 0)");
       if (v.dtype() == kFloat16) return temp(ct, "coil_h2f(coil_f2h((float)(" + x[0] + ")))");

@@ -52,6 +52,11 @@ class CudaEmitter {
   // Whether a direct load reads its buffer with the streaming hint (coil_ld_stream); unset: no
   // load does.
   std::function<bool(const ir::ValueNode&)> stream_load;
+  // An index value's expression as emitted: in a vectorised kernel's lanes, one that is the same
+  // for every element of the lanes' run is taken at the run's first element (then computed once
+  // for the run, not again in each lane: a channels-last pool's window positions); unset, the
+  // expression itself.
+  std::function<sym::Expr(sym::Expr)> run_index;
   // Where indirect loads register their checks (a kernel's list).
   std::vector<codegen::IndexCheck>* checks = nullptr;
   // Names the kernel's divider of a run-time divisor (a kernel parameter); unset, indices

@@ -162,6 +162,18 @@ class Printer {
       auto each = w_.block("for (int coil_j = 0; coil_j < " + v + "; ++coil_j)");
       w_.line("const i64 " + sym::to_c(lanes.var) + " = coil_base + coil_j;");
       CudaEmitter em = emitter();
+      const sym::Expr first = sym::index_var("coil_base", lanes.var->range().hi + 1);
+      // Whether `index` is the same for the run's elements (known, or checked on the way in).
+      auto uniform = [&](sym::Expr index) {
+        const std::optional<std::string> c = run_uniform(index, lanes.var, lanes.width);
+        return c && (c->empty() || std::find(lanes.checked.begin(), lanes.checked.end(), *c) !=
+                                       lanes.checked.end());
+      };
+      em.run_index = [&](sym::Expr index) {
+        return sym::depends_on(index, lanes.var) && uniform(index)
+                   ? sym::substitute(index, {{lanes.var, first}})
+                   : index;
+      };
       em.load_override = [&](const ir::ValueNode& load) -> std::optional<std::string> {
         if (const VectorAccess* a = find(lanes, load.buffer(), load.index()))
           return a->store ? std::nullopt
@@ -171,13 +183,8 @@ class Printer {
         // run's first element, so that the run's reads, and what is computed from them alone, are
         // one (the compiler merges the unrolled copies) instead of a division chain each.
         if (load.is_indirect() || nodes_.count(load.buffer()) ||
-            !sym::depends_on(load.index(), lanes.var))
+            !sym::depends_on(load.index(), lanes.var) || !uniform(load.index()))
           return std::nullopt;
-        const std::optional<std::string> c = run_uniform(load.index(), lanes.var, lanes.width);
-        if (!c || (!c->empty() && std::find(lanes.checked.begin(), lanes.checked.end(), *c) ==
-                                      lanes.checked.end()))
-          return std::nullopt;
-        const sym::Expr first = sym::index_var("coil_base", lanes.var->range().hi + 1);
         return from_memory(load.dtype(),
                            load.buffer() + "[" +
                                em.index(sym::substitute(load.index(), {{lanes.var, first}})) + "]");
