@@ -150,6 +150,13 @@ std::string CudaEmitter::emit_node(const ir::ValueNode& v, const std::vector<std
     case Op::Cos:
       if (sincos_args_.count(ir::to_string(v.args()[0]))) return sincos(v, x[0]);
       [[fallthrough]];
+    case Op::Rsqrt:
+      // In float, CUDA's rsqrtf (one special-function instruction, within 2 ulp, as PyTorch's
+      // CUDA kernels): 1 / sqrtf, a correctly rounded root and division, is tens of
+      // instructions, which a batch norm's scale repeats for every element.
+      if (v.op() == Op::Rsqrt && ct == std::string("float"))
+        return temp(ct, "rsqrtf(" + x[0] + ")");
+      [[fallthrough]];
     default: {
       static const codegen::CDialect d = cuda_dialect();
       return temp(ct, codegen::scalar_op(v, x, d));
