@@ -240,23 +240,12 @@ capture::CompiledGraph compile_fx_training(std::shared_ptr<const Graph> graph,
   if (passes) stages::pre_grad(*g, trace);
   std::vector<bool> requires_grad;
   for (const Tensor& t : inputs) requires_grad.push_back(t.requires_grad());
-  auto start = debug::Clock::now();
-  aot::JointGraph joint = aot::build_joint_graph(*g, requires_grad, num_results);
-  trace.timeline().add("joint graph", "autograd", start, debug::Clock::now() - start);
-  debug::log("aot_graphs", prefix, "joint graph:\n" + print_graph(*joint.graph));
-  trace.write("joint_graph.txt", [&] { return print_graph(*joint.graph); });
+  aot::JointGraph joint = stages::autograd(*g, requires_grad, num_results, trace);
   if (passes) {
     stages::decompositions(*joint.graph, trace);
     stages::joint_graph(*joint.graph, trace);
   }
-  aot::Partition part =
-      trace.timeline().stage("partition", "autograd", [&] { return aot::partition(joint); });
-  debug::log("partitioner", prefix, part.report());
-  capture::bump(capture::Counter::saved_bytes, part.saved_bytes);
-  capture::bump(capture::Counter::save_all_bytes, part.save_everything_bytes);
-  debug::log("aot_graphs", prefix, "forward graph:\n" + print_graph(*part.forward));
-  debug::log("aot_graphs", prefix, "backward graph:\n" + print_graph(*part.backward));
-  trace.write("partition.txt", [&] { return part.report(); });
+  aot::Partition part = stages::partition(joint, trace);
 
   // Each half is a graph of its own from here: its own trace, its own graph cache entry.
   auto half = [&](std::shared_ptr<Graph> h, const std::string& name) {

@@ -1,5 +1,6 @@
 #include "compile/stages.h"
 
+#include "capture/counters.h"
 #include "codegen/shared_kernels.h"
 #include "compile/kernel_diagram.h"
 #include "debug/log.h"
@@ -83,6 +84,29 @@ void graph_stages(Graph& g, debug::CompileTrace& trace) {
   pre_grad(g, trace);
   decompositions(g, trace);
   post_grad(g, trace);
+}
+
+aot::JointGraph autograd(const Graph& g, const std::vector<bool>& requires_grad, size_t num_results,
+                         debug::CompileTrace& trace) {
+  aot::JointGraph joint = trace.timeline().stage("joint graph", "autograd", [&] {
+    return aot::build_joint_graph(g, requires_grad, num_results);
+  });
+  debug::log("aot_graphs", trace.log_prefix(), "joint graph:\n" + print_graph(*joint.graph));
+  trace.write("joint_graph.txt", [&] { return print_graph(*joint.graph); });
+  return joint;
+}
+
+aot::Partition partition(const aot::JointGraph& joint, debug::CompileTrace& trace) {
+  aot::Partition part =
+      trace.timeline().stage("partition", "autograd", [&] { return aot::partition(joint); });
+  const std::string& prefix = trace.log_prefix();
+  debug::log("partitioner", prefix, part.report());
+  capture::bump(capture::Counter::saved_bytes, part.saved_bytes);
+  capture::bump(capture::Counter::save_all_bytes, part.save_everything_bytes);
+  debug::log("aot_graphs", prefix, "forward graph:\n" + print_graph(*part.forward));
+  debug::log("aot_graphs", prefix, "backward graph:\n" + print_graph(*part.backward));
+  trace.write("partition.txt", [&] { return part.report(); });
+  return part;
 }
 
 ir::Program lowering(const Graph& g, const backends::DeviceBackend& backend,

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "aot/joint_graph.h"
+#include "aot/partitioner.h"
 #include "backends/backend.h"
 #include "codegen/kernel_source.h"
 #include "codegen/wrapper_plan.h"
@@ -30,8 +32,17 @@ void post_grad(Graph& g, debug::CompileTrace& trace);
 void freezing(Graph& g, debug::CompileTrace& trace);
 
 // An inference graph's graph stages in order: pre_grad, decompositions, post_grad. (A training
-// step's order is compile_fx_training's: the joint graph comes between.)
+// step's order is compile_fx_training's: autograd, decompositions, joint_graph and partition
+// come between.)
 void graph_stages(Graph& g, debug::CompileTrace& trace);
+
+// A training step's: the joint forward+backward graph of `g` (AOTAutograd's trace of the
+// forward and its derivative rules; `requires_grad` per placeholder, the first `num_results`
+// outputs the function's results), then its split into a forward that saves what the backward
+// reads and that backward (the min-cut partitioner).
+aot::JointGraph autograd(const Graph& g, const std::vector<bool>& requires_grad, size_t num_results,
+                         debug::CompileTrace& trace);
+aot::Partition partition(const aot::JointGraph& joint, debug::CompileTrace& trace);
 
 // Graph -> loop IR, with `backend` deciding which ops are library calls.
 ir::Program lowering(const Graph& g, const backends::DeviceBackend& backend,
