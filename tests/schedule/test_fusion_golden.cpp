@@ -185,3 +185,27 @@ TEST(Golden, UnrelatedLoopsWalkFewArrays) {
     EXPECT_TRUE(decided(c, "arrays at once"));
   }
 }
+
+// A channels-last batch norm's statistics on the GPU: the channels are the columns, the kept
+// dims of one after them, and the reduction is cut across its rows (256 pieces of 1568 rows for
+// 64 channels, enough column pieces to fill the GPU), each piece read down the columns, never
+// into runs of one channel's elements 64 apart.
+TEST(Golden, ChannelsLastStatisticsAreCutAcrossTheirRows) {
+  Compiled c = lowered_and_scheduled(
+      R"(def forward(self, x: "bf16[32, 64, 112, 112][802816, 1, 7168, 64]cuda:0"):
+    to_dtype: "f32[32, 64, 112, 112][802816, 1, 7168, 64]cuda:0" = coil.to_dtype(x, coil.float32)
+    sum_1: "f32[1, 64, 1, 1][64, 1, 1, 1]cuda:0" = coil.sum(to_dtype, [0, 2, 3], True)
+    return (sum_1,)
+)");
+  EXPECT_EQ(ir::to_string(c.program),
+            "in0: bf16[32, 64, 112, 112][802816, 1, 7168, 64] = input 0\n"
+            "buf0: f32[256, 1, 64, 1, 1][64, 64, 1, 1, 1] = reduce_sum[256, 1, 64, 1, 1][1568](i0, "
+            "i1, i2, i3, i4; j0: to_f32(load(in0, 100352*i0 + i2 + 64*j0)))\n"
+            "buf1: f32[1, 64, 1, 1][64, 1, 1, 1] = reduce_sum[1, 64, 1, 1][256](i0, i1, i2, i3; "
+            "j0: load(buf0, i1 + 64*j0))\n"
+            "return (buf1 f32[1, 64, 1, 1][64, 1, 1, 1])\n");
+  ASSERT_EQ(c.schedule.kernels.size(), 2u);
+  EXPECT_EQ(schedule::to_string(c.schedule.kernels[0]),
+            "red_fused_to_dtype_sum_0: for x0 < 256, x1 < 64; reduce r0 < 1568\n"
+            "    buf0[64*x0 + x1] = sum to_f32(load(in0, 64*r0 + 100352*x0 + x1))\n");
+}
