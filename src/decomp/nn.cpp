@@ -245,10 +245,14 @@ Node* decompose_stack(Graph& g, Node* node) {
   return e(OpId::cat, {parts, dim});
 }
 
+namespace {
+
 // Whether an adaptive average pool's output of `out` is one element a plane (ResNet's head).
 bool global_pool(const SymShape& out) {
   return out.size() >= 3 && out[out.size() - 1]->is_const(1) && out[out.size() - 2]->is_const(1);
 }
+
+}  // namespace
 
 // adaptive_avg_pool2d(x, [1, 1]) = the mean over each plane: a reduction, which takes in the
 // batch norm, residual and ReLU before it, and reads a channels-last input down its columns.

@@ -4,8 +4,8 @@
 // eager gives the result (channels-last after a channels-last input), its loops then read the
 // input along its channels; the ReLU before it inlines. Windows past the input's end, which
 // ceil_mode adds, are the same positions outside it. The backward: each input element the sum
-// of the gradients of the windows it wins, in the input's layout, fused with the ReLU's and the
-// batch norm's gradients after it.
+// of the gradients of the windows it wins, in the input's layout, fused with the sum of the
+// gradients that reach the pool and with the ReLU's gradient it feeds.
 #include <array>
 #include <limits>
 

@@ -324,8 +324,8 @@ TensorBox reduce(Context& cx, const Node& n, Node* x, Shape dims, bool keepdim, 
                  DType dtype, const std::function<ir::Value(ir::Value, const Index&)>& body) {
   ir::Computation c = reduction(cx, n, x, std::move(dims), keepdim, kind, dtype, body);
   // A split of each value's elements into pieces of consecutive ones would read a column's
-  // pieces a stride apart (a channels-last batch norm's statistics: 1.5 ms for what a read
-  // down the columns does at the copy's rate): columns are cut across their rows instead.
+  // pieces a stride apart, one element per sector (a channels-last batch norm's statistics):
+  // columns are cut across their rows instead, each piece still read down the columns.
   if (reads_down_columns(cx, c))
     split_columns(cx, c);
   else

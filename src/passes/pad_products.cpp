@@ -42,8 +42,8 @@ bool is_cast_of_transpose(const Node* n) {
 
 // `x` with `extra` zeros after its last element along `dim` (of its 1 or 2 dims). A transposed
 // operand is padded before its transpose, so that the pad writes the memory order the product
-// reads; a cast of a transpose is cast first (the padded cast of GPT-2's tied head, written
-// transposed, took 4.4x the plain cast's time).
+// reads; a cast of a transpose is cast first, so that the cast writes the weight in its own
+// order rather than transposing it.
 Node* pad_along(Graph& g, Node* x, int64_t dim, int64_t extra, Node* before) {
   if (extra == 0) return x;
   if (is_cast_of_transpose(x)) {

@@ -12,6 +12,13 @@ bool pad_to_8(Graph& g) {
   return pad_products(g, [](Device, DType) { return int64_t{8}; });
 }
 
+// The graph of `text` padded computes what it did.
+void expect_padding_keeps_results(const std::string& text) {
+  Graph original = parse_graph(text), g = parse_graph(text);
+  EXPECT_TRUE(pad_to_8(g));
+  expect_same_results(original, g, random_inputs(original));
+}
+
 TEST(PadProducts, PadsNThroughATransposedWeightAndCopiesTheResultOut) {
   expect_pass(pad_to_8,
               R"(def forward(self, x: "f32[64, 64][64, 1]cpu", w: "f32[67, 64][64, 1]cpu"):
@@ -103,9 +110,7 @@ TEST(PadProducts, CastsATransposedWeightBeforeItsTranspose) {
     contiguous = coil.contiguous(narrow)
     return (contiguous,)
 )");
-  Graph original = parse_graph(cast_of_transpose), g = parse_graph(cast_of_transpose);
-  EXPECT_TRUE(pad_to_8(g));
-  expect_same_results(original, g, random_inputs(original));
+  expect_padding_keeps_results(cast_of_transpose);
 }
 
 // x w^T with x and w of the given types ("f32[64, 64][64, 1]cpu").
@@ -123,9 +128,7 @@ TEST(PadProducts, LeavesAlignedSmallAndUnpaddedProductsAlone) {
   // The CPU's heuristics pad nothing; the same graph padded computes the same values in bf16.
   const std::string odd = head("bf16[64, 64][64, 1]cpu", "bf16[67, 64][64, 1]cpu");
   expect_no_change(run_pad_products, odd);
-  Graph original = parse_graph(odd), g = parse_graph(odd);
-  EXPECT_TRUE(pad_to_8(g));
-  expect_same_results(original, g, random_inputs(original));
+  expect_padding_keeps_results(odd);
 }
 
 }  // namespace
