@@ -135,6 +135,7 @@ class SGD : public detail::OptimizerBase<SGDOptions, SGDState> {
   explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
   explicit SGD(std::vector<ParamGroup<SGDOptions>> groups);
   void step() override;
+  std::optional<bool> step_unscaling(double inv_scale) override;
 
  private:
   std::shared_ptr<detail::CompiledSteps> compiled_;

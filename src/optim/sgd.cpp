@@ -1,6 +1,9 @@
 // SGD, as torch.optim.SGD (the single-tensor form of torch/optim/sgd.py).
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include <coil/autograd.h>
 #include <coil/ops.h>
@@ -46,16 +49,90 @@ Tensor direction(const Tensor& g, const Tensor& buf, const SGDOptions& o) {
   return o.nesterov ? g + buf * o.momentum : buf;
 }
 
+// x = value, or x as it is where `skip` (a 0-dim bool) holds: a step skipped for an inf or
+// NaN gradient leaves every tensor it would have written.
+void assign(const Tensor& x, const Tensor& value, const Tensor& skip) {
+  x.copy_(where(skip, x, value));
+}
+
 // A step of a parameter whose momentum buffer exists (or that has none: momentum 0), in place;
-// `neg_lr` is -lr as a 0-dim tensor, so a compiled step sees a new learning rate.
+// `neg_lr` is -lr as a 0-dim tensor, so a compiled step sees a new learning rate. With `skip`
+// defined, only where it is false.
 void sgd_update(const Tensor& p, const Tensor& grad, const Tensor& buf, const Tensor& neg_lr,
-                const SGDOptions& o) {
+                const SGDOptions& o, const Tensor& skip = {}) {
   Tensor g = effective_grad(p, grad, o);
+  Tensor next = buf;  // the buffer after this step
   if (o.momentum != 0) {
-    buf.mul_(o.momentum);
-    buf.add_(o.dampening == 0 ? g : g * (1 - o.dampening));
+    const Tensor add = o.dampening == 0 ? g : g * (1 - o.dampening);
+    if (skip.defined())
+      assign(buf, next = buf * o.momentum + add, skip);
+    else
+      buf.mul_(o.momentum).add_(add);
   }
-  p.add_(direction(g, buf, o) * neg_lr);
+  const Tensor moved = direction(g, next, o) * neg_lr;
+  if (skip.defined())
+    assign(p, p + moved, skip);
+  else
+    p.add_(moved);
+}
+
+// A group's parameters that have gradients, with their gradients and momentum buffers.
+struct GroupStep {
+  std::vector<Tensor> params, grads, bufs;
+  bool buffers_ready() const {
+    return std::all_of(bufs.begin(), bufs.end(), [](const Tensor& b) { return b.defined(); });
+  }
+};
+
+GroupStep begin_step(const ParamGroup<SGDOptions>& group,
+                     std::unordered_map<const void*, SGDState>& state) {
+  GroupStep gs;
+  for (const Tensor& p : group.params) {
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    gs.params.push_back(p);
+    gs.grads.push_back(g);
+    gs.bufs.push_back(state[p.impl()].momentum_buffer);
+  }
+  return gs;
+}
+
+// Per parameter: p, g, [buf,] -lr: the compiled step's layout of a group's tensors. Parameters
+// of one dtype and device share their -lr (one small tensor, on a GPU a fill, rather than one
+// per parameter; made again only when the learning rate changes: CompiledSteps::scalar).
+size_t tensors_per_parameter(const SGDOptions& o) { return o.momentum != 0 ? 4 : 3; }
+
+std::vector<Tensor> step_layout(const GroupStep& gs, const SGDOptions& o, size_t gi,
+                                detail::CompiledSteps& compiled) {
+  std::vector<Tensor> all, steps;
+  for (size_t i = 0; i < gs.params.size(); ++i) {
+    const Tensor& p = gs.params[i];
+    all.insert(all.end(), {p, gs.grads[i]});
+    if (o.momentum != 0) all.push_back(gs.bufs[i]);
+    auto same = std::find_if(steps.begin(), steps.end(), [&](const Tensor& s) {
+      return s.dtype() == p.dtype() && s.device() == p.device();
+    });
+    if (same == steps.end())
+      same = steps.insert(steps.end(),
+                          compiled.scalar(gi, steps.size(), -o.lr, p.dtype(), p.device()));
+    all.push_back(*same);
+  }
+  return all;
+}
+
+// The updates of `count` parameters laid out from `t`. With `inv_scale` defined, each gradient
+// is first unscaled in place (times inv_scale), and the updates apply where `skip` is false.
+void sgd_update_all(const Tensor* t, size_t count, const SGDOptions& o,
+                    const Tensor& inv_scale = {}, const Tensor& skip = {}) {
+  const size_t per = tensors_per_parameter(o);
+  for (size_t i = 0; i < count; ++i, t += per) {
+    Tensor g = t[1];
+    if (inv_scale.defined()) {
+      g = g * inv_scale;
+      t[1].copy_(g);
+    }
+    sgd_update(t[0], g, per == 4 ? t[2] : Tensor(), t[per - 1], o, skip);
+  }
 }
 
 }  // namespace
@@ -63,52 +140,80 @@ void sgd_update(const Tensor& p, const Tensor& grad, const Tensor& buf, const Te
 void SGD::step() {
   NoGradGuard no_grad;
   for (size_t gi = 0; gi < param_groups.size(); ++gi) {
-    const auto& group = param_groups[gi];
-    const SGDOptions& o = group.options;
+    const SGDOptions& o = param_groups[gi].options;
     check(o);
-    std::vector<Tensor> params, grads, bufs;
-    for (const Tensor& p : group.params) {
-      Tensor g = p.grad();
-      if (!g.defined()) continue;
-      params.push_back(p);
-      grads.push_back(g);
-      bufs.push_back(state_[p.impl()].momentum_buffer);
-    }
-    bool buffers_ready = true;
-    for (const Tensor& b : bufs) buffers_ready = buffers_ready && b.defined();
-    if (o.compiled && !params.empty() && (o.momentum == 0 || buffers_ready)) {
-      // Per parameter: p, g, [buf,] -lr; parameters of one dtype and device share their -lr (one
-      // small tensor, on a GPU a fill, rather than one per parameter; made again only when the
-      // learning rate changes: CompiledSteps::scalar).
+    GroupStep gs = begin_step(param_groups[gi], state_);
+    if (o.compiled && !gs.params.empty() && (o.momentum == 0 || gs.buffers_ready())) {
       if (!compiled_) compiled_ = std::make_shared<detail::CompiledSteps>();
-      std::vector<Tensor> all, steps;
-      for (size_t i = 0; i < params.size(); ++i) {
-        const Tensor& p = params[i];
-        all.insert(all.end(), {p, grads[i]});
-        if (o.momentum != 0) all.push_back(bufs[i]);
-        auto same = std::find_if(steps.begin(), steps.end(), [&](const Tensor& s) {
-          return s.dtype() == p.dtype() && s.device() == p.device();
-        });
-        if (same == steps.end())
-          same = steps.insert(steps.end(),
-                              compiled_->scalar(gi, steps.size(), -o.lr, p.dtype(), p.device()));
-        all.push_back(*same);
-      }
       compiled_->run(
           "SGD_step_group" + std::to_string(gi),
           [o](const std::vector<Tensor>& t) {
-            const size_t per = o.momentum != 0 ? 4 : 3;
-            for (size_t i = 0; i + per <= t.size(); i += per)
-              sgd_update(t[i], t[i + 1], per == 4 ? t[i + 2] : Tensor(), t[i + per - 1], o);
+            sgd_update_all(t.data(), t.size() / tensors_per_parameter(o), o);
             return t.back();
           },
-          all);
+          step_layout(gs, o, gi, *compiled_));
       continue;
     }
-    functional::sgd(params, grads, bufs, o);
+    functional::sgd(gs.params, gs.grads, gs.bufs, o);
     if (o.momentum != 0)
-      for (size_t i = 0; i < params.size(); ++i) state_[params[i].impl()].momentum_buffer = bufs[i];
+      for (size_t i = 0; i < gs.params.size(); ++i)
+        state_[gs.params[i].impl()].momentum_buffer = gs.bufs[i];
   }
+}
+
+// The groups' step with the gradients unscaled, checked and applied in one compiled function
+// (Optimizer::step_unscaling, as Adam's): the count of inf and NaN elements over every gradient
+// of every group, the gradients times the inverse scale, and the updates where the count is 0.
+// Nothing is done, and nothing returned, unless every group is compiled, every gradient is on
+// one device and every momentum buffer exists (the first step with momentum makes them from the
+// gradients: it unscales first).
+std::optional<bool> SGD::step_unscaling(double inv_scale) {
+  NoGradGuard no_grad;
+  std::optional<Device> device;
+  std::vector<GroupStep> steps;
+  for (const auto& group : param_groups) {
+    const SGDOptions& o = group.options;
+    check(o);
+    steps.push_back(begin_step(group, state_));
+    if (!o.compiled || (o.momentum != 0 && !steps.back().buffers_ready())) return std::nullopt;
+    for (const Tensor& g : steps.back().grads) {
+      if (device && !(*device == g.device())) return std::nullopt;
+      device = g.device();
+    }
+  }
+  if (!device) return std::nullopt;
+  if (!compiled_) compiled_ = std::make_shared<detail::CompiledSteps>();
+  // The layout: every group's tensors in turn, then the inverse scale. The name says each
+  // group's parameter count, which the update's captured layout depends on.
+  std::vector<std::pair<SGDOptions, size_t>> layout;
+  std::vector<Tensor> all;
+  std::string key = "SGD_step_unscaling";
+  for (size_t gi = 0; gi < steps.size(); ++gi) {
+    const SGDOptions& o = param_groups[gi].options;
+    const std::vector<Tensor> t = step_layout(steps[gi], o, gi, *compiled_);
+    all.insert(all.end(), t.begin(), t.end());
+    layout.emplace_back(o, steps[gi].params.size());
+    key += "_" + std::to_string(steps[gi].params.size());
+  }
+  all.push_back(compiled_->scalar(steps.size(), 0, inv_scale, kFloat32, *device));
+  const Tensor bad = compiled_->run(
+      key,
+      [layout](const std::vector<Tensor>& t) {
+        Tensor bad = zeros({}, kInt64, t.back().device());
+        const Tensor* at = t.data();
+        for (const auto& [o, count] : layout)
+          for (size_t i = 0; i < count; ++i, at += tensors_per_parameter(o))
+            bad = bad + logical_or(isnan(at[1]), isinf(at[1])).sum();
+        const Tensor skip = bad > 0;
+        at = t.data();
+        for (const auto& [o, count] : layout) {
+          sgd_update_all(at, count, o, t.back(), skip);
+          at += count * tensors_per_parameter(o);
+        }
+        return bad;
+      },
+      all);
+  return bad.item<int64_t>() == 0;
 }
 
 void functional::sgd(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,

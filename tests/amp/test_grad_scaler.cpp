@@ -177,13 +177,81 @@ TEST(GradScaler, ACompiledAdamWUnscalesChecksAndStepsInOneFunction) {
   }
 }
 
-// An optimizer without a compiled step (SGD; AdamW not compiled) takes the separate unscaling.
+// A compiled SGD with momentum, the same in one function from its second step on (its first
+// makes the momentum buffers from the gradients, unscaled first): a clean step equals SGD's on
+// the true gradients; an inf skips it in both groups (parameters and momentum buffers as they
+// were) and halves the scale; the next clean step goes on from there.
+TEST(GradScaler, ACompiledSGDUnscalesChecksAndStepsInOneFunction) {
+  manual_seed(8);
+  std::vector<Tensor> w = {random({5, 3}).requires_grad_(), random({7}).requires_grad_(),
+                           random({2, 2}).requires_grad_()};
+  std::vector<Tensor> ref, grads;
+  for (const Tensor& p : w) {
+    ref.push_back(p.detach().clone().requires_grad_());
+    grads.push_back(random(p.sizes()));
+  }
+  auto groups = [](const std::vector<Tensor>& p) {
+    const optim::SGDOptions nesterov{
+        .lr = 0.05, .momentum = 0.9, .weight_decay = 0.1, .nesterov = true, .compiled = true};
+    const optim::SGDOptions damped{.lr = 0.1, .momentum = 0.5, .dampening = 0.25, .compiled = true};
+    return std::vector<optim::ParamGroup<optim::SGDOptions>>{{{p[0], p[1]}, nesterov},
+                                                             {{p[2]}, damped}};
+  };
+  optim::SGD opt(groups(w)), plain(groups(ref));
+  amp::GradScaler scaler({.init_scale = 1024.0});
+  for (int k = 0; k < 2; ++k) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i].set_grad(grads[i] * scaler.get_scale());
+      ref[i].set_grad(grads[i].clone());
+    }
+    const std::string log = log_of("graph_code", [&] { EXPECT_TRUE(scaler.step(opt)); });
+    EXPECT_EQ(log.find("SGD_step_unscaling") != std::string::npos, k == 1) << log.substr(0, 2000);
+    scaler.update();
+    plain.step();
+    for (size_t i = 0; i < w.size(); ++i) {
+      SCOPED_TRACE("step " + std::to_string(k) + ", parameter " + std::to_string(i));
+      expect_close(w[i].grad(), values(grads[i]), grads[i].sizes(), 0, 0);
+      expect_close(w[i], values(ref[i]), ref[i].sizes(), 1e-6, 1e-7);
+    }
+  }
+
+  for (size_t i = 0; i < w.size(); ++i) w[i].set_grad(grads[i] * scaler.get_scale());
+  w[2].grad().view({-1}).select(0, 1).fill_(std::numeric_limits<double>::infinity());
+  std::vector<Tensor> before, buffers;
+  for (const Tensor& p : w) {
+    before.push_back(p.detach().clone());
+    buffers.push_back(opt.state(p)->momentum_buffer.clone());
+  }
+  EXPECT_FALSE(scaler.step(opt));
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 512.0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    SCOPED_TRACE("parameter " + std::to_string(i));
+    expect_close(w[i], values(before[i]), before[i].sizes(), 0, 0);
+    expect_close(opt.state(w[i])->momentum_buffer, values(buffers[i]), buffers[i].sizes(), 0, 0);
+  }
+
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i].set_grad(grads[i] * 512.0);
+    ref[i].set_grad(grads[i].clone());
+  }
+  EXPECT_TRUE(scaler.step(opt));
+  plain.step();
+  for (size_t i = 0; i < w.size(); ++i) {
+    SCOPED_TRACE("parameter " + std::to_string(i));
+    expect_close(w[i], values(ref[i]), ref[i].sizes(), 1e-6, 1e-7);
+  }
+}
+
+// An optimizer without a compiled step (AdamW not compiled), or a compiled SGD's first step with
+// momentum, takes the separate unscaling.
 TEST(GradScaler, OptimizersWithoutAScaledStepUnscaleFirst) {
   manual_seed(7);
   Problem p;
   optim::AdamW opt({p.w}, {.lr = 0.1});
   EXPECT_FALSE(opt.step_unscaling(1.0).has_value());
-  optim::SGD sgd({p.w}, {.lr = 0.1, .compiled = true});
+  optim::SGD sgd({p.w}, {.lr = 0.1, .momentum = 0.9, .compiled = true});
+  p.w.set_grad(zeros_like(p.w));
   EXPECT_FALSE(sgd.step_unscaling(1.0).has_value());
   amp::GradScaler scaler;
   scaler.scale(p.loss()).backward();
