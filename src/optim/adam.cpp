@@ -53,10 +53,12 @@ StepScalars step_scalars(const Tensor& p, int64_t step, const AdamOptions& o) {
                       [&p](size_t, double v) { return scalar_tensor(v, p.dtype(), p.device()); });
 }
 
-// x = value, or x as it is where `skip` (a 0-dim bool) holds: a step skipped for an inf or
-// NaN gradient leaves every tensor it would have written.
-void assign(const Tensor& x, const Tensor& value, const Tensor& skip) {
-  x.copy_(skip.defined() ? where(skip, x, value) : value);
+// x = value, or x as it is where `skip` (when defined) holds.
+void assign_unless(const Tensor& x, const Tensor& value, const Tensor& skip) {
+  if (skip.defined())
+    detail::assign(x, value, skip);
+  else
+    x.copy_(value);
 }
 
 // One parameter's update, in place (torch/optim/adam.py's single-tensor form); with `skip`
@@ -78,12 +80,12 @@ void adam_update(const Tensor& p, const Tensor& grad, const Tensor& m, const Ten
   Tensor second = v_next;
   if (o.amsgrad) {
     second = maximum(vmax, v_next);
-    assign(vmax, second, skip);
+    assign_unless(vmax, second, skip);
   }
   const Tensor denom = second.sqrt() / k.bias_correction2_sqrt + o.eps;
-  assign(m, m_next, skip);
-  assign(v, v_next, skip);
-  assign(p, from + m_next / denom * -k.step_size, skip);
+  assign_unless(m, m_next, skip);
+  assign_unless(v, v_next, skip);
+  assign_unless(p, from + m_next / denom * -k.step_size, skip);
 }
 
 // Per parameter p, g, m, v, [vmax,] then the three scalars of StepScalars: the compiled step's
@@ -243,18 +245,12 @@ std::optional<bool> adam_step_unscaling(std::vector<ParamGroup<O>>& groups,
   const Tensor bad = compiled->run(
       key,
       [layout, decoupled](const std::vector<Tensor>& t) {
-        Tensor bad = zeros({}, kInt64, t.back().device());
-        const Tensor* at = t.data();
-        for (const auto& [o, count] : layout)
-          for (size_t i = 0; i < count; ++i, at += tensors_per_parameter(o))
-            bad = bad + logical_or(isnan(at[1]), isinf(at[1])).sum();
-        const Tensor skip = bad > 0;
-        at = t.data();
-        for (const auto& [o, count] : layout) {
-          adam_update_all(at, count, o, decoupled, t.back(), skip);
-          at += count * tensors_per_parameter(o);
-        }
-        return bad;
+        return detail::unscaling_step(
+            t, layout, [](const AdamOptions& o) { return tensors_per_parameter(o); },
+            [decoupled](const Tensor* at, const AdamOptions& o, size_t count,
+                        const Tensor& inv_scale, const Tensor& skip) {
+              adam_update_all(at, count, o, decoupled, inv_scale, skip);
+            });
       },
       all);
   const bool stepped = bad.item<int64_t>() == 0;

@@ -15,6 +15,10 @@ Tensor CompiledSteps::run(const std::string& name, const Update& update,
   return step(tensors);
 }
 
+void assign(const Tensor& x, const Tensor& value, const Tensor& skip) {
+  x.copy_(where(skip, x, value));
+}
+
 Tensor CompiledSteps::scalar(size_t group, size_t slot, double value, DType dtype,
                              const Device& device) {
   // float32's rounding decides most steps' sameness; other dtypes compare the exact number.

@@ -4,12 +4,14 @@
 // fuses into one loop and the loops into one combo kernel (schedule/horizontal.cpp).
 #pragma once
 
+#include <coil/ops.h>
 #include <coil/optim.h>
 
 #include <functional>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace coil::optim::detail {
@@ -40,5 +42,31 @@ class CompiledSteps {
   };
   std::map<std::tuple<size_t, size_t, DType, std::string>, Made> scalars_;
 };
+
+// x = value, or x as it is where `skip` (a 0-dim bool) holds: a step skipped for an inf or
+// NaN gradient leaves every tensor it would have written.
+void assign(const Tensor& x, const Tensor& value, const Tensor& skip);
+
+// The body of a step that unscales (Optimizer::step_unscaling) over `t`: the groups' tensors in
+// turn, each group `count` parameters of `per` tensors with the gradient second, then the
+// inverse scale. Counts the inf and NaN elements of every gradient, then runs
+// `update(first tensor, group, count, inv_scale, skip)` for each group, `skip` true where the
+// count is not 0; returns the count.
+template <typename Group, typename Per, typename Update>
+Tensor unscaling_step(const std::vector<Tensor>& t,
+                      const std::vector<std::pair<Group, size_t>>& layout, Per per, Update update) {
+  Tensor bad = zeros({}, kInt64, t.back().device());
+  const Tensor* at = t.data();
+  for (const auto& [o, count] : layout)
+    for (size_t i = 0; i < count; ++i, at += per(o))
+      bad = bad + logical_or(isnan(at[1]), isinf(at[1])).sum();
+  const Tensor skip = bad > 0;
+  at = t.data();
+  for (const auto& [o, count] : layout) {
+    update(at, o, count, t.back(), skip);
+    at += count * per(o);
+  }
+  return bad;
+}
 
 }  // namespace coil::optim::detail

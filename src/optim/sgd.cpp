@@ -49,12 +49,6 @@ Tensor direction(const Tensor& g, const Tensor& buf, const SGDOptions& o) {
   return o.nesterov ? g + buf * o.momentum : buf;
 }
 
-// x = value, or x as it is where `skip` (a 0-dim bool) holds: a step skipped for an inf or
-// NaN gradient leaves every tensor it would have written.
-void assign(const Tensor& x, const Tensor& value, const Tensor& skip) {
-  x.copy_(where(skip, x, value));
-}
-
 // A step of a parameter whose momentum buffer exists (or that has none: momentum 0), in place;
 // `neg_lr` is -lr as a 0-dim tensor, so a compiled step sees a new learning rate. With `skip`
 // defined, only where it is false.
@@ -65,13 +59,13 @@ void sgd_update(const Tensor& p, const Tensor& grad, const Tensor& buf, const Te
   if (o.momentum != 0) {
     const Tensor add = o.dampening == 0 ? g : g * (1 - o.dampening);
     if (skip.defined())
-      assign(buf, next = buf * o.momentum + add, skip);
+      detail::assign(buf, next = buf * o.momentum + add, skip);
     else
       buf.mul_(o.momentum).add_(add);
   }
   const Tensor moved = direction(g, next, o) * neg_lr;
   if (skip.defined())
-    assign(p, p + moved, skip);
+    detail::assign(p, p + moved, skip);
   else
     p.add_(moved);
 }
@@ -199,18 +193,10 @@ std::optional<bool> SGD::step_unscaling(double inv_scale) {
   const Tensor bad = compiled_->run(
       key,
       [layout](const std::vector<Tensor>& t) {
-        Tensor bad = zeros({}, kInt64, t.back().device());
-        const Tensor* at = t.data();
-        for (const auto& [o, count] : layout)
-          for (size_t i = 0; i < count; ++i, at += tensors_per_parameter(o))
-            bad = bad + logical_or(isnan(at[1]), isinf(at[1])).sum();
-        const Tensor skip = bad > 0;
-        at = t.data();
-        for (const auto& [o, count] : layout) {
-          sgd_update_all(at, count, o, t.back(), skip);
-          at += count * tensors_per_parameter(o);
-        }
-        return bad;
+        return detail::unscaling_step(
+            t, layout, [](const SGDOptions& o) { return tensors_per_parameter(o); },
+            [](const Tensor* at, const SGDOptions& o, size_t count, const Tensor& inv_scale,
+               const Tensor& skip) { sgd_update_all(at, count, o, inv_scale, skip); });
       },
       all);
   return bad.item<int64_t>() == 0;

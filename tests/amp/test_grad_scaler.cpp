@@ -103,6 +103,27 @@ TEST(GradScaler, UnscaleThenClipThenStep) {
   scaler.unscale_(opt);  // allowed again after update()
 }
 
+// A step whose last parameter's gradient (set, scaled by 1024) holds an inf: skipped, the scale
+// halved, and the parameters and each one's `kept(opt, p)` state tensor as they were.
+template <typename Opt, typename Kept>
+void expect_overflow_skips(amp::GradScaler& scaler, Opt& opt, const std::vector<Tensor>& w,
+                           Kept kept) {
+  w.back().grad().view({-1}).select(0, 1).fill_(std::numeric_limits<double>::infinity());
+  std::vector<Tensor> before, state;
+  for (const Tensor& p : w) {
+    before.push_back(p.detach().clone());
+    state.push_back(kept(opt, p).clone());
+  }
+  EXPECT_FALSE(scaler.step(opt));
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 512.0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    SCOPED_TRACE("parameter " + std::to_string(i));
+    expect_close(w[i], values(before[i]), before[i].sizes(), 0, 0);
+    expect_close(kept(opt, w[i]), values(state[i]), state[i].sizes(), 0, 0);
+  }
+}
+
 // With a compiled AdamW, step() unscales, checks and updates in the optimizer's one compiled
 // step (Optimizer::step_unscaling), over both of its groups: a clean step equals AdamW's step
 // on the true gradients, which it leaves unscaled; an inf in the second group skips the step in
@@ -151,21 +172,9 @@ TEST(GradScaler, ACompiledAdamWUnscalesChecksAndStepsInOneFunction) {
   }
 
   set_grads(1024.0);
-  w[2].grad().view({-1}).select(0, 1).fill_(std::numeric_limits<double>::infinity());
-  std::vector<Tensor> before, moments;
-  for (const Tensor& p : w) {
-    before.push_back(p.detach().clone());
-    moments.push_back(opt.state(p)->exp_avg.clone());
-  }
-  EXPECT_FALSE(scaler.step(opt));
-  scaler.update();
-  EXPECT_EQ(scaler.get_scale(), 512.0);
-  for (size_t i = 0; i < w.size(); ++i) {
-    SCOPED_TRACE("parameter " + std::to_string(i));
-    expect_close(w[i], values(before[i]), before[i].sizes(), 0, 0);
-    expect_close(opt.state(w[i])->exp_avg, values(moments[i]), moments[i].sizes(), 0, 0);
-    EXPECT_EQ(opt.state(w[i])->step, 1);
-  }
+  expect_overflow_skips(scaler, opt, w,
+                        [](optim::AdamW& o, const Tensor& p) { return o.state(p)->exp_avg; });
+  for (const Tensor& p : w) EXPECT_EQ(opt.state(p)->step, 1);
 
   set_grads(512.0);
   EXPECT_TRUE(scaler.step(opt));
@@ -216,20 +225,8 @@ TEST(GradScaler, ACompiledSGDUnscalesChecksAndStepsInOneFunction) {
   }
 
   for (size_t i = 0; i < w.size(); ++i) w[i].set_grad(grads[i] * scaler.get_scale());
-  w[2].grad().view({-1}).select(0, 1).fill_(std::numeric_limits<double>::infinity());
-  std::vector<Tensor> before, buffers;
-  for (const Tensor& p : w) {
-    before.push_back(p.detach().clone());
-    buffers.push_back(opt.state(p)->momentum_buffer.clone());
-  }
-  EXPECT_FALSE(scaler.step(opt));
-  scaler.update();
-  EXPECT_EQ(scaler.get_scale(), 512.0);
-  for (size_t i = 0; i < w.size(); ++i) {
-    SCOPED_TRACE("parameter " + std::to_string(i));
-    expect_close(w[i], values(before[i]), before[i].sizes(), 0, 0);
-    expect_close(opt.state(w[i])->momentum_buffer, values(buffers[i]), buffers[i].sizes(), 0, 0);
-  }
+  expect_overflow_skips(scaler, opt, w,
+                        [](optim::SGD& o, const Tensor& p) { return o.state(p)->momentum_buffer; });
 
   for (size_t i = 0; i < w.size(); ++i) {
     w[i].set_grad(grads[i] * 512.0);
